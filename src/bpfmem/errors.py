@@ -1,0 +1,66 @@
+"""The one exception tree of bpfmem.
+
+Only the CLI turns these into one-line messages and exit codes; library callers catch them.
+"""
+
+from __future__ import annotations
+
+
+class BpfmemError(Exception):
+    """Base of every error bpfmem raises on purpose."""
+
+
+class ParseError(BpfmemError):
+    """An object file (or a part of it) is not what it claims to be.
+
+    Carries where: the file, the ELF section (or BTF part) and the byte offset, when known.
+    """
+
+    def __init__(self, what: str, *, section: str | None = None, offset: int | None = None,
+                 path: str | None = None):
+        self.what = what
+        self.section = section
+        self.offset = offset
+        self.path = path
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.section is not None:
+            where.append(f"section {self.section}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset:#x}")
+        loc = f" ({', '.join(where)})" if where else ""
+        prefix = f"{self.path}: " if self.path else ""
+        return f"{prefix}{self.what}{loc}"
+
+    def with_path(self, path: str) -> "ParseError":
+        """The same error, naming the file it came from."""
+        if self.path is not None:
+            return self
+        return ParseError(self.what, section=self.section, offset=self.offset, path=path)
+
+
+class UnsupportedError(BpfmemError):
+    """Something valid that bpfmem (or the named kernel) does not support."""
+
+    def __init__(self, what: str, since: str | None = None):
+        self.what = what
+        self.since = since
+        super().__init__(what if since is None else f"{what} (since {since})")
+
+
+class HostError(BpfmemError):
+    """The live system refused or failed an operation."""
+
+
+class PermissionDenied(HostError):
+    """An operation needs a capability the caller lacks."""
+
+    def __init__(self, what: str, capability: str):
+        self.capability = capability
+        super().__init__(f"{what}: needs {capability} (run as root)")
+
+
+class ObjectGone(HostError):
+    """A kernel object (map, program) vanished while being inspected: skip it."""

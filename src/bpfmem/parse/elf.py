@@ -1,0 +1,249 @@
+"""ELF reader for relocatable BPF objects (ET_REL, EM_BPF), either byte order.
+
+Plain data over byte layouts: sections, symbols and relocations, every read bounds-checked.
+Only what a BPF loader needs; 64-bit ELF only (a BPF object is always ELFCLASS64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import ParseError
+from .reader import Bytes
+
+EM_NONE = 0
+EM_BPF = 247
+ET_REL = 1
+
+SHT_NULL = 0
+SHT_PROGBITS = 1
+SHT_SYMTAB = 2
+SHT_STRTAB = 3
+SHT_RELA = 4
+SHT_NOBITS = 8
+SHT_REL = 9
+SHT_SYMTAB_SHNDX = 18
+
+SHF_WRITE = 0x1
+SHF_ALLOC = 0x2
+SHF_EXECINSTR = 0x4
+
+SHN_UNDEF = 0
+SHN_LORESERVE = 0xFF00
+SHN_ABS = 0xFFF1
+SHN_COMMON = 0xFFF2
+SHN_XINDEX = 0xFFFF
+
+STB_LOCAL = 0
+STB_GLOBAL = 1
+STB_WEAK = 2
+
+STT_NOTYPE = 0
+STT_OBJECT = 1
+STT_FUNC = 2
+STT_SECTION = 3
+
+STV_DEFAULT = 0
+STV_INTERNAL = 1
+STV_HIDDEN = 2
+
+_MACHINES = {3: "x86 (EM_386)", 62: "x86-64 (EM_X86_64)", 40: "ARM (EM_ARM)",
+             183: "AArch64 (EM_AARCH64)", 243: "RISC-V (EM_RISCV)", 8: "MIPS (EM_MIPS)",
+             21: "PowerPC64 (EM_PPC64)", 22: "s390 (EM_S390)"}
+_TYPES = {0: "ET_NONE", 1: "ET_REL (relocatable)", 2: "ET_EXEC (executable)",
+          3: "ET_DYN (shared object or PIE executable)", 4: "ET_CORE (core dump)"}
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    index: int
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+    @property
+    def is_exec(self) -> bool:
+        return bool(self.flags & SHF_EXECINSTR)
+
+
+class Symbol(NamedTuple):
+    index: int
+    name: str
+    value: int
+    size: int
+    bind: int
+    type: int
+    visibility: int
+    shndx: int
+
+
+class Relocation(NamedTuple):
+    offset: int
+    symbol: int
+    type: int
+
+
+class ElfFile:
+    """A parsed relocatable BPF ELF file.
+
+    >>> elf = ElfFile(open("obj.o", "rb").read())   # doctest: +SKIP
+    """
+
+    def __init__(self, data: bytes, *, path: str | None = None):
+        self.path = path
+        whole = Bytes(data, "ELF header")
+        if len(data) < 16 or data[:4] != b"\x7fELF":
+            if len(data) == 0:
+                raise ParseError("empty file, not an ELF object", offset=0)
+            raise ParseError("not an ELF file (no \\x7fELF magic)", section="ELF header", offset=0)
+        ei_class, ei_data = data[4], data[5]
+        if ei_class != 2:
+            raise ParseError(f"not a 64-bit ELF (EI_CLASS {ei_class}); BPF objects are ELFCLASS64",
+                             section="ELF header", offset=4)
+        if ei_data not in (1, 2):
+            raise ParseError(f"unknown byte order (EI_DATA {ei_data})", section="ELF header",
+                             offset=5)
+        self.endian = "<" if ei_data == 1 else ">"
+        self.little_endian = ei_data == 1
+        whole.endian = self.endian
+        (e_type, e_machine, _ver, _entry, _phoff, e_shoff, _flags, _ehsize, _phentsize,
+         _phnum, e_shentsize, e_shnum, e_shstrndx) = whole.unpack("HHIQQQIHHHHHH", 16,
+                                                                 "ELF header")
+        if e_machine not in (EM_BPF, EM_NONE):
+            name = _MACHINES.get(e_machine, f"machine {e_machine}")
+            raise ParseError(f"not a BPF object: ELF for {name}, expected EM_BPF (247)",
+                             section="ELF header", offset=18)
+        if e_type != ET_REL:
+            raise ParseError(f"not a relocatable BPF object: e_type is "
+                             f"{_TYPES.get(e_type, e_type)}, expected ET_REL",
+                             section="ELF header", offset=16)
+        self.machine = e_machine
+        self._file = Bytes(data, "section headers", endian=self.endian)
+
+        # Section headers, with ELF extended numbering for very large objects.
+        if e_shoff == 0:
+            raise ParseError("no section headers", section="ELF header", offset=0x28)
+        if e_shentsize != 64:
+            raise ParseError(f"section header size {e_shentsize}, expected 64",
+                             section="ELF header", offset=0x3A)
+        first = self._file.unpack("IIQQQQIIQQ", e_shoff, "section header 0")
+        shnum = e_shnum or first[5]
+        shstrndx = first[6] if e_shstrndx == SHN_XINDEX else e_shstrndx
+        if shnum > len(data) // 64:
+            raise ParseError(f"{shnum} section headers cannot fit in a {len(data)}-byte file",
+                             section="section headers", offset=e_shoff)
+        raw = list(self._file.iter_unpack("IIQQQQIIQQ", e_shoff, shnum, "section headers"))
+        if not 0 < shstrndx < shnum:
+            raise ParseError(f"section name table index {shstrndx} is out of range",
+                             section="ELF header", offset=0x3E)
+        sh = raw[shstrndx]
+        shstr = self._section_bytes(shstrndx, ".shstrtab", sh[1], sh[4], sh[5])
+        self.sections: list[Section] = []
+        for i, (name_off, typ, flags, _addr, off, size, link, info, _align, entsize) in enumerate(raw):
+            name = shstr.cstr(name_off, f"name of section {i}") if i else ""
+            self.sections.append(Section(i, name, typ, flags, off, size, link, info, entsize))
+            if i and typ != SHT_NOBITS and typ != SHT_NULL:
+                self._file.check(off, size, f"section {name or i} data")
+        self._by_name: dict[str, Section] = {}
+        for s in self.sections:
+            self._by_name.setdefault(s.name, s)
+        self._symbols: list[Symbol] | None = None
+
+    def _section_bytes(self, index: int, name: str, typ: int, off: int, size: int) -> Bytes:
+        if typ == SHT_NOBITS:
+            return Bytes(b"", name, base=off, endian=self.endian)
+        self._file.check(off, size, f"section {name} data")
+        return Bytes(self._file.data[off:off + size], name, base=off, endian=self.endian)
+
+    # -- sections ---------------------------------------------------------------------------
+    def section(self, name: str) -> Section | None:
+        """The first section called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def section_at(self, index: int, what: str = "section index") -> Section:
+        if not 0 <= index < len(self.sections):
+            raise ParseError(f"{what} {index} is out of range ({len(self.sections)} sections)")
+        return self.sections[index]
+
+    def data(self, sec: Section) -> Bytes:
+        """The bytes of ``sec`` (empty for SHT_NOBITS such as .bss; use ``sec.size``)."""
+        return self._section_bytes(sec.index, sec.name, sec.type, sec.offset, sec.size)
+
+    # -- symbols ----------------------------------------------------------------------------
+    @property
+    def symtab(self) -> Section | None:
+        tabs = [s for s in self.sections if s.type == SHT_SYMTAB]
+        if len(tabs) > 1:
+            raise ParseError("more than one symbol table", section=tabs[1].name,
+                             offset=tabs[1].offset)
+        return tabs[0] if tabs else None
+
+    @property
+    def symbols(self) -> list[Symbol]:
+        if self._symbols is None:
+            self._symbols = self._read_symbols()
+        return self._symbols
+
+    def _read_symbols(self) -> list[Symbol]:
+        tab = self.symtab
+        if tab is None:
+            return []
+        if tab.entsize != 24:
+            raise ParseError(f"symbol entry size {tab.entsize}, expected 24",
+                             section=tab.name, offset=tab.offset)
+        strtab_sec = self.section_at(tab.link, "symbol string table index")
+        strs = self.data(strtab_sec)
+        data = self.data(tab)
+        xindex: list[int] | None = None
+        for s in self.sections:
+            if s.type == SHT_SYMTAB_SHNDX and s.link == tab.index:
+                d = self.data(s)
+                xindex = [v for (v,) in d.iter_unpack("I", 0, len(d) // 4, "extended indices")]
+        count = tab.size // 24
+        out: list[Symbol] = []
+        append = out.append
+        cstr = strs.cstr
+        data_bytes = strs.data
+        for i, (name_off, info, other, shndx, value, size) in enumerate(
+                data.iter_unpack("IBBHQQ", 0, count, "symbols")):
+            if name_off == 0:
+                name = ""
+            elif name_off < len(data_bytes):
+                end = data_bytes.find(b"\0", name_off)
+                name = data_bytes[name_off:end].decode("utf-8", "replace") if end >= 0 else cstr(name_off, f"name of symbol {i}")
+            else:
+                name = cstr(name_off, f"name of symbol {i}")
+            if shndx == SHN_XINDEX:
+                if xindex is None or i >= len(xindex):
+                    raise ParseError(f"symbol {i} uses SHN_XINDEX without an index table",
+                                     section=tab.name, offset=tab.offset + 24 * i)
+                shndx = xindex[i]
+            append(Symbol(i, name, value, size, info >> 4, info & 0xF, other & 0x3, shndx))
+        return out
+
+    def symbol(self, index: int, what: str = "symbol index") -> Symbol:
+        syms = self.symbols
+        if not 0 <= index < len(syms):
+            raise ParseError(f"{what} {index} is out of range ({len(syms)} symbols)")
+        return syms[index]
+
+    # -- relocations ------------------------------------------------------------------------
+    def relocation_sections(self) -> list[Section]:
+        return [s for s in self.sections if s.type in (SHT_REL, SHT_RELA)]
+
+    def relocations(self, sec: Section) -> list[Relocation]:
+        """The relocations of an SHT_REL or SHT_RELA section."""
+        fmt = "QQ" if sec.type == SHT_REL else "QQq"
+        size = 16 if sec.type == SHT_REL else 24
+        if sec.entsize not in (0, size):
+            raise ParseError(f"relocation entry size {sec.entsize}, expected {size}",
+                             section=sec.name, offset=sec.offset)
+        data = self.data(sec)
+        return [Relocation(r[0], r[1] >> 32, r[1] & 0xFFFFFFFF)
+                for r in data.iter_unpack(fmt, 0, sec.size // size, "relocations")]

@@ -1,0 +1,716 @@
+"""Turn a relocatable BPF ELF object into an :class:`ObjectSpec`: the maps and programs a
+loader creates, with libbpf's semantics (libbpf 1.x, ``src/libbpf.c``), and legacy
+``SEC("maps")`` definitions as libbpf 0.x, cilium/ebpf and iproute2 read them.
+
+Deterministic: the same bytes give the same spec on every host. Whatever a loader decides at
+load time from the host (perf event array sizes, struct_ops value sizes) is marked as such,
+never filled in from this machine.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field, replace
+
+from ..errors import ParseError
+from ..uapi import BPF_OBJ_NAME_LEN, MapFlag, MapType, map_type_name
+from . import btf as B
+from .btf import Btf
+from .elf import (SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, SHT_PROGBITS, SHT_REL, STB_GLOBAL,
+                  STB_LOCAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
+                  STV_HIDDEN, STV_INTERNAL, ElfFile, Section, Symbol)
+from .sections import program_type_for_section
+
+PAGE_SIZE = 4096  # libbpf rounds ringbuf sizes to the host page size; x86-64/arm64 default
+
+KIND_BTF = "btf"
+KIND_LEGACY = "legacy"
+KIND_DATA = "data"
+KIND_STRUCT_OPS = "struct_ops"
+
+# Map types whose max_entries is legitimately 0 in an object (the kernel requires 0).
+_ZERO_ENTRIES_OK = frozenset({MapType.CGROUP_STORAGE, MapType.PERCPU_CGROUP_STORAGE,
+                              MapType.SK_STORAGE, MapType.INODE_STORAGE,
+                              MapType.TASK_STORAGE, MapType.CGRP_STORAGE})
+_MAP_IN_MAP = frozenset({MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS})
+_RINGBUFS = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF})
+
+_BPF_CALL = 0x85      # BPF_JMP | BPF_CALL
+_BPF_LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
+_PSEUDO_CALL = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MapSpec:
+    """One map as the loader would create it (attributes as the kernel sees them)."""
+
+    name: str
+    type: int
+    key_size: int
+    value_size: int
+    max_entries: int
+    map_flags: int = 0
+    map_extra: int = 0
+    numa_node: int = 0
+    pinning: int = 0
+    kind: str = KIND_BTF
+    section: str = ".maps"
+    inner: "MapSpec | None" = None
+    max_entries_set_at_load: bool = False
+    value_size_set_at_load: bool = False
+    autocreate: bool = True
+    key_type: str | None = None
+    value_type: str | None = None
+    init_slots: tuple[tuple[int, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def type_name(self) -> str:
+        return map_type_name(self.type)
+
+    @property
+    def kernel_name(self) -> str:
+        """The name the kernel stores (libbpf passes at most 15 characters)."""
+        return self.name[:BPF_OBJ_NAME_LEN - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramSpec:
+    name: str
+    section: str
+    type: int                   # BPF_PROG_TYPE_* value, 0 (unspec) when libbpf cannot tell
+    expected_attach_type: int
+    autoload: bool
+    sleepable: bool
+    insns: int
+    maps: tuple[str, ...] = ()          # maps referenced, also through subprograms
+    subprograms: tuple[str, ...] = ()   # .text functions it calls, directly or not
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectSpec:
+    path: str | None
+    name: str                     # libbpf's object name (file name up to the first dot)
+    little_endian: bool
+    license: str | None
+    maps: tuple[MapSpec, ...]
+    programs: tuple[ProgramSpec, ...]
+    has_btf: bool
+    notes: tuple[str, ...] = field(default=())
+
+    def map(self, name: str) -> MapSpec:
+        for m in self.maps:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+
+def object_name_from_path(path: str) -> str:
+    """libbpf's object name: the file's base name, cut to 15 characters, then at the first dot."""
+    base = path.rsplit("/", 1)[-1][:BPF_OBJ_NAME_LEN - 1]
+    return base.split(".", 1)[0]
+
+
+def internal_map_name(obj_name: str, real_name: str) -> str:
+    """libbpf's ``internal_map_name``: the map name for a global data section."""
+    sfx_len = min(max(7, len(real_name)), BPF_OBJ_NAME_LEN - 1)
+    if "." in real_name[1:]:
+        pfx_len = 0
+    else:
+        pfx_len = min(BPF_OBJ_NAME_LEN - sfx_len - 1, len(obj_name))
+    name = (obj_name[:pfx_len] + real_name[:sfx_len])[:BPF_OBJ_NAME_LEN - 1]
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "_." else "_" for c in name)
+
+
+def adjust_ringbuf_size(size: int, page_size: int = PAGE_SIZE) -> int:
+    """libbpf's ``adjust_ringbuf_sz``: round up to a power-of-2 multiple of the page size."""
+    if size == 0:
+        return 0
+    if size % page_size == 0 and (size // page_size) & (size // page_size - 1) == 0:
+        return size
+    mul = 1
+    while mul <= 0xFFFFFFFF // page_size:
+        if mul * page_size > size:
+            return mul * page_size
+        mul <<= 1
+    return size
+
+
+def parse_object(data: bytes, *, path: str | None = None, name: str | None = None) -> ObjectSpec:
+    """Parse a BPF object's bytes. Raises :class:`ParseError` for anything a loader rejects."""
+    try:
+        return _ObjectParser(data, path, name).run()
+    except ParseError as e:
+        raise e.with_path(path) if path else e
+    except RecursionError:
+        raise ParseError("type nesting too deep", path=path) from None
+
+
+class _ObjectParser:
+    def __init__(self, data: bytes, path: str | None, name: str | None):
+        self.elf = ElfFile(data, path=path)
+        self.path = path
+        self.obj_name = name if name is not None else object_name_from_path(path or "object")
+        self.notes: list[str] = []
+
+    # -- top level --------------------------------------------------------------------------
+    def run(self) -> ObjectSpec:
+        elf = self.elf
+        if elf.symtab is None:
+            raise ParseError("no symbol table (stripped object?); a loader needs one")
+        self.syms = elf.symbols
+        self._classify_sections()
+        btf_sec = elf.section(".BTF")
+        self.btf: Btf | None = None
+        if btf_sec is not None and btf_sec.type == SHT_PROGBITS:
+            self.btf = Btf(elf.data(btf_sec).data, endian=elf.endian, section=".BTF")
+        self._ds_cache: dict[str, object] = {}
+        self._global_objects: dict[str, Symbol] | None = None
+        self.maps: list[MapSpec] = []
+        self.map_origin: list[tuple[int, int]] = []   # (section index, offset) per map
+        self._legacy_maps()
+        self._btf_maps()
+        self._data_maps()
+        self._kconfig_map()
+        self._struct_ops_maps()
+        self._collect_functions()
+        programs = self._programs()
+        self._map_init_slots()
+        license = None
+        lic = elf.section("license")
+        if lic is not None and lic.type == SHT_PROGBITS:
+            raw = elf.data(lic).data
+            license = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        return ObjectSpec(self.path, self.obj_name, elf.little_endian, license,
+                          tuple(self.maps), programs, self.btf is not None, tuple(self.notes))
+
+    def _classify_sections(self) -> None:
+        """libbpf's ``bpf_object__elf_collect``: which section is what."""
+        self.text_idx: int | None = None
+        self.exec_secs: list[Section] = []
+        self.data_secs: list[tuple[Section, str]] = []   # (section, "data"|"rodata"|"bss")
+        self.maps_idx: int | None = None                 # .maps
+        self.legacy_idx: int | None = None               # maps
+        self.struct_ops_secs: list[Section] = []
+        self.arena_idx: int | None = None
+        for s in self.elf.sections[1:]:
+            n = s.name
+            if n == "maps":
+                self.legacy_idx = s.index
+            elif n == ".maps":
+                self.maps_idx = s.index
+            elif s.type == SHT_PROGBITS and s.size > 0:
+                if s.is_exec:
+                    if n == ".text":
+                        self.text_idx = s.index
+                    self.exec_secs.append(s)
+                elif n == ".data" or n.startswith(".data."):
+                    self.data_secs.append((s, "data"))
+                elif n == ".rodata" or n.startswith(".rodata."):
+                    self.data_secs.append((s, "rodata"))
+                elif n in (".struct_ops", ".struct_ops.link", "?.struct_ops",
+                           "?.struct_ops.link"):
+                    self.struct_ops_secs.append(s)
+                elif n == ".addr_space.1":
+                    self.arena_idx = s.index
+            elif s.type == SHT_NOBITS and (n == ".bss" or n.startswith(".bss.")):
+                self.data_secs.append((s, "bss"))
+
+    # -- maps -------------------------------------------------------------------------------
+    def _add_map(self, spec: MapSpec, sec_idx: int, offset: int) -> None:
+        self.maps.append(spec)
+        self.map_origin.append((sec_idx, offset))
+
+    def _datasec(self, name: str) -> list[tuple[B.BtfType, int, int, int]] | None:
+        """The variables of DATASEC ``name`` as libbpf sees them after ``btf_fixup_datasec``:
+        ``(var, offset, size, linkage)`` sorted by offset. Clang leaves DATASEC sizes and
+        offsets at 0, so offsets come from the ELF symbols, and a hidden global counts as
+        static."""
+        cached = self._ds_cache.get(name, False)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        btf = self.btf
+        ds_id = btf.datasec(name) if btf is not None else None
+        if ds_id is None:
+            self._ds_cache[name] = None
+            return None
+        ds = btf.type(ds_id)  # type: ignore[union-attr]
+        extern_sec = name in (".kconfig", ".ksyms")
+        fixup = ds.size == 0 and not extern_sec
+        if fixup:
+            sec = self.elf.section(name)
+            if sec is None or sec.size == 0:
+                raise ParseError(f"BTF DATASEC {name} has no ELF section to size it",
+                                 section=".BTF")
+        if self._global_objects is None:
+            self._global_objects = {}
+            for sym in self.syms:
+                if sym.type == STT_OBJECT and sym.bind in (STB_GLOBAL, STB_WEAK):
+                    self._global_objects.setdefault(sym.name, sym)
+        out = []
+        for vi in ds.secinfos:
+            var = btf.type(vi.type)  # type: ignore[union-attr]
+            if var.kind != B.VAR:
+                raise ParseError(f"DATASEC {name}: member [{vi.type}] is a {var.kind_name}, "
+                                 "not a VAR", section=".BTF")
+            offset, linkage = vi.offset, var.linkage
+            if not extern_sec and linkage not in (B.VAR_STATIC, B.VAR_GLOBAL_EXTERN):
+                sym = self._global_objects.get(var.name)
+                if sym is None:
+                    raise ParseError(f"DATASEC {name}: no ELF symbol for variable '{var.name}'",
+                                     section=".BTF")
+                if fixup:
+                    offset = sym.value
+                if sym.visibility in (STV_HIDDEN, STV_INTERNAL):
+                    linkage = B.VAR_STATIC
+            out.append((var, offset, vi.size, linkage))
+        out.sort(key=lambda v: v[1])
+        self._ds_cache[name] = out
+        return out
+
+    def _legacy_maps(self) -> None:
+        """``SEC("maps")`` records: ``struct bpf_map_def`` (20 bytes, libbpf 0.x) or
+        iproute2's ``struct bpf_elf_map`` (36 bytes: + id, pinning, inner_id, inner_idx)."""
+        if self.legacy_idx is None:
+            return
+        sec = self.elf.sections[self.legacy_idx]
+        data = self.elf.data(sec)
+        syms = [s for s in self.syms if s.shndx == sec.index and s.type != STT_SECTION]
+        self.notes.append("legacy SEC(\"maps\") definitions: libbpf 1.0+ refuses this object; "
+                          "libbpf 0.x, iproute2 and cilium/ebpf load it")
+        if not syms or sec.size == 0 or sec.size % len(syms):
+            raise ParseError(f"cannot size the legacy map definitions: {sec.size} bytes for "
+                             f"{len(syms)} symbols", section="maps", offset=sec.offset)
+        even = sec.size // len(syms)
+        for sym in sorted(syms, key=lambda s: s.index):
+            size = sym.size or even
+            if size < 20:
+                raise ParseError(f"legacy map '{sym.name}': definition is {size} bytes, "
+                                 "shorter than struct bpf_map_def (20)", section="maps",
+                                 offset=sec.offset + sym.value)
+            rec = data.sub(sym.value, size, f"legacy map '{sym.name}'")
+            mtype, ks, vs, me, flags = rec.unpack("IIIII", 0, f"legacy map '{sym.name}'")
+            pinning = 0
+            if size >= 28:
+                _id, pinning = rec.unpack("II", 20, f"legacy map '{sym.name}'")
+            spec = MapSpec(sym.name, mtype, ks, vs, me, flags, pinning=pinning,
+                           kind=KIND_LEGACY, section="maps")
+            self._add_map(self._load_time(spec), sec.index, sym.value)
+
+    def _btf_maps(self) -> None:
+        """BTF-defined maps in ``SEC(".maps")`` (libbpf ``bpf_object__init_user_btf_maps``)."""
+        if self.maps_idx is None:
+            return
+        sec = self.elf.sections[self.maps_idx]
+        btf = self.btf
+        if btf is None:
+            raise ParseError("BTF-defined maps (.maps) need a .BTF section, and there is none",
+                             section=".maps")
+        dsvars = self._datasec(".maps")
+        if dsvars is None:
+            raise ParseError("DATASEC '.maps' not found in BTF", section=".BTF")
+        for var, offset, size, linkage in dsvars:
+            name = var.name
+            if not name:
+                raise ParseError("a map in .maps has no name", section=".maps")
+            if offset + size > sec.size:
+                raise ParseError(f"map '{name}': BTF places it at {offset}+{size}, past "
+                                 f"the end of .maps ({sec.size} bytes)", section=".maps",
+                                 offset=sec.offset + offset)
+            if var.kind != B.VAR:
+                raise ParseError(f"map '{name}': unexpected BTF kind {var.kind_name}",
+                                 section=".maps")
+            if var.linkage != B.VAR_GLOBAL_ALLOCATED:
+                link = {B.VAR_STATIC: "static", B.VAR_GLOBAL_EXTERN: "extern"}.get(
+                    var.linkage, str(var.linkage))
+                raise ParseError(f"map '{name}': {link} maps are not supported by libbpf",
+                                 section=".maps")
+            def_id = btf.skip_mods_and_typedefs(var.type)
+            d = btf.type(def_id)
+            if d.kind != B.STRUCT:
+                raise ParseError(f"map '{name}': definition is a {d.kind_name}, not a struct",
+                                 section=".maps")
+            if d.size > size:
+                raise ParseError(f"map '{name}': invalid definition size", section=".maps")
+            spec = self._parse_btf_map_def(name, d, inner=False)
+            self._add_map(spec, sec.index, offset)
+
+    def _parse_btf_map_def(self, name: str, d: B.BtfType, *, inner: bool) -> MapSpec:
+        """libbpf ``parse_btf_map_def``, strict mode."""
+        btf = self.btf
+        assert btf is not None
+        f: dict[str, int] = {"type": 0, "key_size": 0, "value_size": 0, "max_entries": 0,
+                             "map_flags": 0, "numa_node": 0, "map_extra": 0, "pinning": 0}
+        key_type = value_type = None
+        inner_spec: MapSpec | None = None
+
+        def err(what: str) -> ParseError:
+            return ParseError(f"map '{name}': {what}", section=".maps")
+
+        def int_field(m: B.Member) -> int:
+            t = btf.type(btf.skip_mods_and_typedefs(m.type))
+            if t.kind != B.PTR:
+                raise err(f"attribute '{m.name}': expected PTR, got {t.kind_name}")
+            arr = btf.type(t.type)
+            if arr.kind != B.ARRAY:
+                raise err(f"attribute '{m.name}': expected ARRAY, got {arr.kind_name}")
+            return arr.array[2]  # type: ignore[index]
+
+        def long_field(m: B.Member) -> int:
+            t = btf.type(btf.skip_mods_and_typedefs(m.type))
+            if t.kind == B.PTR:
+                return int_field(m)
+            if t.kind not in (B.ENUM, B.ENUM64):
+                raise err(f"attribute '{m.name}': expected ENUM or ENUM64, got {t.kind_name}")
+            if len(t.enum_values) != 1:
+                raise err(f"attribute '{m.name}': invalid __ulong")
+            return t.enum_values[0].value & 0xFFFFFFFFFFFFFFFF
+
+        def sized(m: B.Member, what: str) -> tuple[int, str]:
+            t = btf.type(m.type)
+            if t.kind != B.PTR:
+                raise err(f"{what} spec is not PTR: {t.kind_name}")
+            return btf.resolve_size(t.type), btf.type_name(t.type)
+
+        members = d.members
+        for i, m in enumerate(members):
+            n = m.name
+            if n in ("type", "max_entries", "map_flags", "numa_node", "pinning"):
+                f[n] = int_field(m)
+                if n == "pinning" and inner:
+                    raise err("inner map definitions can't be pinned")
+                if n == "pinning" and f[n] not in (0, 1):
+                    raise err(f"invalid pinning value {f[n]}")
+            elif n in ("key_size", "value_size"):
+                v = int_field(m)
+                if f[n] and f[n] != v:
+                    raise err(f"conflicting {n.replace('_', ' ')} {f[n]} != {v}")
+                f[n] = v
+            elif n in ("key", "value"):
+                v, tname = sized(m, n)
+                slot = f"{n}_size"
+                if f[slot] and f[slot] != v:
+                    raise err(f"conflicting {n} size {f[slot]} != {v}")
+                f[slot] = v
+                if n == "key":
+                    key_type = tname
+                else:
+                    value_type = tname
+            elif n == "values":
+                mt = f["type"]
+                if inner:
+                    raise err("multi-level inner maps not supported")
+                if i != len(members) - 1:
+                    raise err("'values' member should be last")
+                if mt not in _MAP_IN_MAP and mt != MapType.PROG_ARRAY:
+                    raise err("'values' needs a map-in-map or a prog array")
+                if f["value_size"] and f["value_size"] != 4:
+                    raise err(f"conflicting value size {f['value_size']} != 4")
+                f["value_size"] = 4
+                t = btf.type(m.type)
+                if t.kind != B.ARRAY or t.array[2]:  # type: ignore[index]
+                    raise err("'values' spec is not a zero-sized array")
+                t = btf.type(btf.skip_mods_and_typedefs(t.array[0]))  # type: ignore[index]
+                if t.kind != B.PTR:
+                    raise err(f"'values' element is a {t.kind_name}, not a pointer")
+                t = btf.type(btf.skip_mods_and_typedefs(t.type))
+                if mt == MapType.PROG_ARRAY:
+                    if t.kind != B.FUNC_PROTO:
+                        raise err(f"prog-array value def is a {t.kind_name}")
+                    continue
+                if t.kind != B.STRUCT:
+                    raise err(f"map-in-map inner def is a {t.kind_name}")
+                inner_spec = self._parse_btf_map_def(f"{name}.inner", t, inner=True)
+            elif n == "map_extra":
+                f["map_extra"] = long_field(m)
+            else:
+                raise err(f"unknown field '{n}'")
+        if f["type"] == 0:
+            raise err("map type isn't specified")
+        max_entries = f["max_entries"]
+        notes: list[str] = []
+        if f["type"] in _RINGBUFS:
+            adjusted = adjust_ringbuf_size(max_entries)
+            if adjusted != max_entries:
+                notes.append(f"declared size {max_entries}; libbpf rounds ring buffers up to a "
+                             f"power-of-2 multiple of the page size: {adjusted} "
+                             f"(with {PAGE_SIZE}-byte pages)")
+                max_entries = adjusted
+        spec = MapSpec(name, f["type"], f["key_size"], f["value_size"], max_entries,
+                       f["map_flags"], f["map_extra"], f["numa_node"], f["pinning"],
+                       kind=KIND_BTF, section=".maps", inner=inner_spec,
+                       key_type=key_type, value_type=value_type, notes=tuple(notes))
+        return self._load_time(spec)
+
+    @staticmethod
+    def _load_time(spec: MapSpec) -> MapSpec:
+        """Mark what the loader fills in at load time instead of guessing it here."""
+        notes = list(spec.notes)
+        set_at_load = False
+        if spec.max_entries == 0 and spec.type not in _ZERO_ENTRIES_OK:
+            set_at_load = True
+            if spec.type == MapType.PERF_EVENT_ARRAY:
+                notes.append("max_entries 0: libbpf uses the number of possible CPUs at load")
+            else:
+                notes.append("max_entries 0: the loader must set it before load "
+                             "(bpf_map__set_max_entries), or the kernel rejects the map")
+        if not notes and not set_at_load:
+            return spec
+        return replace(spec, max_entries_set_at_load=set_at_load, notes=tuple(notes))
+
+    def _datasec_mmapable(self, sec_name: str) -> tuple[bool, bool | None]:
+        """libbpf ``map_is_mmapable``: a DATASEC with at least one non-static variable."""
+        dsvars = self._datasec(sec_name)
+        if dsvars is None:
+            return False, None
+        return any(linkage != B.VAR_STATIC for _v, _o, _s, linkage in dsvars), True
+
+    def _data_map(self, real_name: str, size: int, rodata: bool) -> MapSpec:
+        flags = int(MapFlag.RDONLY_PROG) if rodata else 0
+        mmapable, datasec = self._datasec_mmapable(real_name)
+        if mmapable:
+            flags |= int(MapFlag.MMAPABLE)
+        return MapSpec(internal_map_name(self.obj_name, real_name), int(MapType.ARRAY), 4,
+                       size, 1, flags, kind=KIND_DATA, section=real_name,
+                       value_type=f"DATASEC {real_name}" if datasec is not None else None)
+
+    def _data_maps(self) -> None:
+        for sec, what in sorted(self.data_secs, key=lambda x: x[0].index):
+            if sec.size == 0:
+                continue
+            self._add_map(self._data_map(sec.name, sec.size, what == "rodata"), sec.index, 0)
+
+    def _kconfig_map(self) -> None:
+        """``.kconfig`` externs become one read-only array (libbpf ``init_kconfig_map``)."""
+        btf = self.btf
+        if btf is None:
+            return
+        ds = btf.datasec(".kconfig")
+        if ds is None:
+            return
+        extern_names = {s.name for s in self.syms
+                        if s.shndx == SHN_UNDEF and s.bind in (STB_GLOBAL, STB_WEAK)
+                        and s.type == STT_NOTYPE and s.name}
+        exts = []
+        for vi in btf.type(ds).secinfos:
+            v = btf.type(vi.type)
+            if v.kind != B.VAR or v.name not in extern_names:
+                continue
+            size = btf.resolve_size(v.type)
+            if size <= 0:
+                raise ParseError(f"extern (kconfig) '{v.name}': size {size}", section=".kconfig")
+            exts.append((-btf.align_of(v.type), size, v.name))
+        if not exts:
+            return
+        exts.sort()
+        off = 0
+        for neg_align, size, _name in exts:
+            align = -neg_align
+            off = (off + align - 1) // align * align + size
+        spec = self._data_map(".kconfig", off, rodata=True)
+        self._add_map(spec, self.elf.symtab.index, 0)  # type: ignore[union-attr]
+
+    def _struct_ops_maps(self) -> None:
+        """Each variable of ``SEC(".struct_ops[.link]")`` is a STRUCT_OPS map."""
+        btf = self.btf
+        for sec in sorted(self.struct_ops_secs, key=lambda s: s.index):
+            if btf is None:
+                raise ParseError("struct_ops maps need BTF", section=sec.name)
+            dsvars = self._datasec(sec.name)
+            if dsvars is None:
+                raise ParseError(f"DATASEC {sec.name} not found in BTF", section=sec.name)
+            name = sec.name.lstrip("?")
+            for var, offset, _size, _linkage in dsvars:
+                t = btf.type(btf.skip_mods_and_typedefs(var.type))
+                if not t.name:
+                    raise ParseError("struct_ops: anonymous types are not supported",
+                                     section=sec.name)
+                if t.kind != B.STRUCT:
+                    raise ParseError(f"struct_ops: {t.name} is not a struct", section=sec.name)
+                if offset + t.size > sec.size:
+                    raise ParseError(f"struct_ops: {var.name} is beyond the end of {sec.name}",
+                                     section=sec.name)
+                flags = int(MapFlag.LINK) if name == ".struct_ops.link" else 0
+                spec = MapSpec(var.name, int(MapType.STRUCT_OPS), 4, t.size, 1, flags,
+                               kind=KIND_STRUCT_OPS, section=sec.name, value_size_set_at_load=True,
+                               autocreate=not sec.name.startswith("?"),
+                               value_type=f"struct {t.name}",
+                               notes=(f"value_size is the kernel's struct bpf_struct_ops_{t.name}, "
+                                      f"known at load; {t.size} is the object's struct {t.name}",))
+                self._add_map(spec, sec.index, offset)
+
+    # -- programs and references ----------------------------------------------------------
+    def _collect_functions(self) -> None:
+        """Function symbols per executable section, sorted by offset."""
+        self.funcs: dict[int, list[Symbol]] = {}
+        self.func_starts: dict[int, list[int]] = {}
+        exec_idx = {s.index: s for s in self.exec_secs}
+        for sym in self.syms:
+            if sym.type == STT_FUNC and sym.shndx in exec_idx:
+                sec = exec_idx[sym.shndx]
+                if sym.value + sym.size > sec.size or sym.value % 8:
+                    raise ParseError(f"program '{sym.name}' at offset {sym.value} crosses the "
+                                     "end of its section", section=sec.name)
+                if sym.shndx != self.text_idx and sym.bind == STB_LOCAL:
+                    raise ParseError(f"program '{sym.name}' is static, which libbpf does not "
+                                     "support outside .text", section=sec.name)
+                self.funcs.setdefault(sym.shndx, []).append(sym)
+        for idx, fs in self.funcs.items():
+            fs.sort(key=lambda s: s.value)
+            self.func_starts[idx] = [s.value for s in fs]
+
+    def _func_at(self, shndx: int, offset: int) -> Symbol | None:
+        starts = self.func_starts.get(shndx)
+        if not starts:
+            return None
+        i = bisect.bisect_right(starts, offset) - 1
+        if i < 0:
+            return None
+        f = self.funcs[shndx][i]
+        return f if offset < f.value + max(f.size, 8) else None
+
+    def _programs(self) -> tuple[ProgramSpec, ...]:
+        elf = self.elf
+        map_at: dict[tuple[int, int], int] = {o: i for i, o in enumerate(self.map_origin)}
+        data_map: dict[int, int] = {}
+        for i, m in enumerate(self.maps):
+            if m.kind == KIND_DATA and m.section != ".kconfig":
+                data_map[self.map_origin[i][0]] = i
+        kconfig_map = next((i for i, m in enumerate(self.maps)
+                            if m.kind == KIND_DATA and m.section == ".kconfig"), None)
+        arena_map = next((i for i, m in enumerate(self.maps) if m.type == MapType.ARENA), None)
+        kconfig_names: set[str] = set()
+        if kconfig_map is not None and self.btf is not None:
+            ds = self.btf.datasec(".kconfig")
+            kconfig_names = {self.btf.type(v.type).name for v in self.btf.type(ds).secinfos}  # type: ignore[arg-type]
+        btf_maps_by_off: dict[int, int] = {}
+        btf_map_ranges: list[tuple[int, int, int]] = []
+        if self.maps_idx is not None:
+            for i, (sidx, off) in enumerate(self.map_origin):
+                if sidx == self.maps_idx:
+                    btf_maps_by_off[off] = i
+
+        # refs[(shndx, func offset)] = (set of map indexes, set of called .text offsets)
+        refs: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
+        exec_by_idx = {s.index: s for s in self.exec_secs}
+        little = elf.little_endian
+        for rsec in elf.relocation_sections():
+            if rsec.type != SHT_REL or rsec.info not in exec_by_idx:
+                continue
+            target = exec_by_idx[rsec.info]
+            code = elf.data(target)
+            raw = code.data
+            for rel in elf.relocations(rsec):
+                off = rel.offset
+                if off % 8 or off + 8 > len(raw):
+                    raise ParseError(f"relocation at {off:#x} is outside {target.name}",
+                                     section=rsec.name, offset=rsec.offset)
+                func = self._func_at(target.index, off)
+                if func is None:
+                    continue
+                sym = elf.symbol(rel.symbol, f"symbol of relocation at {off:#x}")
+                opcode = raw[off]
+                regs = raw[off + 1]
+                src_reg = (regs >> 4) if little else (regs & 0xF)
+                imm = int.from_bytes(raw[off + 4:off + 8], "little" if little else "big",
+                                     signed=True)
+                key = (target.index, func.value)
+                entry = refs.get(key)
+                if entry is None:
+                    entry = refs[key] = (set(), set())
+                maps_used, calls = entry
+                if sym.shndx == SHN_UNDEF:
+                    if sym.name in kconfig_names and kconfig_map is not None:
+                        maps_used.add(kconfig_map)
+                    continue
+                if opcode == _BPF_CALL:
+                    if src_reg == _PSEUDO_CALL and sym.shndx == self.text_idx:
+                        calls.add(sym.value + (imm + 1) * 8)
+                    continue
+                if opcode != _BPF_LD_IMM64 or sym.shndx >= SHN_LORESERVE:
+                    continue
+                if sym.shndx == self.text_idx:
+                    calls.add(sym.value + imm)          # callback (subprogram address)
+                elif sym.shndx == self.maps_idx or sym.shndx == self.legacy_idx:
+                    i = map_at.get((sym.shndx, sym.value))
+                    if i is None:
+                        raise ParseError(f"map relocation against '{sym.name}' at offset "
+                                         f"{sym.value} matches no map", section=rsec.name)
+                    maps_used.add(i)
+                elif sym.shndx in data_map:
+                    maps_used.add(data_map[sym.shndx])
+                elif sym.shndx == self.arena_idx and arena_map is not None:
+                    maps_used.add(arena_map)
+
+        programs: list[ProgramSpec] = []
+        text_funcs = {f.value: f for f in self.funcs.get(self.text_idx or -1, [])}
+        for sec in sorted(self.exec_secs, key=lambda s: s.index):
+            if sec.index == self.text_idx:
+                continue
+            ptype, attach, autoload, sleepable = program_type_for_section(sec.name)
+            for f in self.funcs.get(sec.index, []):
+                used: set[int] = set()
+                seen_sub: set[int] = set()
+                stack = [(sec.index, f.value)]
+                while stack:
+                    node = stack.pop()
+                    entry = refs.get(node)
+                    if entry is None:
+                        continue
+                    used |= entry[0]
+                    for target_off in entry[1]:
+                        sub = self._func_at(self.text_idx, target_off) if self.text_idx else None
+                        if sub is not None and sub.value not in seen_sub:
+                            seen_sub.add(sub.value)
+                            stack.append((self.text_idx, sub.value))  # type: ignore[arg-type]
+                programs.append(ProgramSpec(
+                    f.name, sec.name, int(ptype) if ptype is not None else 0, int(attach),
+                    autoload, sleepable, f.size // 8,
+                    tuple(self.maps[i].name for i in sorted(used)),
+                    tuple(text_funcs[o].name for o in sorted(seen_sub) if o in text_funcs)))
+        self.programs = programs
+        return tuple(programs)
+
+    def _map_init_slots(self) -> None:
+        """``.rel.maps``: initial slots of map-in-map and prog array maps."""
+        if self.maps_idx is None or self.btf is None:
+            return
+        rsec = next((s for s in self.elf.relocation_sections()
+                     if s.type == SHT_REL and s.info == self.maps_idx), None)
+        if rsec is None:
+            return
+        spans = [(off, off + size, var) for var, off, size, _l in self._datasec(".maps") or ()]
+        index_of = {o: i for i, o in enumerate(self.map_origin)}
+        slots: dict[int, dict[int, str]] = {}
+        prog_names = {(p.section, p.name) for p in self.programs}
+        for rel in self.elf.relocations(rsec):
+            sym = self.elf.symbol(rel.symbol)
+            owner = next((s for s in spans if s[0] <= rel.offset and rel.offset + 8 <= s[1]), None)
+            if owner is None:
+                raise ParseError(f".maps relocation at {rel.offset} is outside every map",
+                                 section=rsec.name)
+            mi = index_of[(self.maps_idx, owner[0])]
+            m = self.maps[mi]
+            d = self.btf.type(self.btf.skip_mods_and_typedefs(owner[2].type))
+            last = d.members[-1] if d.members else None
+            if last is None or last.name != "values":
+                raise ParseError(f"map '{m.name}': relocation but no 'values' member",
+                                 section=rsec.name)
+            moff = rel.offset - owner[0] - last.bit_offset // 8
+            if moff < 0 or moff % 8:
+                raise ParseError(f"map '{m.name}': misaligned initial slot", section=rsec.name)
+            if m.type in _MAP_IN_MAP:
+                if sym.shndx != self.maps_idx:
+                    raise ParseError(f"map '{m.name}': slot target '{sym.name}' isn't a "
+                                     "BTF-defined map", section=rsec.name)
+                if m.type == MapType.HASH_OF_MAPS and m.key_size != 4:
+                    raise ParseError(f"hash-of-maps '{m.name}' should have key size 4",
+                                     section=rsec.name)
+            elif m.type == MapType.PROG_ARRAY:
+                sec_name = self.elf.sections[sym.shndx].name if sym.shndx < len(self.elf.sections) else ""
+                if (sec_name, sym.name) not in prog_names:
+                    raise ParseError(f"map '{m.name}': '{sym.name}' isn't an entry-point program",
+                                     section=rsec.name)
+            slots.setdefault(mi, {})[moff // 8] = sym.name
+        for mi, s in slots.items():
+            self.maps[mi] = replace(self.maps[mi], init_slots=tuple(sorted(s.items())))

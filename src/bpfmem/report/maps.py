@@ -1,0 +1,141 @@
+"""The ``maps`` report: one document built once from specs, then rendered as JSON or a table.
+
+The document is the stable JSON API (``"schema": "bpfmem/maps/v1"``); the table renderer reads
+only the document, never a spec, a file or the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Iterable
+
+from ..parse.objspec import MapSpec, ObjectSpec, ProgramSpec
+from ..uapi import attach_type_name, flag_names, map_type_name, prog_type_name
+
+SCHEMA = "bpfmem/maps/v1"
+
+
+def map_record(m: MapSpec) -> dict[str, Any]:
+    return {
+        "name": m.name,
+        "kernel_name": m.kernel_name,
+        "type": map_type_name(m.type),
+        "type_id": m.type,
+        "key_size": m.key_size,
+        "value_size": m.value_size,
+        "max_entries": m.max_entries,
+        "map_flags": m.map_flags,
+        "flags": flag_names(m.map_flags),
+        "map_extra": m.map_extra,
+        "numa_node": m.numa_node,
+        "pinning": m.pinning,
+        "kind": m.kind,
+        "section": m.section,
+        "inner": map_record(m.inner) if m.inner is not None else None,
+        "max_entries_set_at_load": m.max_entries_set_at_load,
+        "value_size_set_at_load": m.value_size_set_at_load,
+        "autocreate": m.autocreate,
+        "key_type": m.key_type,
+        "value_type": m.value_type,
+        "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
+        "notes": list(m.notes),
+    }
+
+
+def program_record(p: ProgramSpec) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "section": p.section,
+        "type": prog_type_name(p.type) if p.type else None,
+        "type_id": p.type,
+        "expected_attach_type": attach_type_name(p.expected_attach_type)
+        if p.expected_attach_type else None,
+        "autoload": p.autoload,
+        "sleepable": p.sleepable,
+        "insns": p.insns,
+        "maps": list(p.maps),
+        "subprograms": list(p.subprograms),
+    }
+
+
+def object_record(o: ObjectSpec) -> dict[str, Any]:
+    return {
+        "path": o.path,
+        "name": o.name,
+        "endianness": "little" if o.little_endian else "big",
+        "license": o.license,
+        "btf": o.has_btf,
+        "maps": [map_record(m) for m in o.maps],
+        "programs": [program_record(p) for p in o.programs],
+        "notes": list(o.notes),
+    }
+
+
+def build_maps_report(objects: Iterable[ObjectSpec],
+                      errors: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+    """The ``maps`` document for ``objects``; ``errors`` are (path, message) of failed ones."""
+    return {
+        "schema": SCHEMA,
+        "objects": [object_record(o) for o in objects],
+        "errors": [{"path": p, "error": e} for p, e in errors],
+    }
+
+
+def render_json(doc: dict[str, Any], out: IO[str]) -> None:
+    json.dump(doc, out, indent=2, sort_keys=False)
+    out.write("\n")
+
+
+def _size(n: int) -> str:
+    return f"{n:,}"
+
+
+def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None) -> None:
+    """Human tables (rich): per object, its maps and its programs. Fits 100 columns."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, width=width, highlight=False,
+                      soft_wrap=False) if width else Console(file=out, highlight=False)
+    for o in doc["objects"]:
+        title = f"{o['path'] or o['name']}: {len(o['maps'])} maps, {len(o['programs'])} programs"
+        t = Table(title=title, title_justify="left", expand=False)
+        t.add_column("map", overflow="fold", max_width=26)
+        t.add_column("type", overflow="fold", max_width=16)
+        t.add_column("key", justify="right")
+        t.add_column("value", justify="right")
+        t.add_column("max_entries", justify="right")
+        t.add_column("flags", overflow="fold", max_width=22)
+        t.add_column("kind")
+        for m in o["maps"]:
+            max_e = _size(m["max_entries"])
+            if m["max_entries_set_at_load"]:
+                max_e = "at load" if m["max_entries"] == 0 else max_e + "*"
+            vs = _size(m["value_size"]) + ("*" if m["value_size_set_at_load"] else "")
+            flags = ",".join(m["flags"]) or "-"
+            if m["pinning"]:
+                flags += (",pinned" if flags != "-" else "pinned").removeprefix("-")
+            t.add_row(m["name"], m["type"], _size(m["key_size"]), vs, max_e, flags, m["kind"])
+            if m["inner"] is not None:
+                i = m["inner"]
+                t.add_row(Text("  inner", style="dim"), i["type"], _size(i["key_size"]),
+                          _size(i["value_size"]), _size(i["max_entries"]),
+                          ",".join(i["flags"]) or "-", "")
+        console.print(t)
+        notes = [(m["name"], n) for m in o["maps"] for n in m["notes"]]
+        for name, n in notes:
+            console.print(Text(f"  * {name}: {n}", style="dim"), overflow="fold")
+        for n in o["notes"]:
+            console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
+        if o["programs"]:
+            p = Table(expand=False)
+            p.add_column("program", overflow="fold", max_width=24)
+            p.add_column("section", overflow="fold", max_width=24)
+            p.add_column("type", overflow="fold", max_width=14)
+            p.add_column("maps", overflow="fold")
+            for prog in o["programs"]:
+                p.add_row(prog["name"], prog["section"], prog["type"] or "unknown",
+                          ", ".join(prog["maps"]) or "-")
+            console.print(p)
+        console.print()
