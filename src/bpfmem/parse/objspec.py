@@ -13,7 +13,7 @@ import bisect
 from dataclasses import dataclass, field, replace
 
 from ..errors import ParseError
-from ..uapi import BPF_OBJ_NAME_LEN, MapFlag, MapType, map_type_name
+from ..uapi import BPF_OBJ_NAME_LEN, MapFlag, MapType, ProgType, map_type_name
 from . import btf as B
 from .btf import Btf
 from .elf import (SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, SHT_PROGBITS, SHT_REL, STB_GLOBAL,
@@ -63,15 +63,15 @@ class MapSpec:
     value_type: str | None = None
     init_slots: tuple[tuple[int, str], ...] = ()
     notes: tuple[str, ...] = ()
+    kernel_name: str = ""   # the name the kernel stores; default: name cut to 15 characters
+
+    def __post_init__(self) -> None:
+        if not self.kernel_name:
+            object.__setattr__(self, "kernel_name", self.name[:BPF_OBJ_NAME_LEN - 1])
 
     @property
     def type_name(self) -> str:
         return map_type_name(self.type)
-
-    @property
-    def kernel_name(self) -> str:
-        """The name the kernel stores (libbpf passes at most 15 characters)."""
-        return self.name[:BPF_OBJ_NAME_LEN - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +176,7 @@ class _ObjectParser:
         self._collect_functions()
         programs = self._programs()
         self._map_init_slots()
+        programs = self._struct_ops_attach(programs)
         license = None
         lic = elf.section("license")
         if lic is not None and lic.type == SHT_PROGBITS:
@@ -470,9 +471,14 @@ class _ObjectParser:
         mmapable, datasec = self._datasec_mmapable(real_name)
         if mmapable:
             flags |= int(MapFlag.MMAPABLE)
-        return MapSpec(internal_map_name(self.obj_name, real_name), int(MapType.ARRAY), 4,
+        kernel_name = internal_map_name(self.obj_name, real_name)
+        # libbpf's map_uses_real_name(): custom .data.* / .rodata.* maps are called by their
+        # section name; the kernel gets the internal (15-character) name.
+        custom = real_name.startswith((".data.", ".rodata."))
+        return MapSpec(real_name if custom else kernel_name, int(MapType.ARRAY), 4,
                        size, 1, flags, kind=KIND_DATA, section=real_name,
-                       value_type=f"DATASEC {real_name}" if datasec is not None else None)
+                       value_type=f"DATASEC {real_name}" if datasec is not None else None,
+                       kernel_name=kernel_name)
 
     def _data_maps(self) -> None:
         for sec, what in sorted(self.data_secs, key=lambda x: x[0].index):
@@ -670,6 +676,48 @@ class _ObjectParser:
                     tuple(text_funcs[o].name for o in sorted(seen_sub) if o in text_funcs)))
         self.programs = programs
         return tuple(programs)
+
+    def _struct_ops_attach(self, programs: tuple[ProgramSpec, ...]) -> tuple[ProgramSpec, ...]:
+        """``.rel.struct_ops``: each function pointer member names a program; libbpf (1.1, at
+        open) sets that program's expected_attach_type to the member's index."""
+        if not self.struct_ops_secs or self.btf is None:
+            return programs
+        by_sec_off = {}
+        for p in programs:
+            sec = self.elf.section(p.section)
+            sym = next((f for f in self.funcs.get(sec.index, []) if f.name == p.name), None) \
+                if sec is not None else None
+            if sym is not None:
+                by_sec_off[(sec.index, sym.value)] = p.name  # type: ignore[union-attr]
+        member_idx: dict[str, int] = {}
+        for sec in self.struct_ops_secs:
+            rsec = next((s for s in self.elf.relocation_sections()
+                         if s.type == SHT_REL and s.info == sec.index), None)
+            if rsec is None:
+                continue
+            spans = [(off, var) for var, off, _s, _l in self._datasec(sec.name) or ()]
+            for rel in self.elf.relocations(rsec):
+                owner = None
+                for off, var in spans:
+                    if off <= rel.offset:
+                        owner = (off, var)
+                if owner is None:
+                    raise ParseError(f"struct_ops relocation at {rel.offset} matches no map",
+                                     section=rsec.name)
+                t = self.btf.type(self.btf.skip_mods_and_typedefs(owner[1].type))
+                moff = (rel.offset - owner[0]) * 8
+                idx = next((i for i, m in enumerate(t.members) if m.bit_offset == moff), None)
+                if idx is None:
+                    raise ParseError(f"struct_ops relocation: no member of {t.name} at byte "
+                                     f"{moff // 8}", section=rsec.name)
+                sym = self.elf.symbol(rel.symbol)
+                name = by_sec_off.get((sym.shndx, sym.value))
+                if name is not None:
+                    member_idx.setdefault(name, idx)
+        if not member_idx:
+            return programs
+        return tuple(replace(p, expected_attach_type=member_idx[p.name])
+                     if p.name in member_idx and p.type == ProgType.STRUCT_OPS else p for p in programs)
 
     def _map_init_slots(self) -> None:
         """``.rel.maps``: initial slots of map-in-map and prog array maps."""
