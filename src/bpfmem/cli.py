@@ -74,7 +74,7 @@ def cmd_maps(args: argparse.Namespace) -> int:
             _fail(msg)
     doc = report.build_maps_report(objects, errors)
     if args.format == "json":
-        report.render_json(doc, sys.stdout)
+        report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
     else:
         report.render_table(doc, sys.stdout, width=args.width)
     return EXIT_ERROR if errors else EXIT_OK

@@ -31,6 +31,7 @@ U32_MAX = 0xFFFFFFFF
 PTR_SIZE = 8  # BPF pointers are 64-bit
 
 _MODS = frozenset((TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG))
+_SIZED = frozenset((INT, STRUCT, UNION, ENUM, ENUM64, DATASEC, FLOAT, PTR))
 
 
 class Member(NamedTuple):
@@ -92,16 +93,16 @@ class BtfType:
 _VOID = BtfType(0, 0, "void", 0, False, 0)
 
 
-def _extra_size(kind: int, vlen: int) -> int:
-    if kind in (INT, VAR, DECL_TAG):
-        return 4
-    if kind == ARRAY:
-        return 12
-    if kind in (STRUCT, UNION, DATASEC, ENUM64):
-        return 12 * vlen
-    if kind in (ENUM, FUNC_PROTO):
-        return 8 * vlen
-    return 0
+# Bytes after the 12-byte header: _EXTRA_BASE[kind] + _EXTRA_MULT[kind] * vlen.
+_EXTRA_BASE = [0] * 32
+_EXTRA_MULT = [0] * 32
+for _k in (INT, VAR, DECL_TAG):
+    _EXTRA_BASE[_k] = 4
+_EXTRA_BASE[ARRAY] = 12
+for _k in (STRUCT, UNION, DATASEC, ENUM64):
+    _EXTRA_MULT[_k] = 12
+for _k in (ENUM, FUNC_PROTO):
+    _EXTRA_MULT[_k] = 8
 
 
 class Btf:
@@ -138,42 +139,79 @@ class Btf:
             raise ParseError("BTF string section is not NUL-terminated",
                              section=section, offset=hdr_len + str_off + str_len - 1)
         self._offsets: list[int] = [0]
+        self._kinds: list[int] = [0]
+        self._sots: list[int] = [0]
+        self._name_offs: list[int] = [0]
+        self._strcache: dict[int, str] = {}
         self._datasecs: dict[str, int] = {}
         self._cache: dict[int, BtfType] = {0: _VOID}
         self._index()
 
     # -- indexing ---------------------------------------------------------------------------
     def _index(self) -> None:
+        """One pass over the type section: offset, kind, size-or-type and name of each type."""
         data = self._types.data
         n = len(data)
-        hdr = packer(self.endian, "III")
-        offsets = self._offsets
+        unpack = packer(self.endian, "III").unpack_from
+        offsets, kinds, sots, names = self._offsets, self._kinds, self._sots, self._name_offs
+        base, mult = _EXTRA_BASE, _EXTRA_MULT
         off = 0
         while off < n:
             if off + 12 > n:
                 raise self._types.error(f"type [{len(offsets)}] header is cut short", off)
-            _name_off, info, _ = hdr.unpack_from(data, off)
+            name_off, info, st = unpack(data, off)
             kind = (info >> 24) & 0x1F
-            vlen = info & 0xFFFF
             if not INT <= kind <= ENUM64:
                 raise self._types.error(f"type [{len(offsets)}] has unknown BTF kind {kind}", off)
-            if kind == DATASEC:
-                self._datasecs.setdefault(self._str(_name_off, len(offsets)), len(offsets))
             offsets.append(off)
-            off += 12 + _extra_size(kind, vlen)
+            kinds.append(kind)
+            sots.append(st)
+            names.append(name_off)
+            off += 12 + base[kind] + mult[kind] * (info & 0xFFFF)
         if off != n:
             raise self._types.error(f"type [{len(offsets) - 1}] runs past the type section", n)
+        for tid, kind in enumerate(kinds):
+            if kind == DATASEC:
+                self._datasecs.setdefault(self._str(names[tid], tid), tid)
 
     def _str(self, off: int, tid: int) -> str:
         if off == 0:
             return ""
-        return self._strs.cstr(off, f"name of type [{tid}]")
+        name = self._strcache.get(off)
+        if name is None:
+            name = self._strcache[off] = self._strs.cstr(off, f"name of type [{tid}]")
+        return name
 
     # -- access -----------------------------------------------------------------------------
     @property
     def count(self) -> int:
         """Number of type ids, void included (valid ids are 0 .. count-1)."""
         return len(self._offsets)
+
+    def _check_id(self, tid: int) -> None:
+        if not 0 <= tid < len(self._offsets):
+            raise ParseError(f"BTF type id [{tid}] is out of range "
+                             f"({len(self._offsets) - 1} types)", section=".BTF")
+
+    def kind(self, tid: int) -> int:
+        """The BTF kind of ``tid`` (0 for void), without decoding the type."""
+        if not 0 <= tid < len(self._kinds):
+            self._check_id(tid)
+        return self._kinds[tid]
+
+    def ref(self, tid: int) -> int:
+        """The size (sized kinds) or referenced type id (others) of ``tid``."""
+        if not 0 <= tid < len(self._sots):
+            self._check_id(tid)
+        return self._sots[tid]
+
+    def array_info(self, tid: int) -> tuple[int, int, int]:
+        """(element type, index type, nelems) of ARRAY ``tid``."""
+        return self._types.unpack("III", self._offsets[tid] + 12, f"type [{tid}] ARRAY")
+
+    def name_of(self, tid: int) -> str:
+        self._check_id(tid)
+        return self._str(self._name_offs[tid], tid)
 
     def datasec(self, name: str) -> int | None:
         """Id of the DATASEC called ``name`` (first one), or None."""
@@ -183,9 +221,7 @@ class Btf:
         t = self._cache.get(tid)
         if t is not None:
             return t
-        if not 0 <= tid < len(self._offsets):
-            raise ParseError(f"BTF type id [{tid}] is out of range ({len(self._offsets) - 1} types)",
-                             section=".BTF")
+        self._check_id(tid)
         t = self._decode(tid)
         self._cache[tid] = t
         return t
@@ -198,48 +234,44 @@ class Btf:
         vlen = info & 0xFFFF
         kflag = bool(info >> 31)
         name = self._str(name_off, tid)
-        base = BtfType(tid, kind, name, vlen, kflag, st)
         x = off + 12
         what = f"type [{tid}] {KIND_NAMES[kind]}"
+        kw: dict = {}
         if kind == INT:
-            return _replace(base, int_encoding=buf.u32(x, what))
-        if kind == ARRAY:
-            return _replace(base, array=buf.unpack("III", x, what))
-        if kind in (STRUCT, UNION):
-            members = []
-            for mname, mtype, moff in buf.iter_unpack("III", x, vlen, what):
-                if kflag:
-                    members.append(Member(self._str(mname, tid), mtype, moff & 0xFFFFFF, moff >> 24))
-                else:
-                    members.append(Member(self._str(mname, tid), mtype, moff, 0))
-            return _replace(base, members=tuple(members))
-        if kind == ENUM:
-            signed = kflag
+            kw["int_encoding"] = buf.u32(x, what)
+        elif kind == ARRAY:
+            kw["array"] = buf.unpack("III", x, what)
+        elif kind in (STRUCT, UNION):
+            s = self._str
+            if kflag:
+                kw["members"] = tuple(Member(s(mn, tid), mt, mo & 0xFFFFFF, mo >> 24)
+                                      for mn, mt, mo in buf.iter_unpack("III", x, vlen, what))
+            else:
+                kw["members"] = tuple(Member(s(mn, tid), mt, mo, 0)
+                                      for mn, mt, mo in buf.iter_unpack("III", x, vlen, what))
+        elif kind == ENUM:
+            kw["enum_values"] = tuple(EnumValue(self._str(en, tid), v if kflag else v & U32_MAX)
+                                      for en, v in buf.iter_unpack("Ii", x, vlen, what))
+        elif kind == ENUM64:
             vals = []
-            for ename, val in buf.iter_unpack("Ii", x, vlen, what):
-                vals.append(EnumValue(self._str(ename, tid), val if signed else val & U32_MAX))
-            return _replace(base, enum_values=tuple(vals))
-        if kind == ENUM64:
-            vals = []
-            for ename, lo, hi in buf.iter_unpack("III", x, vlen, what):
+            for en, lo, hi in buf.iter_unpack("III", x, vlen, what):
                 v = (hi << 32) | lo
                 if kflag and v >> 63:
                     v -= 1 << 64
-                vals.append(EnumValue(self._str(ename, tid), v))
-            return _replace(base, enum_values=tuple(vals))
-        if kind == FUNC_PROTO:
-            return _replace(base, params=tuple(Param(self._str(p, tid), pt)
-                                               for p, pt in buf.iter_unpack("II", x, vlen, what)))
-        if kind == VAR:
-            return _replace(base, linkage=buf.u32(x, what))
-        if kind == FUNC:
-            return _replace(base, linkage=vlen)
-        if kind == DATASEC:
-            return _replace(base, secinfos=tuple(VarSecinfo(*v)
-                                                 for v in buf.iter_unpack("III", x, vlen, what)))
-        if kind == DECL_TAG:
-            return _replace(base, component_idx=buf.unpack("i", x, what)[0])
-        return base
+                vals.append(EnumValue(self._str(en, tid), v))
+            kw["enum_values"] = tuple(vals)
+        elif kind == FUNC_PROTO:
+            kw["params"] = tuple(Param(self._str(p, tid), pt)
+                                 for p, pt in buf.iter_unpack("II", x, vlen, what))
+        elif kind == VAR:
+            kw["linkage"] = buf.u32(x, what)
+        elif kind == FUNC:
+            kw["linkage"] = vlen
+        elif kind == DATASEC:
+            kw["secinfos"] = tuple(VarSecinfo(*v) for v in buf.iter_unpack("III", x, vlen, what))
+        elif kind == DECL_TAG:
+            kw["component_idx"] = buf.unpack("i", x, what)[0]
+        return BtfType(tid, kind, name, vlen, kflag, st, **kw)
 
     def __iter__(self):
         for tid in range(1, self.count):
@@ -248,11 +280,13 @@ class Btf:
     # -- resolution (libbpf semantics) ------------------------------------------------------
     def skip_mods_and_typedefs(self, tid: int) -> int:
         """Follow TYPEDEF/VOLATILE/CONST/RESTRICT/TYPE_TAG to the underlying type id."""
+        kinds, sots = self._kinds, self._sots
         for _ in range(MAX_RESOLVE_DEPTH + 1):
-            t = self.type(tid)
-            if t.kind not in _MODS:
+            if not 0 <= tid < len(kinds):
+                self._check_id(tid)
+            if kinds[tid] not in _MODS:
                 return tid
-            tid = t.type
+            tid = sots[tid]
         raise ParseError(f"BTF type [{tid}]: modifier chain deeper than {MAX_RESOLVE_DEPTH} "
                          "(a cycle?)", section=".BTF")
 
@@ -260,34 +294,31 @@ class Btf:
         """Size in bytes of type ``tid``, as libbpf's ``btf__resolve_size``."""
         start = tid
         nelems = 1
-        t = self.type(tid)
+        kinds, sots = self._kinds, self._sots
         for _ in range(MAX_RESOLVE_DEPTH):
-            k = t.kind
+            if not 0 <= tid < len(kinds):
+                self._check_id(tid)
+            k = kinds[tid]
             if k == 0:
                 break
-            if k in (INT, STRUCT, UNION, ENUM, ENUM64, DATASEC, FLOAT):
-                size = t.size
+            if k in _SIZED:
+                size = sots[tid] if k != PTR else PTR_SIZE
                 if nelems and size > U32_MAX // nelems:
                     raise ParseError(f"BTF type [{start}]: size {nelems} x {size} bytes "
                                      "exceeds 4 GiB", section=".BTF")
                 return nelems * size
-            if k == PTR:
-                if nelems and PTR_SIZE > U32_MAX // nelems:
-                    raise ParseError(f"BTF type [{start}]: size exceeds 4 GiB", section=".BTF")
-                return nelems * PTR_SIZE
-            if k in _MODS or k in (VAR, DECL_TAG):
-                tid = t.type
+            if k in _MODS or k == VAR or k == DECL_TAG:
+                tid = sots[tid]
             elif k == ARRAY:
-                elem, _idx, n = t.array  # type: ignore[misc]
+                elem, _idx, n = self.array_info(tid)
                 if nelems and n > U32_MAX // nelems:
                     raise ParseError(f"BTF type [{start}]: array of {nelems} x {n} elements "
                                      "exceeds 4 GiB", section=".BTF")
                 nelems *= n
                 tid = elem
             else:
-                raise ParseError(f"BTF type [{start}]: a {t.kind_name} has no size",
+                raise ParseError(f"BTF type [{start}]: a {KIND_NAMES[k]} has no size",
                                  section=".BTF")
-            t = self.type(tid)
         else:
             raise ParseError(f"BTF type [{start}]: type chain deeper than {MAX_RESOLVE_DEPTH} "
                              "(a cycle?)", section=".BTF")
@@ -321,6 +352,12 @@ class Btf:
 
     def type_name(self, tid: int, _depth: int = 0) -> str:
         """A short C-like spelling of type ``tid`` for people (``struct ct_key``, ``__u32[4]``)."""
+        k = self.kind(tid)
+        if k in (INT, FLOAT, TYPEDEF, STRUCT, UNION) and _depth == 0:
+            name = self.name_of(tid)
+            if name:
+                return name if k in (INT, FLOAT, TYPEDEF) else (
+                    f"struct {name}" if k == STRUCT else f"union {name}")
         if _depth > 8:
             return "..."
         t = self.type(tid)
@@ -342,10 +379,3 @@ class Btf:
         if k == FUNC_PROTO:
             return "func"
         return KIND_NAMES.get(k, "?")
-
-
-def _replace(t: BtfType, **kw) -> BtfType:
-    return BtfType(t.id, t.kind, t.name, t.vlen, t.kflag, t.size_or_type,
-                   kw.get("int_encoding", 0), kw.get("array"), kw.get("members", ()),
-                   kw.get("enum_values", ()), kw.get("params", ()), kw.get("linkage", 0),
-                   kw.get("secinfos", ()), kw.get("component_idx", -1))

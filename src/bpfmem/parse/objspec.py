@@ -349,15 +349,19 @@ class _ObjectParser:
             return ParseError(f"map '{name}': {what}", section=".maps")
 
         def int_field(m: B.Member) -> int:
-            t = btf.type(btf.skip_mods_and_typedefs(m.type))
-            if t.kind != B.PTR:
-                raise err(f"attribute '{m.name}': expected PTR, got {t.kind_name}")
-            arr = btf.type(t.type)
-            if arr.kind != B.ARRAY:
-                raise err(f"attribute '{m.name}': expected ARRAY, got {arr.kind_name}")
-            return arr.array[2]  # type: ignore[index]
+            # __uint(name, N) is `int (*name)[N]`: a pointer to an array of N elements
+            t = btf.skip_mods_and_typedefs(m.type)
+            if btf.kind(t) != B.PTR:
+                raise err(f"attribute '{m.name}': expected PTR, got {B.KIND_NAMES[btf.kind(t)]}")
+            arr = btf.ref(t)
+            if btf.kind(arr) != B.ARRAY:
+                raise err(f"attribute '{m.name}': expected ARRAY, got "
+                          f"{B.KIND_NAMES[btf.kind(arr)]}")
+            return btf.array_info(arr)[2]
 
         def long_field(m: B.Member) -> int:
+            if btf.kind(btf.skip_mods_and_typedefs(m.type)) == B.PTR:
+                return int_field(m)
             t = btf.type(btf.skip_mods_and_typedefs(m.type))
             if t.kind == B.PTR:
                 return int_field(m)
@@ -368,10 +372,10 @@ class _ObjectParser:
             return t.enum_values[0].value & 0xFFFFFFFFFFFFFFFF
 
         def sized(m: B.Member, what: str) -> tuple[int, str]:
-            t = btf.type(m.type)
-            if t.kind != B.PTR:
-                raise err(f"{what} spec is not PTR: {t.kind_name}")
-            return btf.resolve_size(t.type), btf.type_name(t.type)
+            if btf.kind(m.type) != B.PTR:
+                raise err(f"{what} spec is not PTR: {B.KIND_NAMES[btf.kind(m.type)]}")
+            target = btf.ref(m.type)
+            return btf.resolve_size(target), btf.type_name(target)
 
         members = d.members
         for i, m in enumerate(members):

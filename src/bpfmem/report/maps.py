@@ -81,8 +81,9 @@ def build_maps_report(objects: Iterable[ObjectSpec],
     }
 
 
-def render_json(doc: dict[str, Any], out: IO[str]) -> None:
-    json.dump(doc, out, indent=2, sort_keys=False)
+def render_json(doc: dict[str, Any], out: IO[str], *, indent: int | None = None) -> None:
+    """JSON, one line by default (json's C encoder); ``indent`` for people."""
+    out.write(json.dumps(doc, indent=indent))
     out.write("\n")
 
 
