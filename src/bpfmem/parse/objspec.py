@@ -283,6 +283,8 @@ class _ObjectParser:
             raise ParseError(f"cannot size the legacy map definitions: {sec.size} bytes for "
                              f"{len(syms)} symbols", section="maps", offset=sec.offset)
         even = sec.size // len(syms)
+        ids: dict[int, MapSpec] = {}
+        inner_of: list[tuple[int, int]] = []   # (index in self.maps, iproute2 inner_id)
         for sym in sorted(syms, key=lambda s: s.index):
             size = sym.size or even
             if size < 20:
@@ -291,12 +293,28 @@ class _ObjectParser:
                                  offset=sec.offset + sym.value)
             rec = data.sub(sym.value, size, f"legacy map '{sym.name}'")
             mtype, ks, vs, me, flags = rec.unpack("IIIII", 0, f"legacy map '{sym.name}'")
-            pinning = 0
-            if size >= 28:
-                _id, pinning = rec.unpack("II", 20, f"legacy map '{sym.name}'")
+            pinning, notes = 0, ()
+            map_id = inner_id = 0
+            if size >= 36:   # iproute2 struct bpf_elf_map: id, pinning, inner_id, inner_idx
+                map_id, pinning, inner_id, _inner_idx = rec.unpack(
+                    "IIII", 20, f"legacy map '{sym.name}'")
+                if pinning:
+                    where = {1: "the object's namespace", 2: "/sys/fs/bpf/tc/globals"}.get(
+                        pinning, f"namespace {pinning}")
+                    notes = (f"iproute2 pinning {pinning}: pinned in {where}",)
             spec = MapSpec(sym.name, mtype, ks, vs, me, flags, pinning=pinning,
-                           kind=KIND_LEGACY, section="maps")
+                           kind=KIND_LEGACY, section="maps", notes=notes)
+            if map_id:
+                ids.setdefault(map_id, spec)
+            if inner_id and mtype in _MAP_IN_MAP:
+                inner_of.append((len(self.maps), inner_id))
             self._add_map(self._load_time(spec), sec.index, sym.value)
+        for i, inner_id in inner_of:
+            inner = ids.get(inner_id)
+            if inner is None:
+                raise ParseError(f"legacy map '{self.maps[i].name}': inner_id {inner_id} "
+                                 "names no map", section="maps")
+            self.maps[i] = replace(self.maps[i], inner=inner)
 
     def _btf_maps(self) -> None:
         """BTF-defined maps in ``SEC(".maps")`` (libbpf ``bpf_object__init_user_btf_maps``)."""
