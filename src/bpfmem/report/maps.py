@@ -93,6 +93,7 @@ def _size(n: int) -> str:
 
 def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None) -> None:
     """Human tables (rich): per object, its maps and its programs. Fits 100 columns."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -101,28 +102,29 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
                       soft_wrap=False) if width else Console(file=out, highlight=False)
     for o in doc["objects"]:
         title = f"{o['path'] or o['name']}: {len(o['maps'])} maps, {len(o['programs'])} programs"
-        t = Table(title=title, title_justify="left", expand=False)
-        t.add_column("map", overflow="fold", max_width=26)
+        t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
+        longest = max((len(m["name"]) for m in o["maps"]), default=3)
+        t.add_column("map", overflow="fold", min_width=min(longest, 28))
         t.add_column("type", overflow="fold", max_width=16)
         t.add_column("key", justify="right")
         t.add_column("value", justify="right")
         t.add_column("max_entries", justify="right")
-        t.add_column("flags", overflow="fold", max_width=22)
+        t.add_column("flags", overflow="fold", max_width=16)
         t.add_column("kind")
         for m in o["maps"]:
             max_e = _size(m["max_entries"])
             if m["max_entries_set_at_load"]:
                 max_e = "at load" if m["max_entries"] == 0 else max_e + "*"
             vs = _size(m["value_size"]) + ("*" if m["value_size_set_at_load"] else "")
-            flags = ",".join(m["flags"]) or "-"
+            flags = " ".join(m["flags"]) or "-"
             if m["pinning"]:
-                flags += (",pinned" if flags != "-" else "pinned").removeprefix("-")
+                flags = "pinned" if flags == "-" else flags + " pinned"
             t.add_row(m["name"], m["type"], _size(m["key_size"]), vs, max_e, flags, m["kind"])
             if m["inner"] is not None:
                 i = m["inner"]
                 t.add_row(Text("  inner", style="dim"), i["type"], _size(i["key_size"]),
                           _size(i["value_size"]), _size(i["max_entries"]),
-                          ",".join(i["flags"]) or "-", "")
+                          " ".join(i["flags"]) or "-", "")
         console.print(t)
         notes = [(m["name"], n) for m in o["maps"] for n in m["notes"]]
         for name, n in notes:
@@ -130,7 +132,7 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
         for n in o["notes"]:
             console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
         if o["programs"]:
-            p = Table(expand=False)
+            p = Table(expand=False, box=box.SIMPLE_HEAD)
             p.add_column("program", overflow="fold", max_width=24)
             p.add_column("section", overflow="fold", max_width=24)
             p.add_column("type", overflow="fold", max_width=14)
