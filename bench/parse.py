@@ -61,6 +61,10 @@ def main() -> int:
         return 1
     harness = str(libbpf_harness.BINARY)
     objects = args.objects or default_objects()
+    baseline = statistics.median(run_child([sys.executable, "-c", "pass"])[0]
+                                 for _ in range(args.runs))
+    print(f"interpreter start on this machine (python3 -c pass): {baseline * 1000:.1f}ms, "
+          "included in every bpfmem process time below\n")
     print(f"{'object':32} {'size':>9}  {'bpfmem':>9} {'libbpf':>9} {'ratio':>6}  "
           f"{'parse':>9} {'open':>9} {'ratio':>6}  {'RSS MiB':>7}")
     worst = 0.0
