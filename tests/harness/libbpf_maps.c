@@ -8,6 +8,12 @@
  *   libbpf_maps [-v] load OBJ      open, disable autoload of every program,
  *                                  clear every pin path, load (creates only the
  *                                  maps), print open-time + kernel views
+ *   libbpf_maps [-v] progs OBJ     clear every pin path, load maps AND
+ *                                  programs (verifier) with autoload as set
+ *                                  at open; if that fails, or for programs
+ *                                  left unloaded, reopen and load each one
+ *                                  alone; print the maps the kernel says
+ *                                  each loaded program uses (map_ids)
  *   libbpf_maps [-v] create        create maps from JSON Lines specs on stdin
  *   libbpf_maps [-v] bench OBJ N   open+close OBJ N times, report wall time
  *
@@ -398,6 +404,16 @@ static int count_maps(struct bpf_object *obj)
 	return n;
 }
 
+static int count_progs(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	bpf_object__for_each_program(prog, obj)
+		n++;
+	return n;
+}
+
 static int mode_open(const char *path)
 {
 	struct bpf_object *obj;
@@ -556,6 +572,268 @@ static int mode_bench(const char *path, const char *count)
 	       (double)(t1.tv_sec - t0.tv_sec) +
 		       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* "progs": load programs through the verifier, list the maps each one uses */
+
+struct map_ref {
+	__u32 id;
+	char name[BPF_OBJ_NAME_LEN + 1];
+};
+
+static int cmp_map_ref(const void *a, const void *b)
+{
+	const struct map_ref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * Render the "loaded" prog line (kernel's bpf_prog_info.map_ids, resolved to
+ * map names) into a malloc'ed string, or NULL with *err set.
+ */
+static char *render_loaded_prog(const struct bpf_program *prog, int *err)
+{
+	struct bpf_prog_info info;
+	struct map_ref *refs = NULL;
+	__u32 *ids = NULL, len, nr, i;
+	char *buf = NULL;
+	size_t buf_len = 0;
+	int fd = bpf_program__fd(prog);
+	FILE *f;
+
+	*err = 0;
+	memset(&info, 0, sizeof(info));
+	len = sizeof(info);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		*err = errno;
+		return NULL;
+	}
+	nr = info.nr_map_ids;
+	ids = calloc(nr ? nr : 1, sizeof(*ids));
+	refs = calloc(nr ? nr : 1, sizeof(*refs));
+	if (!ids || !refs) {
+		*err = ENOMEM;
+		goto out;
+	}
+	if (nr) {
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		info.nr_map_ids = nr;
+		info.map_ids = (__u64)(unsigned long)ids;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+			*err = errno;
+			goto out;
+		}
+		if (info.nr_map_ids < nr) /* cannot shrink; be defensive */
+			nr = info.nr_map_ids;
+	}
+	for (i = 0; i < nr; i++) {
+		struct bpf_map_info minfo;
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (mfd < 0) {
+			*err = errno;
+			goto out;
+		}
+		*err = -get_map_info(mfd, &minfo);
+		close(mfd);
+		if (*err)
+			goto out;
+		refs[i].id = ids[i];
+		memcpy(refs[i].name, minfo.name, BPF_OBJ_NAME_LEN);
+		refs[i].name[BPF_OBJ_NAME_LEN] = '\0';
+	}
+	qsort(refs, nr, sizeof(*refs), cmp_map_ref);
+
+	f = open_memstream(&buf, &buf_len);
+	if (!f) {
+		*err = ENOMEM;
+		goto out;
+	}
+	fputs("{\"kind\":\"prog\",\"name\":", f);
+	json_str(f, bpf_program__name(prog));
+	fputs(",\"section\":", f);
+	json_str(f, bpf_program__section_name(prog));
+	fputs(",\"loaded\":true,\"map_names\":[", f);
+	for (i = 0; i < nr; i++) {
+		if (i)
+			fputc(',', f);
+		json_str(f, refs[i].name);
+	}
+	fputs("],\"map_ids\":[", f);
+	for (i = 0; i < nr; i++)
+		fprintf(f, "%s%u", i ? "," : "", refs[i].id);
+	fputs("]}\n", f);
+	if (fclose(f)) {
+		free(buf);
+		buf = NULL;
+		*err = ENOMEM;
+	}
+out:
+	free(ids);
+	free(refs);
+	return buf;
+}
+
+static char *render_failed_prog(const struct bpf_program *prog, int err)
+{
+	char msg[WARN_LEN + 300], *buf = NULL;
+	size_t buf_len = 0, n;
+	FILE *f;
+	int i;
+
+	if (err < 0)
+		err = -err;
+	if (libbpf_strerror(err, msg, sizeof(msg)))
+		snprintf(msg, sizeof(msg), "%s", strerror(err));
+	/* Append libbpf's first warning: it names the failing step. */
+	for (i = 0; i < nr_warnings; i++) {
+		if (warnings[i][0]) {
+			n = strlen(msg);
+			snprintf(msg + n, sizeof(msg) - n, ": %s", warnings[i]);
+			break;
+		}
+	}
+	f = open_memstream(&buf, &buf_len);
+	if (!f)
+		return NULL;
+	fputs("{\"kind\":\"prog\",\"name\":", f);
+	json_str(f, bpf_program__name(prog));
+	fputs(",\"section\":", f);
+	json_str(f, bpf_program__section_name(prog));
+	fprintf(f, ",\"loaded\":false,\"errno\":%d,\"message\":", err);
+	json_str(f, msg);
+	fputs("}\n", f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * One load attempt.  only < 0: autoload as libbpf set it at open; otherwise
+ * autoload exactly program #only (iteration order), every other one off.
+ * Fills lines[i] (if still NULL) for every program that got loaded, and for
+ * program #only also when the load failed.  Returns 0, or a negative errno
+ * when the harness itself failed (an error line has been printed).
+ */
+static int progs_attempt(const char *path, int only, char **lines,
+			 int nr_progs)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int i, err, ret = 0;
+
+	obj = open_obj(path);
+	if (!obj)
+		return -EINVAL;
+	i = 0;
+	bpf_object__for_each_program(prog, obj) {
+		if (only >= 0) {
+			err = bpf_program__set_autoload(prog, i == only);
+			if (err) {
+				print_libbpf_error("load", err);
+				ret = err;
+				goto out;
+			}
+		}
+		i++;
+	}
+	if (i != nr_progs) {
+		print_error("load", EINVAL, "program count changed between opens");
+		ret = -EINVAL;
+		goto out;
+	}
+	bpf_object__for_each_map(map, obj) {
+		err = bpf_map__set_pin_path(map, NULL);
+		if (err || bpf_map__pin_path(map)) {
+			print_error("load", err ? -err : EINVAL,
+				    "could not clear pin path");
+			ret = err ? err : -EINVAL;
+			goto out;
+		}
+	}
+
+	reset_warnings();
+	err = bpf_object__load(obj);
+	if (err && only < 0) {
+		if (verbose)
+			fprintf(stderr, "libbpf_maps: whole-object load failed "
+				"(%d); retrying program by program\n", err);
+		goto out;
+	}
+	i = 0;
+	bpf_object__for_each_program(prog, obj) {
+		int rerr = 0;
+
+		if (!lines[i] && !err && bpf_program__fd(prog) >= 0) {
+			lines[i] = render_loaded_prog(prog, &rerr);
+			if (!lines[i]) {
+				print_error("load", rerr ? rerr : ENOMEM,
+					    "bpf_prog_info / map info query failed");
+				ret = -(rerr ? rerr : ENOMEM);
+				goto out;
+			}
+		} else if (!lines[i] && err && i == only) {
+			lines[i] = render_failed_prog(prog, err);
+			if (!lines[i]) {
+				print_error("load", ENOMEM, "out of memory");
+				ret = -ENOMEM;
+				goto out;
+			}
+		}
+		i++;
+	}
+out:
+	bpf_object__close(obj); /* unloads programs, closes map fds; no pins */
+	return ret;
+}
+
+static int mode_progs(const char *path)
+{
+	struct bpf_object *obj;
+	char **lines = NULL;
+	int i, nr_progs, ret = EXIT_FAIL;
+
+	obj = open_obj(path);
+	if (!obj)
+		return EXIT_FAIL;
+	nr_progs = count_progs(obj);
+	bpf_object__close(obj);
+
+	lines = calloc(nr_progs ? nr_progs : 1, sizeof(*lines));
+	if (!lines) {
+		print_error("load", ENOMEM, "out of memory");
+		return EXIT_FAIL;
+	}
+	/* Whole object first, autoload as libbpf computed it at open ... */
+	if (progs_attempt(path, -1, lines, nr_progs))
+		goto out;
+	/* ... then each program not loaded yet, alone. */
+	for (i = 0; i < nr_progs; i++)
+		if (!lines[i] && progs_attempt(path, i, lines, nr_progs))
+			goto out;
+	for (i = 0; i < nr_progs; i++) {
+		if (!lines[i]) { /* loaded "alone" yet has no fd: cannot happen */
+			print_error("load", EINVAL, "program neither loaded nor failed");
+			goto out;
+		}
+	}
+	for (i = 0; i < nr_progs; i++)
+		fputs(lines[i], stdout);
+	ret = 0;
+out:
+	for (i = 0; i < nr_progs; i++)
+		free(lines[i]);
+	free(lines);
+	return ret;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -906,6 +1184,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: libbpf_maps [-v] open OBJ\n"
 		"       libbpf_maps [-v] load OBJ\n"
+		"       libbpf_maps [-v] progs OBJ\n"
 		"       libbpf_maps [-v] create   < specs.jsonl\n"
 		"       libbpf_maps [-v] bench OBJ N\n");
 }
@@ -935,6 +1214,8 @@ int main(int argc, char **argv)
 		return mode_open(argv[i]);
 	if (!strcmp(mode, "load") && argc - i == 1)
 		return mode_load(argv[i]);
+	if (!strcmp(mode, "progs") && argc - i == 1)
+		return mode_progs(argv[i]);
 	if (!strcmp(mode, "create") && argc - i == 0)
 		return mode_create();
 	if (!strcmp(mode, "bench") && argc - i == 2)
