@@ -1,0 +1,395 @@
+"""The kernel's arithmetic for BPF map memory, one function per map-type family, each named
+after the kernel function it mirrors.
+
+Three eras of ``memlock`` (what fdinfo and bpftool show):
+  - >= 6.4   ``map->ops->map_mem_usage()``            -> :func:`mem_usage`
+  - 5.11-6.3 ``bpf_map_memory_footprint()``           -> :func:`memory_footprint`
+  - <= 5.10  pages charged by ``bpf_map_charge_init`` -> :func:`rlimit_pages`
+and the memory cgroup charge (:func:`charged_at_create`, :func:`charged_per_entry`).
+Notation follows ../shared/kernel-map-memory.md: K key_size, V value_size, M max_entries,
+C possible CPUs, n entries present. All functions are pure.
+"""
+
+from __future__ import annotations
+
+from ..uapi import MapFlag, MapType as T
+from .kernel import (CHARGE_CREATOR, CHARGE_NONE, MEMLOCK_FOOTPRINT, MEMLOCK_RLIMIT,
+                     MEMLOCK_USAGE, KernelProfile)
+from .shape import MapShape
+
+PCPU_MIN_UNIT_SIZE = 32768          # include/linux/percpu.h
+HASHTAB_MAP_LOCK_COUNT = 8          # kernel/bpf/hashtab.c
+LLIST_NODE_SZ = 8                   # sizeof(struct llist_node)
+PTR = 8
+OBJCG_PTR = 8                       # sizeof(struct obj_cgroup *) charged per slab object
+KMALLOC_MAX_CACHE_SIZE = 8192       # SLUB: 2 * PAGE_SIZE
+PAGE_ALLOC_COSTLY = 32768           # PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER
+_KMALLOC_CLASSES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+
+HASHES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.HASH_OF_MAPS})
+PERCPU_HASHES = frozenset({T.PERCPU_HASH, T.LRU_PERCPU_HASH})
+LRUS = frozenset({T.LRU_HASH, T.LRU_PERCPU_HASH})
+FD_ARRAYS = frozenset({T.PROG_ARRAY, T.PERF_EVENT_ARRAY, T.CGROUP_ARRAY, T.ARRAY_OF_MAPS})
+ARRAYS = frozenset({T.ARRAY, T.PERCPU_ARRAY}) | FD_ARRAYS
+LOCAL_STORAGES = frozenset({T.SK_STORAGE, T.INODE_STORAGE, T.TASK_STORAGE, T.CGRP_STORAGE})
+CGROUP_STORAGES = frozenset({T.CGROUP_STORAGE, T.PERCPU_CGROUP_STORAGE})
+RINGBUFS = frozenset({T.RINGBUF, T.USER_RINGBUF})
+# Maps whose elements are allocated as they are inserted (memlock and charge grow with n).
+ON_DEMAND_ALWAYS = frozenset({T.LPM_TRIE, T.DEVMAP, T.DEVMAP_HASH, T.SOCKHASH, T.XSKMAP})
+
+
+def r8(x: int) -> int:
+    return (x + 7) & ~7
+
+
+def p2(x: int) -> int:
+    """roundup_pow_of_two"""
+    return 1 if x <= 1 else 1 << (x - 1).bit_length()
+
+
+def page_align(x: int, page: int = 4096) -> int:
+    return (x + page - 1) // page * page
+
+
+def prealloc(sh: MapShape) -> bool:
+    return not sh.map_flags & MapFlag.NO_PREALLOC
+
+
+def grows_with_entries(sh: MapShape) -> bool:
+    """True when the map allocates elements as they are inserted."""
+    if sh.type in ON_DEMAND_ALWAYS:
+        return True
+    return sh.type in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh)
+
+
+def effective_max_entries(sh: MapShape, prof: KernelProfile) -> int:
+    """max_entries as the kernel stores it: an LRU hash with BPF_F_NO_COMMON_LRU is rounded
+    up to a multiple of the possible CPUs (kernel/bpf/hashtab.c ``htab_map_alloc``)."""
+    m = sh.max_entries
+    if sh.type in LRUS and sh.map_flags & MapFlag.NO_COMMON_LRU:
+        c = prof.possible_cpus
+        up = -(-m // c) * c
+        m = up if up <= 0xFFFFFFFF else m // c * c
+    return m
+
+
+def htab_elem_size(sh: MapShape, prof: KernelProfile) -> int:
+    """``htab->elem_size``: htab_elem + round_up(key) + (a per-CPU pointer or the value)."""
+    s = prof.sizes
+    value = 4 if sh.type == T.HASH_OF_MAPS else sh.value_size
+    return s.htab_elem + r8(sh.key_size) + (PTR if sh.type in PERCPU_HASHES else r8(value))
+
+
+def htab_has_extra_elems(sh: MapShape, prof: KernelProfile) -> bool:
+    """A spare element per CPU for in-place replacement: plain preallocated hashes (and
+    HASH_OF_MAPS until 6.14: 'bpf: Don't allocate per-cpu extra_elems for fd htab', 6.15)."""
+    if sh.type == T.HASH_OF_MAPS:
+        return not prof.at_least(6, 15)
+    return sh.type == T.HASH
+
+
+# -- >= 6.4: map_mem_usage ------------------------------------------------------------------
+def htab_map_mem_usage(sh: MapShape, prof: KernelProfile, n: int) -> int:
+    s, c = prof.sizes, prof.possible_cpus
+    m = effective_max_entries(sh, prof)
+    percpu = sh.type in PERCPU_HASHES
+    elem = htab_elem_size(sh, prof)
+    usage = s.bpf_htab + s.bucket * p2(m) + 4 * c * HASHTAB_MAP_LOCK_COUNT
+    if prealloc(sh) or sh.type in LRUS:
+        entries = m + (c if htab_has_extra_elems(sh, prof) else 0)
+        usage += elem * entries
+        if percpu:
+            usage += r8(sh.value_size) * c * entries
+        elif sh.type not in LRUS:
+            usage += PTR * c
+    else:
+        usage += (elem + LLIST_NODE_SZ) * n
+        if percpu:
+            usage += (LLIST_NODE_SZ + PTR) * n
+            usage += r8(sh.value_size) * c * n
+    return usage
+
+
+def array_map_mem_usage(sh: MapShape, prof: KernelProfile) -> int:
+    s, m = prof.sizes, sh.max_entries
+    elem = r8(4 if sh.type in FD_ARRAYS else sh.value_size)
+    if sh.type == T.PERCPU_ARRAY:
+        return s.bpf_array + m * PTR + m * elem * prof.possible_cpus
+    if sh.map_flags & MapFlag.MMAPABLE:
+        return page_align(s.bpf_array, prof.page_size) + page_align(m * elem, prof.page_size)
+    return s.bpf_array + m * elem
+
+
+def mem_usage(sh: MapShape, prof: KernelProfile, n: int = 0) -> int | None:
+    """``memlock`` on kernels >= 6.4. None where the value needs what an object cannot say
+    (struct_ops: the kernel's struct and its function count)."""
+    s, c, m, k, v = prof.sizes, prof.possible_cpus, sh.max_entries, sh.key_size, sh.value_size
+    t = sh.type
+    if t in HASHES:
+        return htab_map_mem_usage(sh, prof, n)
+    if t in ARRAYS:
+        return array_map_mem_usage(sh, prof)
+    if t == T.STACK_TRACE:                      # stack_map_mem_usage
+        return s.bpf_stack_map + PTR * p2(m) + m * (s.stack_map_bucket + v)
+    if t == T.LPM_TRIE:                         # trie_mem_usage
+        return (s.lpm_trie_node + (k - 4) + v) * n
+    if t == T.DEVMAP:                           # dev_map_mem_usage
+        return s.bpf_dtab + PTR * m + s.bpf_dtab_netdev * n
+    if t == T.DEVMAP_HASH:
+        return s.bpf_dtab + PTR * p2(m) + s.bpf_dtab_netdev * n
+    if t == T.SOCKMAP:                          # sock_map_mem_usage
+        return s.bpf_stab + PTR * m
+    if t == T.SOCKHASH:                         # sock_hash_mem_usage
+        return s.bpf_shtab + s.bpf_shtab_bucket * p2(m) + (s.bpf_shtab_elem + r8(k)) * n
+    if t == T.CPUMAP:                           # cpu_map_mem_usage
+        return s.bpf_cpu_map + PTR * m
+    if t == T.XSKMAP:                           # xsk_map_mem_usage
+        return s.xsk_map + PTR * m + s.xsk_map_node * n
+    if t == T.REUSEPORT_SOCKARRAY:              # reuseport_array_mem_usage
+        return s.reuseport_array + PTR * m
+    if t in CGROUP_STORAGES:                    # cgroup_storage_map_usage
+        return s.bpf_cgroup_storage_map
+    if t in (T.QUEUE, T.STACK):                 # queue_stack_map_mem_usage
+        return s.bpf_queue_stack + (m + 1) * v
+    if t in LOCAL_STORAGES:                     # bpf_local_storage_map_mem_usage
+        return s.bpf_local_storage_map + s.bpf_local_storage_map_bucket * max(2, p2(c))
+    if t in RINGBUFS:                           # ringbuf_map_mem_usage
+        data_pages = m // prof.page_size
+        meta_pages = 3
+        return (s.bpf_ringbuf_map + (meta_pages + data_pages) * prof.page_size
+                + (meta_pages + 2 * data_pages) * PTR)
+    if t == T.BLOOM_FILTER:                     # bloom_map_mem_usage
+        return s.bpf_bloom_filter + bloom_bitset_bytes(sh)
+    if t == T.ARENA:                            # arena_map_mem_usage
+        return 0
+    return None
+
+
+def bloom_bitset_bytes(sh: MapShape) -> int:
+    """kernel/bpf/bloom_filter.c ``bloom_map_alloc``: the bit array's size in bytes."""
+    k = sh.map_extra & 0xF or 5
+    nr_bits = sh.max_entries * k
+    if nr_bits > 0xFFFFFFFF or (nr_bits // 5) * 7 > 0xFFFFFFFF or (nr_bits // 5) * 7 > 1 << 31:
+        nbytes = (0xFFFFFFFF + 7) // 8
+    else:
+        nr_bits = (nr_bits // 5) * 7
+        nr_bits = 64 if nr_bits <= 64 else p2(nr_bits)
+        nbytes = (nr_bits + 7) // 8
+    return r8(nbytes)
+
+
+# -- 5.11 - 6.3: bpf_map_memory_footprint -------------------------------------------------
+def bpf_map_value_size(sh: MapShape, prof: KernelProfile) -> int:
+    if sh.type in (T.PERCPU_HASH, T.LRU_PERCPU_HASH, T.PERCPU_ARRAY, T.PERCPU_CGROUP_STORAGE):
+        return r8(sh.value_size) * prof.possible_cpus
+    if sh.type in FD_ARRAYS or sh.type == T.HASH_OF_MAPS:
+        return 4
+    return sh.value_size
+
+
+def memory_footprint(sh: MapShape, prof: KernelProfile) -> int:
+    size = r8(sh.key_size + bpf_map_value_size(sh, prof))
+    return page_align(effective_max_entries(sh, prof) * size, prof.page_size)
+
+
+# -- <= 5.10: RLIMIT_MEMLOCK pages (bpf_map_charge_init) ------------------------------------
+def rlimit_cost(sh: MapShape, prof: KernelProfile) -> int | None:
+    """The ``cost`` each map type passes to ``bpf_map_charge_init`` (kernel-map-memory.md §6;
+    root creator, so no spectre rounding of array sizes)."""
+    s, c, m, k, v = prof.sizes, prof.possible_cpus, sh.max_entries, sh.key_size, sh.value_size
+    t, page = sh.type, prof.page_size
+    if t in HASHES:
+        mm = effective_max_entries(sh, prof)
+        elem = htab_elem_size(sh, prof)
+        cost = s.bucket * p2(mm) + elem * mm
+        cost += r8(v) * c * mm if t in PERCPU_HASHES else elem * c
+        return cost
+    if t in ARRAYS:
+        elem = r8(4 if t in FD_ARRAYS else v)
+        if t == T.PERCPU_ARRAY:
+            return s.bpf_array + PTR * m + elem * c * m
+        if sh.map_flags & MapFlag.MMAPABLE:
+            return page_align(s.bpf_array, page) + page_align(m * elem, page)
+        return s.bpf_array + m * elem
+    if t == T.STACK_TRACE:
+        return s.bpf_stack_map + PTR * p2(m) + m * (s.stack_map_bucket + v)
+    if t == T.LPM_TRIE:
+        return s.lpm_trie + m * (s.lpm_trie_node + (k - 4) + v)
+    if t in (T.QUEUE, T.STACK):
+        return s.bpf_queue_stack + (m + 1) * v
+    if t == T.REUSEPORT_SOCKARRAY:
+        return s.reuseport_array + PTR * m
+    if t == T.SOCKMAP:
+        return PTR * m
+    if t == T.SOCKHASH:
+        return s.bpf_shtab_bucket * p2(m) + (s.bpf_shtab_elem + r8(k)) * m
+    if t == T.DEVMAP:
+        return PTR * m
+    if t == T.DEVMAP_HASH:
+        return PTR * p2(m)
+    if t == T.CPUMAP:
+        return PTR * m
+    if t == T.XSKMAP:
+        return s.xsk_map + PTR * m
+    if t in (T.SK_STORAGE, T.INODE_STORAGE):
+        return s.bpf_local_storage_map + s.bpf_local_storage_map_bucket * max(2, p2(c))
+    if t in CGROUP_STORAGES:
+        return s.bpf_cgroup_storage_map
+    if t == T.RINGBUF:
+        return s.bpf_ringbuf_map + s.bpf_ringbuf + m
+    return None
+
+
+def rlimit_pages(sh: MapShape, prof: KernelProfile) -> int | None:
+    cost = rlimit_cost(sh, prof)
+    return None if cost is None else page_align(cost, prof.page_size)
+
+
+def memlock(sh: MapShape, prof: KernelProfile, n: int = 0) -> int | None:
+    """What ``memlock:`` in fdinfo reports on ``prof``'s kernel with ``n`` entries present."""
+    era = prof.memlock_era
+    if era == MEMLOCK_USAGE:
+        return mem_usage(sh, prof, n)
+    if era == MEMLOCK_FOOTPRINT:
+        return memory_footprint(sh, prof)
+    assert era == MEMLOCK_RLIMIT
+    return rlimit_pages(sh, prof)
+
+
+# -- memory cgroup charge -------------------------------------------------------------------
+def kmalloc_size(size: int) -> int:
+    """The kmalloc size class an object of ``size`` bytes lands in (SLUB, no debug)."""
+    for cls in _KMALLOC_CLASSES:
+        if size <= cls:
+            return cls
+    return p2(size)
+
+
+def slab_charge(size: int) -> int:
+    """A kmalloc'd object charged to a memcg: its size class plus the obj_cgroup pointer."""
+    if size == 0:
+        return 0
+    if size > KMALLOC_MAX_CACHE_SIZE:
+        return p2((size + 4095) // 4096) * 4096           # kmalloc_large: whole pages
+    return kmalloc_size(size) + OBJCG_PTR
+
+
+def area_charge(size: int, page: int = 4096, mmapable: bool = False) -> int:
+    """``bpf_map_area_alloc``: kmalloc up to 32 KiB (slab, or kmalloc_large pages above 8 KiB),
+    vmalloc (whole pages) above that or when mmapable."""
+    if size == 0:
+        return 0
+    if mmapable or size > PAGE_ALLOC_COSTLY:
+        return page_align(size, page)
+    return slab_charge(size)
+
+
+def _percpu_at_create(sh: MapShape, prof: KernelProfile) -> int:
+    """Per-CPU memory a map allocates during BPF_MAP_CREATE (values of percpu arrays and
+    preallocated percpu hashes). Charged to the creator only on 5.11-5.19."""
+    c, m = prof.possible_cpus, effective_max_entries(sh, prof)
+    if sh.type == T.PERCPU_ARRAY:
+        return r8(sh.value_size) * c * m
+    if sh.type in PERCPU_HASHES and (prealloc(sh) or sh.type in LRUS):
+        return r8(sh.value_size) * c * m
+    return 0
+
+
+def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
+    """Bytes the creating process's memory cgroup is charged by BPF_MAP_CREATE."""
+    era = prof.charge_era
+    if era == CHARGE_NONE:
+        return 0
+    s, c, m, k, v, page = (prof.sizes, prof.possible_cpus, effective_max_entries(sh, prof),
+                           sh.key_size, sh.value_size, prof.page_size)
+    t = sh.type
+    area = lambda size: area_charge(size, page)  # noqa: E731
+    if t in HASHES:
+        total = area(s.bpf_htab) + area(s.bucket * p2(m))
+        if prealloc(sh) or t in LRUS:
+            entries = m + (c if htab_has_extra_elems(sh, prof) else 0)
+            total += area(htab_elem_size(sh, prof) * entries)
+    elif t in ARRAYS:
+        elem = r8(4 if t in FD_ARRAYS else v)
+        if t == T.PERCPU_ARRAY:
+            total = area(s.bpf_array + PTR * m)
+        elif sh.map_flags & MapFlag.MMAPABLE:
+            total = area_charge(page_align(s.bpf_array, page) + page_align(m * elem, page),
+                                page, mmapable=True)
+        else:
+            total = area(s.bpf_array + m * elem)
+    elif t == T.STACK_TRACE:
+        total = area(s.bpf_stack_map + PTR * p2(m)) + area((s.stack_map_bucket + v) * m)
+    elif t == T.LPM_TRIE:
+        total = area(s.lpm_trie)
+    elif t in (T.QUEUE, T.STACK):
+        total = area(s.bpf_queue_stack + (m + 1) * v)
+    elif t == T.BLOOM_FILTER:
+        total = area(s.bpf_bloom_filter + bloom_bitset_bytes(sh))
+    elif t in RINGBUFS:
+        data_pages = m // page
+        total = (slab_charge(s.bpf_ringbuf_map) + (3 + data_pages) * page
+                 + area((3 + 2 * data_pages) * PTR))
+    elif t == T.DEVMAP:
+        total = area(s.bpf_dtab) + area(PTR * m)
+    elif t == T.DEVMAP_HASH:
+        total = area(s.bpf_dtab) + area(PTR * p2(m))
+    elif t == T.CPUMAP:
+        total = area(s.bpf_cpu_map) + area(PTR * m)
+    elif t == T.XSKMAP:
+        total = area(s.xsk_map + PTR * m)
+    elif t == T.SOCKMAP:
+        total = area(s.bpf_stab) + area(PTR * m)
+    elif t == T.SOCKHASH:
+        total = area(s.bpf_shtab) + area(s.bpf_shtab_bucket * p2(m))
+    elif t == T.REUSEPORT_SOCKARRAY:
+        total = area(s.reuseport_array + PTR * m)
+    elif t in CGROUP_STORAGES:
+        total = slab_charge(s.bpf_cgroup_storage_map)
+    elif t in LOCAL_STORAGES:
+        total = (area(s.bpf_local_storage_map)
+                 + area(s.bpf_local_storage_map_bucket * max(2, p2(c))))
+    elif t == T.ARENA:
+        total = area(s.bpf_arena)
+    else:
+        return None
+    if era == CHARGE_CREATOR:
+        total += _percpu_at_create(sh, prof)
+    return total
+
+
+def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
+    """Average bytes charged per inserted element, for maps that allocate on insert;
+    0 for preallocated maps; None where entries are not counted by this map (local and
+    cgroup storages: per socket, task, inode or cgroup) or unknown."""
+    era = prof.charge_era
+    if era == CHARGE_NONE:
+        return 0.0
+    t, s, c, k, v = sh.type, prof.sizes, prof.possible_cpus, sh.key_size, sh.value_size
+    new_alloc = prof.at_least(6, 1)   # 6.1: hash elements from bpf_mem_alloc (+ llist node)
+    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS):
+        if prealloc(sh):
+            return 0.0
+        elem = htab_elem_size(sh, prof)
+        per = slab_charge(elem + LLIST_NODE_SZ if new_alloc else elem)
+        if t == T.PERCPU_HASH:
+            objcg = r8(v) * 2 if prof.at_least(5, 17) else 0   # pcpu objcg: size/4 * 8
+            per += r8(v) * c + objcg + (slab_charge(2 * PTR) if new_alloc else 0)
+        return float(per)
+    if t == T.LPM_TRIE:
+        if prof.at_least(6, 13):   # one bpf_mem_alloc size for leaves and intermediate nodes
+            node = slab_charge(s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ)
+            return float(2 * node)
+        return float(slab_charge(s.lpm_trie_node + (k - 4) + v)
+                     + slab_charge(s.lpm_trie_node + (k - 4)))
+    if t in (T.DEVMAP, T.DEVMAP_HASH):
+        return float(slab_charge(s.bpf_dtab_netdev))
+    if t == T.SOCKHASH:
+        return float(slab_charge(s.bpf_shtab_elem + r8(k)))
+    if t == T.XSKMAP:
+        return float(slab_charge(s.xsk_map_node))
+    if t == T.ARENA:
+        return float(prof.page_size)   # an entry is a page
+    if t in LOCAL_STORAGES or t in CGROUP_STORAGES or t == T.STRUCT_OPS:
+        return None
+    return 0.0
