@@ -83,3 +83,90 @@ def test_help_teaches(capsys):
 def test_no_command_prints_usage(capsys):
     assert cli.main([]) == 2
     assert "maps" in capsys.readouterr().out
+
+
+def test_maps_memory_and_totals(capsys):
+    rc, out, _ = run(capsys, "maps", "--format", "json", "--kernel", "6.18", "--cpus", "4")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["kernel"]["version"] == "6.18.0" and doc["kernel"]["possible_cpus"] == 4
+    obj = doc["objects"][0]
+    mems = [m["memory"] for m in obj["maps"]]
+    for field in ("memlock_at_create", "memlock_full", "charged_at_create", "charged_full"):
+        assert obj["memory"][field] == sum(m[field] for m in mems)
+    # the example is sized like a real agent: tens of MiB of maps at start
+    assert 20 << 20 < obj["memory"]["charged_at_create"] < 200 << 20
+
+
+def test_maps_memory_follows_kernel_and_cpus(capsys):
+    def total(*argv):
+        run(capsys, "maps", "--format", "json", *argv)
+        rc, out, _ = run(capsys, "maps", "--format", "json", *argv)
+        return json.loads(out)["objects"][0]["memory"]["memlock_at_create"]
+    assert total("--kernel", "6.18", "--cpus", "2") < total("--kernel", "6.18", "--cpus", "64")
+    assert total("--kernel", "5.10", "--cpus", "2") != total("--kernel", "6.18", "--cpus", "2")
+
+
+def test_perf_array_memory_uses_possible_cpus(capsys):
+    rc, out, _ = run(capsys, "maps", "--format", "json", "--kernel", "6.18", "--cpus", "8",
+                     str(FIXTURES / "perf_ringbuf.o"))
+    m = next(m for m in json.loads(out)["objects"][0]["maps"] if m["name"] == "perf_events")
+    assert m["max_entries"] == 0 and m["max_entries_set_at_load"]
+    assert m["memory"]["memlock_at_create"] == 312 + 8 * 8   # bpf_array + 8 slots on 6.18
+
+
+def test_estimate_json(capsys):
+    rc, out, _ = run(capsys, "estimate", "--type", "hash", "--key-size", "4", "--value-size",
+                     "8", "--max-entries", "1000", "--kernel", "6.18", "--cpus", "2",
+                     "--format", "json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "bpfmem/estimate/v1"
+    assert doc["memlock"] == doc["memlock_at_create"] == doc["memlock_full"] == 81_424
+    assert doc["rejected"] is None and doc["kernel"]["version"] == "6.18.0"
+
+
+def test_estimate_rejection_and_flags(capsys):
+    rc, out, _ = run(capsys, "estimate", "--type", "lru_hash", "--key-size", "4",
+                     "--value-size", "8", "--max-entries", "10", "--flags", "no_prealloc",
+                     "--format", "json")
+    assert rc == 0 and json.loads(out)["rejected"].startswith("ENOTSUPP")
+    rc, _, err = run(capsys, "estimate", "--type", "hash", "--flags", "no_such_flag")
+    assert rc == 2 and "no_such_flag" in err
+    rc, _, err = run(capsys, "estimate", "--type", "nope")
+    assert rc == 2 and "unknown map type" in err
+
+
+def test_estimate_entries(capsys):
+    rc, out, _ = run(capsys, "estimate", "--type", "hash", "--key-size", "4", "--value-size",
+                     "8", "--max-entries", "65536", "--flags", "no_prealloc", "--entries",
+                     "1000", "--kernel", "6.18", "--cpus", "2", "--format", "json")
+    d = json.loads(out)
+    assert d["memlock"] - d["memlock_at_create"] == 1000 * (48 + 8 + 8 + 8)
+    assert d["memlock_full"] - d["memlock_at_create"] == 65536 * 72
+
+
+def test_estimate_batch_keeps_order_and_reports_bad_lines(capsys, tmp_path, monkeypatch):
+    specs = tmp_path / "s.jsonl"
+    specs.write_text('{"type": "array", "key_size": 4, "value_size": 8, "max_entries": 1000}\n'
+                     '\n'
+                     '{"type": "lru_hash", "key_size": 4, "value_size": 8, "max_entries": 10,'
+                     ' "map_flags": 1}\n'
+                     'not json\n'
+                     '{"type": "hash", "key_size": 4, "value_size": 8, "max_entries": 1000,'
+                     ' "entries": 5}\n')
+    rc, out, _ = run(capsys, "estimate", "--batch", str(specs), "--kernel", "6.18", "--cpus",
+                     "2")
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert rc == 1 and len(lines) == 4
+    assert lines[0]["memlock"] == 8312
+    assert lines[1]["rejected"].startswith("ENOTSUPP")
+    assert lines[2]["line"] == 4 and "error" in lines[2]
+    assert lines[3]["entries"] == 5 and lines[3]["kernel"]["possible_cpus"] == 2
+
+
+def test_estimate_table(capsys):
+    rc, out, _ = run(capsys, "estimate", "--type", "percpu_array", "--key-size", "4",
+                     "--value-size", "1000", "--max-entries", "65536", "--kernel", "6.18",
+                     "--cpus", "2")
+    assert rc == 0 and "131,596,600" in out and "memlock" in out

@@ -40,3 +40,97 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None) -
 
 def load_objects(sources: list[str | os.PathLike]) -> list[ObjectSpec]:
     return [load_object(s) for s in sources]
+
+
+# -- memory model ---------------------------------------------------------------------------
+def shape_from_args(type_name: str, key_size: int, value_size: int, max_entries: int,
+                    flags: str | int = 0, map_extra: int = 0):
+    """A MapShape from people's spellings ('lru_hash', 'no_prealloc,numa_node')."""
+    from .model.shape import MapShape
+    from .uapi import MapType, parse_flags
+    return MapShape(int(MapType.from_name(type_name)), key_size, value_size, max_entries,
+                    parse_flags(flags) if flags not in ("", None) else 0, map_extra)
+
+
+def estimate_map(shape, profile=None, entries: int = 0):
+    """The Footprint of one map shape on ``profile`` (default: this host's kernel)."""
+    from .model.estimate import estimate
+    from .model.kernel import default_profile
+    return estimate(shape, profile or default_profile(), entries)
+
+
+def estimate_batch_stream(lines, out, profile) -> int:
+    """``bpfmem estimate --batch``: one JSON spec per line in, one JSON result per line out,
+    in the same order. A bad line gives {"error": ...} on its line. Returns the exit code.
+
+    Capacity plans repeat shapes, so a result line is built once per distinct spec."""
+    import json
+
+    from .model.estimate import estimate
+    from .model.shape import MapShape
+    from .report.estimate import SCHEMA, batch_record
+    from .uapi import MapType, parse_flags
+
+    kernel_tail = ', "kernel": ' + json.dumps(profile.describe()) + "}\n"
+    type_ids: dict = {}
+    done: dict = {}
+    status = 0
+    write = out.write
+    dumps = json.dumps
+    for lineno, d in _decoded_lines(lines):
+        try:
+            if isinstance(d, Exception):
+                raise d
+            key = (d["type"], d.get("key_size", 0), d.get("value_size", 0),
+                   d.get("max_entries", 0), d.get("map_flags", 0) or 0,
+                   d.get("map_extra", 0) or 0, d.get("entries", 0) or 0)
+            text = done.get(key)
+            if text is None:
+                t, k, v, m, flags, extra, entries = key
+                if t not in type_ids:
+                    type_ids[t] = int(MapType.from_name(t))
+                if isinstance(flags, str):
+                    flags = parse_flags(flags)
+                for name, val in (("key_size", k), ("value_size", v), ("max_entries", m),
+                                  ("map_flags", flags), ("entries", entries)):
+                    if not isinstance(val, int) or not 0 <= val <= 0xFFFFFFFF:
+                        raise ValueError(f"{name} must be an integer in 0..2^32-1, not {val!r}")
+                shape = MapShape(type_ids[t], k, v, m, flags, int(extra))
+                text = dumps(batch_record(estimate(shape, profile, entries)))[:-1] + kernel_tail
+                if len(done) < 1 << 16:
+                    done[key] = text
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            status = 1
+            text = dumps({"schema": SCHEMA, "line": lineno,
+                          "error": f"line {lineno}: {e.__class__.__name__}: {e}"}) + "\n"
+        write(text)
+    return status
+
+
+def _decoded_lines(lines, chunk: int = 8192):
+    """(line number, decoded JSON or the exception) for each non-blank line. Lines are
+    decoded a chunk at a time with one json.loads call (per line only when a chunk has a bad
+    line): decoding dominates a batch of cheap estimates."""
+    import json
+    from itertools import islice
+
+    it = iter(enumerate(lines, 1))
+    while True:
+        raw = list(islice(it, chunk))
+        if not raw:
+            return
+        block = [(n, line) for n, line in raw if line.strip()]
+        if not block:
+            continue
+        try:
+            values = json.loads("[" + ",".join(line for _, line in block) + "]")
+            if len(values) != len(block):
+                raise ValueError("line count")
+        except ValueError:
+            values = []
+            for _, line in block:
+                try:
+                    values.append(json.loads(line))
+                except ValueError as e:
+                    values.append(e)
+        yield from zip((n for n, _ in block), values)

@@ -19,11 +19,62 @@ what you see:
   Values a loader only knows at load time are marked: "at load" (perf event arrays get one
   slot per possible CPU), "*" (see the notes under the table).
 
+memory:
+  memlock  what /proc/PID/fdinfo and bpftool show for the map on that kernel (exact)
+  charged  what the memory cgroup of the process that creates the map pays: at create,
+           and "full" when every entry is present (maps that allocate on insert grow)
+  The kernel is the running one (or 6.18) and the CPUs this host's possible CPUs, unless
+  --kernel and --cpus say otherwise: per-CPU maps scale with possible CPUs.
+
 examples:
   bpfmem maps                          the bundled example object
   bpfmem maps agent.bpf.o              one object
+  bpfmem maps agent.bpf.o --kernel 5.10 --cpus 64
   bpfmem maps build/*.o --format json  several, as JSON (schema bpfmem/maps/v1)
 """
+
+_ESTIMATE_EPILOG = """one map:
+  bpfmem estimate --type lru_hash --key-size 16 --value-size 40 --max-entries 65536
+  bpfmem estimate --type hash --key-size 8 --value-size 8 --max-entries 131072 \\
+      --flags no_prealloc --entries 20000 --kernel 6.1 --cpus 96 --format json
+
+many (capacity planning): one JSON spec per line in, one JSON result per line out:
+  {"type": "lru_hash", "key_size": 16, "value_size": 40, "max_entries": 65536,
+   "map_flags": 0, "map_extra": 0, "entries": 0}
+  bpfmem estimate --batch specs.jsonl > results.jsonl      (--batch - reads stdin)
+
+Map types are the kernel's names (hash, lru_percpu_hash, ...); flags the kernel's without
+BPF_F_, lower case (no_prealloc, mmapable, no_common_lru, zero_seed, numa_node, ...).
+A map the kernel would refuse is reported with the kernel's errno and reason.
+"""
+
+
+def _add_kernel_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kernel", metavar="VERSION",
+                   help="kernel release to model, e.g. 5.10, 6.1, 6.12, 6.18 "
+                        "(default: the running kernel, or 6.18)")
+    p.add_argument("--cpus", type=_positive, metavar="N",
+                   help="possible CPUs (default: this host's /sys/devices/system/cpu/possible)")
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return n
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+    if not 0 <= n <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"out of range for a u32: {text}")
+    return n
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,7 +94,28 @@ def _parser() -> argparse.ArgumentParser:
                         "default: the bundled example")
     m.add_argument("--format", choices=("table", "json"), default="table",
                    help="output format (default: table)")
+    _add_kernel_args(m)
     m.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
+
+    e = sub.add_parser(
+        "estimate", help="what one map shape (or thousands) costs on a kernel",
+        description="Estimate memlock and the memory cgroup charge of a map, at create, with "
+                    "some entries, and full.",
+        epilog=_ESTIMATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("--type", help="map type, e.g. hash, lru_hash, percpu_array, ringbuf")
+    e.add_argument("--key-size", type=_count, default=0, metavar="K")
+    e.add_argument("--value-size", type=_count, default=0, metavar="V")
+    e.add_argument("--max-entries", type=_count, default=0, metavar="N")
+    e.add_argument("--flags", default="", metavar="a,b",
+                   help="map flags, e.g. no_prealloc,numa_node (or a number)")
+    e.add_argument("--map-extra", type=lambda x: int(x, 0), default=0, metavar="X",
+                   help="bloom filter hash count, arena address")
+    e.add_argument("--entries", type=_count, default=0, metavar="E",
+                   help="entries present, for the `memlock`/`charged` figures (default 0)")
+    e.add_argument("--batch", metavar="SPECS.jsonl",
+                   help="estimate one JSON spec per line ('-' for stdin); JSON lines out")
+    e.add_argument("--format", choices=("table", "json"), default="table")
+    _add_kernel_args(e)
     return p
 
 
@@ -72,12 +144,56 @@ def cmd_maps(args: argparse.Namespace) -> int:
             msg = f"{path}: {e.strerror or e}"
             errors.append((path, msg))
             _fail(msg)
-    doc = report.build_maps_report(objects, errors)
+    doc = report.build_maps_report(objects, errors, profile=_profile(args))
     if args.format == "json":
         report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
     else:
         report.render_table(doc, sys.stdout, width=args.width)
     return EXIT_ERROR if errors else EXIT_OK
+
+
+def _profile(args: argparse.Namespace):
+    from .model.kernel import default_profile
+    try:
+        return default_profile(args.kernel, args.cpus)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+
+
+class _Usage(Exception):
+    """A bad argument found after parsing: exit 2 with one line."""
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from . import api
+    from .report import estimate as report
+
+    prof = _profile(args)
+    if args.batch:
+        return api.estimate_batch_stream(_open_in(args.batch), sys.stdout, prof)
+    if not args.type:
+        raise _Usage("estimate needs --type (or --batch FILE)")
+    try:
+        shape = api.shape_from_args(args.type, args.key_size, args.value_size,
+                                    args.max_entries, args.flags, args.map_extra)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+    fp = api.estimate_map(shape, prof, args.entries)
+    doc = report.estimate_record(fp)
+    if args.format == "json":
+        report.render_json(doc, sys.stdout)
+    else:
+        report.render_table(doc, sys.stdout)
+    return EXIT_OK
+
+
+def _open_in(path: str):
+    if path == "-":
+        return sys.stdin
+    try:
+        return open(path)
+    except OSError as e:
+        raise _Usage(f"{path}: {e.strerror}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,6 +205,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "maps":
             return cmd_maps(args)
+        if args.command == "estimate":
+            return cmd_estimate(args)
+    except _Usage as e:
+        print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("bpfmem: interrupted", file=sys.stderr)
         return 130

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..uapi import MapType as T
 from . import formulas as fm
@@ -52,38 +53,76 @@ def capacity(sh: MapShape, prof: KernelProfile) -> int | None:
     return fm.effective_max_entries(sh, prof)
 
 
-def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
-    """The memory ``sh`` costs on ``prof``'s kernel, empty, with ``entries`` and full."""
+@lru_cache(maxsize=1 << 16)
+def _linear(sh: MapShape, prof: KernelProfile) -> tuple:
+    """Everything about ``sh`` on ``prof`` that does not depend on the entries present:
+    memlock and charge are linear in the entries (elements are allocated one at a time), so
+    a shape is worked out once and any fill level is a multiply-add."""
     reason = rejection(sh, prof)
     if reason is not None:
-        return Footprint(prof, sh, entries, None, None, None, None, None, None, None, 0, reason,
-                         ("the kernel refuses this map: nothing is created",))
+        return (reason, None, None, 0, None, None, ())
     cap = capacity(sh, prof)
     notes: list[str] = []
-    if cap is not None and entries > cap:
-        notes.append(f"{entries} entries asked for, but the map holds at most {cap}")
-        entries = cap
-    grows = fm.grows_with_entries(sh)
     ml_create = fm.memlock(sh, prof, 0)
-    ml_full = fm.memlock(sh, prof, cap) if (grows and cap is not None) else ml_create
-    ml_now = fm.memlock(sh, prof, entries) if grows else ml_create
-    if prof.memlock_era != "mem_usage" and grows:
-        notes.append(f"memlock on {prof.version} does not follow the entries present")
+    ml_slope = 0
+    if fm.grows_with_entries(sh) and ml_create is not None:
+        ml_slope = fm.memlock(sh, prof, 1) - ml_create
+        if prof.memlock_era != "mem_usage":
+            notes.append(f"memlock on {prof.version} does not follow the entries present")
     ch_create = fm.charged_at_create(sh, prof)
-    per = fm.charged_per_entry(sh, prof)
-    if ch_create is None:
-        ch_now = ch_full = None
-    elif per is None:
-        ch_now, ch_full = (ch_create if entries == 0 else None), None
+    per = fm.charged_per_entry(sh, prof) if ch_create is not None else None
+    if ch_create is not None and per is None:
         notes.append("elements are charged per socket/task/inode/cgroup that stores one, "
                      "which the map cannot know")
-    else:
-        ch_now = ch_create + round(per * entries)
-        ch_full = None if cap is None else ch_create + round(per * cap)
     if sh.type == T.STRUCT_OPS:
         notes.append("struct_ops memory depends on the kernel's struct; not modelled")
     if not prof.sizes.exact and prof.memlock_era == "mem_usage":
         notes.append(f"struct sizes from the {prof.sizes.name}; exact on the kernel itself")
-    tol = PAGE_TOLERANCE * prof.page_size
-    return Footprint(prof, sh, entries, cap, ml_now, ml_create, ml_full, ch_now, ch_create,
-                     ch_full, tol, None, tuple(notes))
+    return (None, cap, ml_create, ml_slope, ch_create, per, tuple(notes))
+
+
+def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
+    """The memory ``sh`` costs on ``prof``'s kernel, empty, with ``entries`` and full."""
+    reason, cap, ml0, ml_slope, ch0, per, notes = _linear(sh, prof)
+    if reason is not None:
+        return Footprint(prof, sh, entries, None, None, None, None, None, None, None, 0, reason,
+                         ("the kernel refuses this map: nothing is created",))
+    if cap is not None and entries > cap:
+        notes = notes + (f"{entries} entries asked for, but the map holds at most {cap}",)
+        entries = cap
+    if ml0 is None:
+        ml_now = ml_full = None
+    else:
+        ml_now = ml0 + ml_slope * entries
+        ml_full = ml0 + ml_slope * cap if cap is not None else (ml0 if not ml_slope else None)
+    if ch0 is None:
+        ch_now = ch_full = None
+    elif per is None:
+        ch_now, ch_full = (ch0 if entries == 0 else None), None
+    else:
+        ch_now = ch0 + round(per * entries)
+        ch_full = None if cap is None else ch0 + round(per * cap)
+    return Footprint(prof, sh, entries, cap, ml_now, ml0, ml_full, ch_now, ch0, ch_full,
+                     PAGE_TOLERANCE * prof.page_size, None, notes)
+
+
+def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | None]:
+    """The shape the kernel will be given for an object's map spec on ``prof``, or None and
+    why when the spec leaves it to the loader (a max_entries set by the agent at load, a
+    struct_ops value size from the kernel's own struct)."""
+    if getattr(spec, "value_size_set_at_load", False):
+        return None, "value_size is set at load from the kernel's struct"
+    m = spec.max_entries
+    if getattr(spec, "max_entries_set_at_load", False):
+        if spec.type == T.PERF_EVENT_ARRAY and m == 0:
+            m = prof.possible_cpus
+        else:
+            return None, "max_entries is set by the loader at load time"
+    return MapShape(int(spec.type), spec.key_size, spec.value_size, m, spec.map_flags,
+                    spec.map_extra), None
+
+
+def estimate_spec(spec, prof: KernelProfile, entries: int = 0) -> Footprint | None:
+    """Estimate an object's map spec; None when its shape is only known at load."""
+    shape, _why = shape_of_spec(spec, prof)
+    return None if shape is None else estimate(shape, prof, entries)

@@ -17,6 +17,11 @@ from .kernel import (CHARGE_CREATOR, CHARGE_NONE, MEMLOCK_FOOTPRINT, MEMLOCK_RLI
                      MEMLOCK_USAGE, KernelProfile)
 from .shape import MapShape
 
+# plain ints: enum flag arithmetic is slow in a hot loop
+_F_MMAPABLE = int(MapFlag.MMAPABLE)
+_F_NO_COMMON_LRU = int(MapFlag.NO_COMMON_LRU)
+_F_NO_PREALLOC = int(MapFlag.NO_PREALLOC)
+
 PCPU_MIN_UNIT_SIZE = 32768          # include/linux/percpu.h
 HASHTAB_MAP_LOCK_COUNT = 8          # kernel/bpf/hashtab.c
 LLIST_NODE_SZ = 8                   # sizeof(struct llist_node)
@@ -52,7 +57,7 @@ def page_align(x: int, page: int = 4096) -> int:
 
 
 def prealloc(sh: MapShape) -> bool:
-    return not sh.map_flags & MapFlag.NO_PREALLOC
+    return not sh.map_flags & _F_NO_PREALLOC
 
 
 def grows_with_entries(sh: MapShape) -> bool:
@@ -66,7 +71,7 @@ def effective_max_entries(sh: MapShape, prof: KernelProfile) -> int:
     """max_entries as the kernel stores it: an LRU hash with BPF_F_NO_COMMON_LRU is rounded
     up to a multiple of the possible CPUs (kernel/bpf/hashtab.c ``htab_map_alloc``)."""
     m = sh.max_entries
-    if sh.type in LRUS and sh.map_flags & MapFlag.NO_COMMON_LRU:
+    if sh.type in LRUS and sh.map_flags & _F_NO_COMMON_LRU:
         c = prof.possible_cpus
         up = -(-m // c) * c
         m = up if up <= 0xFFFFFFFF else m // c * c
@@ -115,7 +120,7 @@ def array_map_mem_usage(sh: MapShape, prof: KernelProfile) -> int:
     elem = r8(4 if sh.type in FD_ARRAYS else sh.value_size)
     if sh.type == T.PERCPU_ARRAY:
         return s.bpf_array + m * PTR + m * elem * prof.possible_cpus
-    if sh.map_flags & MapFlag.MMAPABLE:
+    if sh.map_flags & _F_MMAPABLE:
         return page_align(s.bpf_array, prof.page_size) + page_align(m * elem, prof.page_size)
     return s.bpf_array + m * elem
 
@@ -208,7 +213,7 @@ def rlimit_cost(sh: MapShape, prof: KernelProfile) -> int | None:
         elem = r8(4 if t in FD_ARRAYS else v)
         if t == T.PERCPU_ARRAY:
             return s.bpf_array + PTR * m + elem * c * m
-        if sh.map_flags & MapFlag.MMAPABLE:
+        if sh.map_flags & _F_MMAPABLE:
             return page_align(s.bpf_array, page) + page_align(m * elem, page)
         return s.bpf_array + m * elem
     if t == T.STACK_TRACE:
@@ -313,7 +318,7 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
         elem = r8(4 if t in FD_ARRAYS else v)
         if t == T.PERCPU_ARRAY:
             total = area(s.bpf_array + PTR * m)
-        elif sh.map_flags & MapFlag.MMAPABLE:
+        elif sh.map_flags & _F_MMAPABLE:
             total = area_charge(page_align(s.bpf_array, page) + page_align(m * elem, page),
                                 page, mmapable=True)
         else:

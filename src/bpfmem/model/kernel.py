@@ -67,12 +67,17 @@ class KernelProfile:
     sizes: StructSizes = field(default=None)  # type: ignore[assignment]
     source: str = "table"                     # where the struct sizes came from
     nr_cpus: int | None = None                # CONFIG_NR_CPUS, when known (cpumap limit)
+    memlock_era: str = field(default="", init=False, compare=False)
+    charge_era: str = field(default="", init=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.possible_cpus < 1:
             raise ValueError(f"possible CPUs must be at least 1, not {self.possible_cpus}")
         if self.sizes is None:
             object.__setattr__(self, "sizes", sizes_for_release(self.release))
+        # derived once: the formulas ask for these on every estimate
+        object.__setattr__(self, "memlock_era", _era(MEMLOCK_ERAS, self.release[:2]))
+        object.__setattr__(self, "charge_era", _era(CHARGE_ERAS, self.release[:2]))
 
     @classmethod
     def for_release(cls, release: str | tuple[int, int, int], possible_cpus: int,
@@ -84,14 +89,6 @@ class KernelProfile:
     @property
     def version(self) -> str:
         return ".".join(str(x) for x in self.release)
-
-    @property
-    def memlock_era(self) -> str:
-        return _era(MEMLOCK_ERAS, self.release[:2])
-
-    @property
-    def charge_era(self) -> str:
-        return _era(CHARGE_ERAS, self.release[:2])
 
     def at_least(self, major: int, minor: int) -> bool:
         return self.release[:2] >= (major, minor)

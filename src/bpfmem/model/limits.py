@@ -4,11 +4,28 @@ so the model says so instead of estimating memory for it."""
 
 from __future__ import annotations
 
-from ..uapi import MapFlag as F, MapType as T
+from ..uapi import MapFlag, MapType as T, map_type_name
 from .formulas import (CGROUP_STORAGES, FD_ARRAYS, LOCAL_STORAGES, LRUS, PCPU_MIN_UNIT_SIZE,
                        PERCPU_HASHES, RINGBUFS, effective_max_entries, p2, r8)
 from .kernel import KernelProfile
 from .shape import MapShape
+
+# plain ints: enum flag arithmetic is slow in a hot loop
+_F_CLONE = int(MapFlag.CLONE)
+_F_INNER_MAP = int(MapFlag.INNER_MAP)
+_F_MMAPABLE = int(MapFlag.MMAPABLE)
+_F_NO_COMMON_LRU = int(MapFlag.NO_COMMON_LRU)
+_F_NO_PREALLOC = int(MapFlag.NO_PREALLOC)
+_F_NO_USER_CONV = int(MapFlag.NO_USER_CONV)
+_F_NUMA_NODE = int(MapFlag.NUMA_NODE)
+_F_PRESERVE_ELEMS = int(MapFlag.PRESERVE_ELEMS)
+_F_RDONLY = int(MapFlag.RDONLY)
+_F_RDONLY_PROG = int(MapFlag.RDONLY_PROG)
+_F_SEGV_ON_FAULT = int(MapFlag.SEGV_ON_FAULT)
+_F_STACK_BUILD_ID = int(MapFlag.STACK_BUILD_ID)
+_F_WRONLY = int(MapFlag.WRONLY)
+_F_WRONLY_PROG = int(MapFlag.WRONLY_PROG)
+_F_ZERO_SEED = int(MapFlag.ZERO_SEED)
 
 KMALLOC_MAX_SIZE = 1 << 22        # x86-64: 4 MiB (MAX_PAGE_ORDER 10)
 MAX_BPF_STACK = 512
@@ -31,17 +48,19 @@ SINCE = {T.HASH: (3, 19), T.ARRAY: (3, 19), T.PROG_ARRAY: (4, 2), T.PERF_EVENT_A
          T.USER_RINGBUF: (6, 1), T.CGRP_STORAGE: (6, 2), T.ARENA: (6, 9),
          T.INSN_ARRAY: (6, 19)}
 
-ACCESS = F.RDONLY | F.WRONLY | F.RDONLY_PROG | F.WRONLY_PROG
-HTAB_FLAGS = F.NO_PREALLOC | F.NO_COMMON_LRU | F.NUMA_NODE | ACCESS | F.ZERO_SEED
-ARRAY_FLAGS = F.NUMA_NODE | F.MMAPABLE | ACCESS | F.INNER_MAP | F.PRESERVE_ELEMS
-QUEUE_FLAGS = F.NUMA_NODE | ACCESS
-BLOOM_FLAGS = F.NUMA_NODE | F.ZERO_SEED | ACCESS
-STACK_FLAGS = F.NUMA_NODE | F.RDONLY | F.WRONLY | F.STACK_BUILD_ID
-LPM_FLAGS = F.NO_PREALLOC | F.NUMA_NODE | ACCESS
-DEV_FLAGS = F.NUMA_NODE | ACCESS
-SOCK_FLAGS = F.NUMA_NODE | F.RDONLY | F.WRONLY
-LOCAL_FLAGS = F.NO_PREALLOC | F.CLONE
-CGROUP_STORAGE_FLAGS = F.NUMA_NODE | ACCESS
+_SINCE = {int(k): v for k, v in SINCE.items()}
+
+ACCESS = _F_RDONLY | _F_WRONLY | _F_RDONLY_PROG | _F_WRONLY_PROG
+HTAB_FLAGS = _F_NO_PREALLOC | _F_NO_COMMON_LRU | _F_NUMA_NODE | ACCESS | _F_ZERO_SEED
+ARRAY_FLAGS = _F_NUMA_NODE | _F_MMAPABLE | ACCESS | _F_INNER_MAP | _F_PRESERVE_ELEMS
+QUEUE_FLAGS = _F_NUMA_NODE | ACCESS
+BLOOM_FLAGS = _F_NUMA_NODE | _F_ZERO_SEED | ACCESS
+STACK_FLAGS = _F_NUMA_NODE | _F_RDONLY | _F_WRONLY | _F_STACK_BUILD_ID
+LPM_FLAGS = _F_NO_PREALLOC | _F_NUMA_NODE | ACCESS
+DEV_FLAGS = _F_NUMA_NODE | ACCESS
+SOCK_FLAGS = _F_NUMA_NODE | _F_RDONLY | _F_WRONLY
+LOCAL_FLAGS = _F_NO_PREALLOC | _F_CLONE
+CGROUP_STORAGE_FLAGS = _F_NUMA_NODE | ACCESS
 
 
 class Rejected(Exception):
@@ -53,21 +72,19 @@ class Rejected(Exception):
 
 def _access_ok(flags: int) -> bool:
     """bpf_map_flags_access_ok: not both read-only and write-only, for syscall or programs."""
-    return not ((flags & F.RDONLY and flags & F.WRONLY)
-                or (flags & F.RDONLY_PROG and flags & F.WRONLY_PROG))
+    return not ((flags & _F_RDONLY and flags & _F_WRONLY)
+                or (flags & _F_RDONLY_PROG and flags & _F_WRONLY_PROG))
 
 
 def check(sh: MapShape, prof: KernelProfile) -> None:
     """Raise :class:`Rejected` when ``prof``'s kernel refuses to create ``sh``."""
     t, k, v, m, f, x = (sh.type, sh.key_size, sh.value_size, sh.max_entries, sh.map_flags,
                         sh.map_extra)
-    try:
-        tt = T(t)
-    except ValueError:
-        raise Rejected("EINVAL", f"unknown map type {t}") from None
-    since = SINCE.get(tt)
-    if since is not None and not prof.at_least(*since):
-        raise Rejected("EINVAL", f"map type {tt.kernel_name} needs Linux "
+    since = _SINCE.get(t)
+    if since is None:
+        raise Rejected("EINVAL", f"unknown map type {t}")
+    if prof.release[:2] < since:
+        raise Rejected("EINVAL", f"map type {map_type_name(t)} needs Linux "
                                  f"{since[0]}.{since[1]}+")
     if x and t not in (T.BLOOM_FILTER, T.ARENA):
         raise Rejected("EINVAL", "map_extra is only for bloom filters and arenas")
@@ -79,17 +96,17 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
         if extra:
             from ..uapi import flag_names
             raise Rejected("EINVAL", f"flag(s) {','.join(flag_names(extra))} not supported by "
-                                     f"{tt.kernel_name} maps")
+                                     f"{map_type_name(t)} maps")
 
     if t in (T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.HASH_OF_MAPS):
         # kernel/bpf/hashtab.c htab_map_alloc_check, htab_map_alloc
         bad_flags(HTAB_FLAGS)
-        if f & F.NO_COMMON_LRU and t not in LRUS:
+        if f & _F_NO_COMMON_LRU and t not in LRUS:
             raise Rejected("EINVAL", "BPF_F_NO_COMMON_LRU is only for LRU hashes")
-        if t in LRUS and f & F.NO_PREALLOC:
+        if t in LRUS and f & _F_NO_PREALLOC:
             raise Rejected("ENOTSUPP", "LRU maps are always preallocated (BPF_F_NO_PREALLOC "
                                        "is not supported)")
-        if f & F.NUMA_NODE and (t in PERCPU_HASHES or f & F.NO_COMMON_LRU):
+        if f & _F_NUMA_NODE and (t in PERCPU_HASHES or f & _F_NO_COMMON_LRU):
             raise Rejected("EINVAL", "BPF_F_NUMA_NODE does not apply to per-CPU maps")
         if m == 0 or k == 0 or v == 0:
             raise Rejected("EINVAL", "hash maps need key_size, value_size and max_entries > 0")
@@ -108,17 +125,17 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
     if t in (T.ARRAY, T.PERCPU_ARRAY) or t in FD_ARRAYS or t == T.REUSEPORT_SOCKARRAY:
         # kernel/bpf/arraymap.c array_map_alloc_check, fd_array_map_alloc_check
         if t in FD_ARRAYS and v != 4:
-            raise Rejected("EINVAL", f"{tt.kernel_name} values are 4-byte fds")
+            raise Rejected("EINVAL", f"{map_type_name(t)} values are 4-byte fds")
         if t == T.REUSEPORT_SOCKARRAY and v not in (4, 8):
             raise Rejected("EINVAL", "reuseport_sockarray values are 4 or 8 bytes")
         bad_flags(ARRAY_FLAGS)
         if m == 0 or k != 4 or v == 0:
             raise Rejected("EINVAL", "arrays need key_size 4, value_size > 0, max_entries > 0")
-        if t == T.PERCPU_ARRAY and f & F.NUMA_NODE:
+        if t == T.PERCPU_ARRAY and f & _F_NUMA_NODE:
             raise Rejected("EINVAL", "BPF_F_NUMA_NODE does not apply to per-CPU arrays")
-        if t != T.ARRAY and f & (F.MMAPABLE | F.INNER_MAP):
+        if t != T.ARRAY and f & (_F_MMAPABLE | _F_INNER_MAP):
             raise Rejected("EINVAL", "BPF_F_MMAPABLE and BPF_F_INNER_MAP are only for arrays")
-        if t != T.PERF_EVENT_ARRAY and f & F.PRESERVE_ELEMS:
+        if t != T.PERF_EVENT_ARRAY and f & _F_PRESERVE_ELEMS:
             raise Rejected("EINVAL", "BPF_F_PRESERVE_ELEMS is only for perf event arrays")
         if v > 0x7FFFFFFF:
             raise Rejected("E2BIG", "value_size too large")
@@ -131,7 +148,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
         if m == 0 or k != 4 or v < 8 or v % 8:
             raise Rejected("EINVAL", "stack_trace needs key_size 4 and value_size a multiple "
                                      "of 8")
-        if f & F.STACK_BUILD_ID:
+        if f & _F_STACK_BUILD_ID:
             if v % 32 or v // 32 > PERF_MAX_STACK:
                 raise Rejected("EINVAL", "build-id stacks need value_size a multiple of 32, "
                                          f"at most {PERF_MAX_STACK} frames")
@@ -142,7 +159,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
             raise Rejected("E2BIG", "max_entries above 2^31")
         return
     if t == T.LPM_TRIE:
-        if (m == 0 or not f & F.NO_PREALLOC or f & ~int(LPM_FLAGS)
+        if (m == 0 or not f & _F_NO_PREALLOC or f & ~int(LPM_FLAGS)
                 or not LPM_KEY_MIN <= k <= LPM_KEY_MAX or v < 1):
             raise Rejected("EINVAL", f"lpm_trie needs BPF_F_NO_PREALLOC, max_entries > 0 and "
                                      f"{LPM_KEY_MIN} <= key_size <= {LPM_KEY_MAX}")
@@ -164,7 +181,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
                                      "max_entries > 0, map_extra (hash count) <= 15")
         return
     if t in RINGBUFS:
-        bad_flags(F.NUMA_NODE)
+        bad_flags(_F_NUMA_NODE)
         if k or v or m == 0 or m & (m - 1) or m % prof.page_size:
             raise Rejected("EINVAL", "ring buffer size must be a power-of-2 multiple of the "
                                      "page size, key and value size 0")
@@ -175,21 +192,21 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
             raise Rejected("EINVAL", "devmap needs key_size 4, value_size 4 or 8")
         return
     if t == T.CPUMAP:
-        bad_flags(F.NUMA_NODE)
+        bad_flags(_F_NUMA_NODE)
         if m == 0 or k != 4 or v not in (4, 8):
             raise Rejected("EINVAL", "cpumap needs key_size 4, value_size 4 or 8")
         if prof.nr_cpus is not None and m > prof.nr_cpus:
             raise Rejected("E2BIG", f"cpumap max_entries above NR_CPUS ({prof.nr_cpus})")
         return
     if t == T.XSKMAP:
-        bad_flags(F.NUMA_NODE | F.RDONLY | F.WRONLY)
+        bad_flags(_F_NUMA_NODE | _F_RDONLY | _F_WRONLY)
         if m == 0 or k != 4 or v != 4:
             raise Rejected("EINVAL", "xskmap needs key_size 4, value_size 4")
         return
     if t in (T.SOCKMAP, T.SOCKHASH):
         if m == 0 or (t == T.SOCKMAP and k != 4) or k == 0 or v not in (4, 8) \
                 or f & ~int(SOCK_FLAGS):
-            raise Rejected("EINVAL", f"{tt.kernel_name} needs value_size 4 or 8"
+            raise Rejected("EINVAL", f"{map_type_name(t)} needs value_size 4 or 8"
                                      + (" and key_size 4" if t == T.SOCKMAP else ""))
         if t == T.SOCKHASH and k > MAX_BPF_STACK:
             raise Rejected("E2BIG", f"key_size above {MAX_BPF_STACK}")
@@ -210,15 +227,15 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
             raise Rejected("EINVAL", "cgroup storage max_entries must be 0")
         return
     if t in LOCAL_STORAGES:
-        if f & ~int(LOCAL_FLAGS) or not f & F.NO_PREALLOC or m or k != 4 or v == 0:
+        if f & ~int(LOCAL_FLAGS) or not f & _F_NO_PREALLOC or m or k != 4 or v == 0:
             raise Rejected("EINVAL", "local storage needs BPF_F_NO_PREALLOC, key_size 4, "
                                      "max_entries 0 and BTF for key and value")
         if v > LOCAL_STORAGE_MAX_VALUE:
             raise Rejected("E2BIG", f"value_size above {LOCAL_STORAGE_MAX_VALUE}")
         return
     if t == T.ARENA:
-        if k or v or m == 0 or not f & F.MMAPABLE or f & ~int(
-                F.SEGV_ON_FAULT | F.MMAPABLE | F.NO_USER_CONV):
+        if k or v or m == 0 or not f & _F_MMAPABLE or f & ~int(
+                _F_SEGV_ON_FAULT | _F_MMAPABLE | _F_NO_USER_CONV):
             raise Rejected("EINVAL", "arena needs BPF_F_MMAPABLE, key/value size 0 and a "
                                      "page count in max_entries")
         if x % prof.page_size:

@@ -11,12 +11,13 @@ from typing import IO, Any, Iterable
 
 from ..parse.objspec import MapSpec, ObjectSpec, ProgramSpec
 from ..uapi import attach_type_name, flag_names, map_type_name, prog_type_name
+from .memory import memory_record, mib, totals
 
 SCHEMA = "bpfmem/maps/v1"
 
 
-def map_record(m: MapSpec) -> dict[str, Any]:
-    return {
+def map_record(m: MapSpec, profile=None) -> dict[str, Any]:
+    rec = {
         "name": m.name,
         "kernel_name": m.kernel_name,
         "type": map_type_name(m.type),
@@ -40,6 +41,11 @@ def map_record(m: MapSpec) -> dict[str, Any]:
         "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
         "notes": list(m.notes),
     }
+    if profile is not None:
+        from ..model.estimate import estimate, shape_of_spec
+        shape, why = shape_of_spec(m, profile)
+        rec["memory"] = memory_record(None if shape is None else estimate(shape, profile), why)
+    return rec
 
 
 def program_record(p: ProgramSpec) -> dict[str, Any]:
@@ -58,27 +64,33 @@ def program_record(p: ProgramSpec) -> dict[str, Any]:
     }
 
 
-def object_record(o: ObjectSpec) -> dict[str, Any]:
-    return {
+def object_record(o: ObjectSpec, profile=None) -> dict[str, Any]:
+    maps = [map_record(m, profile) for m in o.maps]
+    rec = {
         "path": o.path,
         "name": o.name,
         "endianness": "little" if o.little_endian else "big",
         "license": o.license,
         "btf": o.has_btf,
-        "maps": [map_record(m) for m in o.maps],
+        "maps": maps,
         "programs": [program_record(p) for p in o.programs],
         "notes": list(o.notes),
     }
+    if profile is not None:
+        rec["memory"] = totals(m["memory"] for m in maps if m["autocreate"])
+    return rec
 
 
-def build_maps_report(objects: Iterable[ObjectSpec],
-                      errors: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
-    """The ``maps`` document for ``objects``; ``errors`` are (path, message) of failed ones."""
-    return {
-        "schema": SCHEMA,
-        "objects": [object_record(o) for o in objects],
-        "errors": [{"path": p, "error": e} for p, e in errors],
-    }
+def build_maps_report(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] = (),
+                      profile=None) -> dict[str, Any]:
+    """The ``maps`` document for ``objects``; ``errors`` are (path, message) of failed ones.
+    With a KernelProfile, every map gets its ``memory`` and every object its totals."""
+    doc: dict[str, Any] = {"schema": SCHEMA}
+    if profile is not None:
+        doc["kernel"] = profile.describe()
+    doc["objects"] = [object_record(o, profile) for o in objects]
+    doc["errors"] = [{"path": p, "error": e} for p, e in errors]
+    return doc
 
 
 def render_json(doc: dict[str, Any], out: IO[str], *, indent: int | None = None) -> None:
@@ -100,6 +112,12 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
 
     console = Console(file=out, width=width, highlight=False,
                       soft_wrap=False) if width else Console(file=out, highlight=False)
+    if "kernel" in doc:
+        k = doc["kernel"]
+        console.print(Text(f"memory for Linux {k['version']} with {k['possible_cpus']} possible "
+                           f"CPUs: memlock as fdinfo reports it, charged = what the creating "
+                           f"process's memory cgroup pays (at create, and when full)",
+                           style="dim"), overflow="fold")
     for o in doc["objects"]:
         title = f"{o['path'] or o['name']}: {len(o['maps'])} maps, {len(o['programs'])} programs"
         t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
@@ -110,6 +128,7 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
         t.add_column("value", justify="right")
         t.add_column("max_entries", justify="right")
         t.add_column("flags", overflow="fold", max_width=16)
+        with_memory = "memory" in o
         t.add_column("kind")
         for m in o["maps"]:
             max_e = _size(m["max_entries"])
@@ -119,14 +138,21 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
             flags = " ".join(m["flags"]) or "-"
             if m["pinning"]:
                 flags = "pinned" if flags == "-" else flags + " pinned"
-            t.add_row(m["name"], m["type"], _size(m["key_size"]), vs, max_e, flags, m["kind"])
+            tail = [m["kind"]]
+            t.add_row(m["name"], m["type"], _size(m["key_size"]), vs, max_e, flags, *tail)
             if m["inner"] is not None:
                 i = m["inner"]
                 t.add_row(Text("  inner", style="dim"), i["type"], _size(i["key_size"]),
                           _size(i["value_size"]), _size(i["max_entries"]),
-                          " ".join(i["flags"]) or "-", "")
+                          " ".join(i["flags"]) or "-", *([""] * len(tail)))
         console.print(t)
+        if with_memory:
+            console.print(_memory_table(o))
         notes = [(m["name"], n) for m in o["maps"] for n in m["notes"]]
+        notes += [(m["name"], m["memory"]["rejected"]) for m in o["maps"]
+                  if m.get("memory", {}).get("rejected")]
+        notes += [(m["name"], m["memory"]["unknown"]) for m in o["maps"]
+                  if m.get("memory", {}).get("unknown")]
         for name, n in notes:
             console.print(Text(f"  * {name}: {n}", style="dim"), overflow="fold")
         for n in o["notes"]:
@@ -142,3 +168,37 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
                           ", ".join(prog["maps"]) or "-")
             console.print(p)
         console.print()
+
+
+def _memory_table(o: dict[str, Any]):
+    """Per map: memlock and charge at create, charge when full, and share of the total."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(box=box.SIMPLE_HEAD, expand=False)
+    longest = max((len(m["name"]) for m in o["maps"]), default=3)
+    t.add_column("map", overflow="fold", min_width=min(longest, 28))
+    t.add_column("memlock MiB", justify="right")
+    t.add_column("charged MiB", justify="right")
+    t.add_column("full MiB", justify="right")
+    t.add_column("share", justify="right")
+    tot = o["memory"]
+    total_create = tot["charged_at_create"] or 0
+    for m in o["maps"]:
+        mem = m["memory"]
+        if mem.get("rejected"):
+            t.add_row(m["name"], Text("refused by the kernel", style="red"), "", "", "")
+            continue
+        ch = mem["charged_at_create"]
+        share = f"{100 * ch / total_create:.0f}%" if ch is not None and total_create else ""
+        style = "dim" if not m["autocreate"] else None
+        t.add_row(Text(m["name"], style=style or ""), mib(mem["memlock_at_create"]), mib(ch),
+                  mib(mem["charged_full"]), share)
+    t.add_section()
+    incomplete = f" ({tot['incomplete']} unknown)" if tot["incomplete"] else ""
+    t.add_row(Text("total" + incomplete, style="bold"),
+              Text(mib(tot["memlock_at_create"]), style="bold"),
+              Text(mib(tot["charged_at_create"]), style="bold"),
+              Text(mib(tot["charged_full"]), style="bold"), "")
+    return t
