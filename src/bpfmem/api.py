@@ -134,3 +134,81 @@ def _decoded_lines(lines, chunk: int = 8192):
                 except ValueError as e:
                     values.append(e)
         yield from zip((n for n, _ in block), values)
+
+
+# -- measuring real maps ------------------------------------------------------------------
+def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
+                   cpus: int = 2, timeout: float = 1800):
+    """Create every map of an object for real (on this host in a scratch memory cgroup, or
+    in a Debian kernel under qemu with ``vm_kernel``), read memlock and the memory cgroup's
+    charge per map, and compare them with the model for that kernel.
+
+    Returns ``(KernelProfile, list[Comparison])``. Needs root (CAP_BPF, CAP_SYS_ADMIN).
+    Everything created is removed afterwards, also on errors and Ctrl-C.
+    """
+    from .analysis.measure import Comparison, Measured
+    from .host import probe as hp
+    from .model.estimate import estimate, shape_of_spec
+    from .model.kernel import KernelProfile, host_profile, parse_release
+    from .model.structs import STRUCT_NAMES, sizes_from_dict
+    from .uapi import MapType
+
+    spec = load_object(source)
+    draft = host_profile() if vm_kernel is None else KernelProfile.for_release(
+        _vm_release_guess(vm_kernel), cpus)
+    wanted, skipped = [], []
+    for i, m in enumerate(spec.maps):
+        shape, why = shape_of_spec(m, draft)
+        if not m.autocreate:
+            skipped.append((m.name, "not created by default (autocreate off)"))
+        elif shape is None:
+            skipped.append((m.name, why))
+        elif m.type == MapType.STRUCT_OPS:
+            skipped.append((m.name, "struct_ops maps need the kernel's struct and programs"))
+        else:
+            fills = []
+            if fill:
+                cap = estimate(shape, draft).capacity
+                if cap:
+                    fills = sorted({cap // 2, cap})
+            wanted.append((m.name, shape, {"id": f"m{i}", "type": shape.type,
+                                           "key_size": shape.key_size,
+                                           "value_size": shape.value_size,
+                                           "max_entries": shape.max_entries,
+                                           "map_flags": shape.map_flags,
+                                           "map_extra": shape.map_extra, "fills": fills}))
+    specs = [w[2] for w in wanted]
+    if vm_kernel is None:
+        header, results = hp.run_local(specs, "v1", timeout=timeout)
+        prof = draft
+    else:
+        from .host import vm
+        kernel = vm.fetch_kernel(vm_kernel)
+        text = hp.format_specs(specs, sizes=STRUCT_NAMES)
+        header, results = vm.run_vm(kernel, text, cpus=cpus, timeout=timeout)
+        sizes = next((r["sizes"] for r in results if "sizes" in r), {})
+        release = parse_release(header["kernel"])
+        prof = KernelProfile(release, int(header["possible_cpus"]),
+                             int(header.get("page_size", 4096)), "x86_64",
+                             sizes_from_dict(sizes, release), "btf")
+    by_id = {r["id"]: r for r in results if "id" in r}
+    out = []
+    for name, shape, s in wanted:
+        r = by_id.get(s["id"])
+        meas = None
+        if r is not None:
+            meas = Measured(name, bool(r.get("ok")), r.get("errno"), r.get("memlock"),
+                            r.get("charged"),
+                            tuple((f["inserted"], f.get("memlock"), f.get("charged"))
+                                  for f in r.get("fills") or ()))
+        out.append(Comparison(name, estimate(shape, prof), meas,
+                              None if r is not None else "the probe gave no result"))
+    out += [Comparison(n, None, None, why) for n, why in skipped]
+    return prof, out
+
+
+def _vm_release_guess(vm_kernel: str) -> str:
+    """A release for planning the probe run before the VM reports its own."""
+    import re
+    m = re.search(r"(\d+\.\d+)", vm_kernel)
+    return m.group(1) if m else "6.1"

@@ -116,6 +116,25 @@ def _parser() -> argparse.ArgumentParser:
                    help="estimate one JSON spec per line ('-' for stdin); JSON lines out")
     e.add_argument("--format", choices=("table", "json"), default="table")
     _add_kernel_args(e)
+
+    ms = sub.add_parser(
+        "measure", help="create an object's maps for real and compare with the model",
+        description="Create every map of the object for real in a scratch memory cgroup, "
+                    "read memlock (fdinfo) and the cgroup's charge per map, print them beside "
+                    "the model's prediction, and remove everything. Needs root.",
+        epilog="examples:\n  bpfmem measure agent.bpf.o\n"
+               "  bpfmem measure agent.bpf.o --fill            also fill maps to half and full\n"
+               "  bpfmem measure agent.bpf.o --vm-kernel 6.1   on Debian's 6.1 under qemu\n"
+               "  bpfmem measure agent.bpf.o --vm-kernel /boot/vmlinuz-6.12.0-x\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ms.add_argument("object", metavar="OBJ")
+    ms.add_argument("--fill", action="store_true",
+                    help="also insert entries (half, then full) and measure again")
+    ms.add_argument("--vm-kernel", metavar="VERSION|VMLINUZ",
+                    help="measure in a VM: 5.10, 6.1, 6.12 (Debian cloud kernels, downloaded "
+                         "once and cached) or a vmlinuz path")
+    ms.add_argument("--cpus", type=_positive, default=2, help="VM CPUs (default 2)")
+    ms.add_argument("--format", choices=("table", "json"), default="table")
     return p
 
 
@@ -187,6 +206,28 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    from . import api
+    from .errors import BpfmemError
+    from .report import measure as report
+
+    try:
+        prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
+                                               fill=args.fill, cpus=args.cpus)
+    except BpfmemError as e:
+        _fail(str(e))
+        return EXIT_ERROR
+    except OSError as e:
+        _fail(f"{args.object}: {e.strerror or e}")
+        return EXIT_ERROR
+    doc = report.build_measure_report(args.object, prof, comparisons)
+    if args.format == "json":
+        report.render_json(doc, sys.stdout)
+    else:
+        report.render_table(doc, sys.stdout)
+    return EXIT_OK
+
+
 def _open_in(path: str):
     if path == "-":
         return sys.stdin
@@ -207,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_maps(args)
         if args.command == "estimate":
             return cmd_estimate(args)
+        if args.command == "measure":
+            return cmd_measure(args)
     except _Usage as e:
         print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -31,15 +31,17 @@ class Footprint:
     charged: int | None
     charged_at_create: int | None
     charged_full: int | None
-    charged_tolerance: int          # +- bytes the charge figures are good to
+    charged_tolerance: int          # +- bytes the charge at create is good to
     rejected: str | None
     notes: tuple[str, ...] = ()
+    charged_slack: int = 0          # + bytes allocator caches may add once entries arrive
 
     def as_dict(self) -> dict:
         return {"memlock": self.memlock, "memlock_at_create": self.memlock_at_create,
                 "memlock_full": self.memlock_full, "charged": self.charged,
                 "charged_at_create": self.charged_at_create, "charged_full": self.charged_full,
-                "charged_tolerance": self.charged_tolerance, "entries": self.entries,
+                "charged_tolerance": self.charged_tolerance,
+                "charged_slack": self.charged_slack, "entries": self.entries,
                 "capacity": self.capacity, "rejected": self.rejected,
                 "notes": list(self.notes)}
 
@@ -60,7 +62,7 @@ def _linear(sh: MapShape, prof: KernelProfile) -> tuple:
     a shape is worked out once and any fill level is a multiply-add."""
     reason = rejection(sh, prof)
     if reason is not None:
-        return (reason, None, None, 0, None, None, ())
+        return (reason, None, None, 0, None, None, (), 0)
     cap = capacity(sh, prof)
     notes: list[str] = []
     ml_create = fm.memlock(sh, prof, 0)
@@ -78,12 +80,13 @@ def _linear(sh: MapShape, prof: KernelProfile) -> tuple:
         notes.append("struct_ops memory depends on the kernel's struct; not modelled")
     if not prof.sizes.exact and prof.memlock_era == "mem_usage":
         notes.append(f"struct sizes from the {prof.sizes.name}; exact on the kernel itself")
-    return (None, cap, ml_create, ml_slope, ch_create, per, tuple(notes))
+    slack = fm.charged_slack(sh, prof)
+    return (None, cap, ml_create, ml_slope, ch_create, per, tuple(notes), slack)
 
 
 def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
     """The memory ``sh`` costs on ``prof``'s kernel, empty, with ``entries`` and full."""
-    reason, cap, ml0, ml_slope, ch0, per, notes = _linear(sh, prof)
+    reason, cap, ml0, ml_slope, ch0, per, notes, slack = _linear(sh, prof)
     if reason is not None:
         return Footprint(prof, sh, entries, None, None, None, None, None, None, None, 0, reason,
                          ("the kernel refuses this map: nothing is created",))
@@ -103,7 +106,7 @@ def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
         ch_now = ch0 + round(per * entries)
         ch_full = None if cap is None else ch0 + round(per * cap)
     return Footprint(prof, sh, entries, cap, ml_now, ml0, ml_full, ch_now, ch0, ch_full,
-                     PAGE_TOLERANCE * prof.page_size, None, notes)
+                     PAGE_TOLERANCE * prof.page_size, None, notes, slack)
 
 
 def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | None]:

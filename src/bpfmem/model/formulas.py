@@ -26,6 +26,8 @@ PCPU_MIN_UNIT_SIZE = 32768          # include/linux/percpu.h
 HASHTAB_MAP_LOCK_COUNT = 8          # kernel/bpf/hashtab.c
 LLIST_NODE_SZ = 8                   # sizeof(struct llist_node)
 PTR = 8
+LOCAL_STORAGE_ELEM = 128            # sizeof(struct bpf_local_storage_elem), 6.x x86_64
+LOCAL_STORAGE = 176                 # sizeof(struct bpf_local_storage)
 OBJCG_PTR = 8                       # sizeof(struct obj_cgroup *) charged per slab object
 KMALLOC_MAX_CACHE_SIZE = 8192       # SLUB: 2 * PAGE_SIZE
 PAGE_ALLOC_COSTLY = 32768           # PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER
@@ -360,7 +362,37 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
         return None
     if era == CHARGE_CREATOR:
         total += _percpu_at_create(sh, prof)
-    return total
+    return total + mem_alloc_prefill(sh, prof)
+
+
+def _prefill(unit_charge: int, unit_size: int, percpu: bool, prof: KernelProfile) -> int:
+    """kernel/bpf/memalloc.c ``prefill_mem_cache``: 4 objects per CPU for small non-percpu
+    units, else 1, allocated (and charged to the creator) by ``bpf_mem_alloc_init``."""
+    cnt = 4 if (not percpu and unit_size <= 256) else 1
+    return prof.possible_cpus * cnt * unit_charge
+
+
+def mem_alloc_prefill(sh: MapShape, prof: KernelProfile) -> int:
+    """Elements ``bpf_mem_alloc`` allocates at create: NO_PREALLOC hashes (6.1+), LPM tries
+    (6.13+), task and cgroup local storages (6.5+)."""
+    if prof.charge_era == CHARGE_NONE or not prof.at_least(6, 1):
+        return 0
+    t, s, k, v, c = sh.type, prof.sizes, sh.key_size, sh.value_size, prof.possible_cpus
+    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh):
+        unit = htab_elem_size(sh, prof) + LLIST_NODE_SZ
+        total = _prefill(slab_charge(unit), kmalloc_size(unit), False, prof)
+        if t == T.PERCPU_HASH:
+            total += _prefill(r8(v) * (c + 2) + slab_charge(2 * PTR), r8(v), True, prof)
+        return total
+    if t == T.LPM_TRIE and prof.at_least(6, 13):
+        unit = s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ
+        return _prefill(slab_charge(unit), kmalloc_size(unit), False, prof)
+    if t in (T.TASK_STORAGE, T.CGRP_STORAGE) and prof.at_least(6, 5):
+        selem = LOCAL_STORAGE_ELEM + v + LLIST_NODE_SZ
+        storage = LOCAL_STORAGE + LLIST_NODE_SZ
+        return (_prefill(slab_charge(selem), kmalloc_size(selem), False, prof)
+                + _prefill(slab_charge(storage), kmalloc_size(storage), False, prof))
+    return 0
 
 
 def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
@@ -398,3 +430,34 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
     if t in LOCAL_STORAGES or t in CGROUP_STORAGES or t == T.STRUCT_OPS:
         return None
     return 0.0
+
+
+def mem_alloc_slack(unit_charge: int, unit_size: int, prof: KernelProfile) -> int:
+    """What ``bpf_mem_alloc`` (6.1+) may hold in its per-CPU free lists beyond the elements
+    in use: up to the high watermark plus one refill batch per CPU (kernel/bpf/memalloc.c
+    ``init_refill_work``: 32/96 objects for units up to 256 bytes, scaled down above)."""
+    if unit_size <= 256:
+        low, high = 32, 96
+    else:
+        low, high = max(32 * 256 // unit_size, 1), max(96 * 256 // unit_size, 3)
+    batch = max((high - low) // 4 * 3, 1)
+    return prof.possible_cpus * (high + batch) * unit_charge
+
+
+def charged_slack(sh: MapShape, prof: KernelProfile) -> int:
+    """Bytes a memory cgroup may show beyond the elements in use, for maps whose elements
+    come from bpf_mem_alloc (NO_PREALLOC hashes from 6.1, LPM tries from 6.13)."""
+    if prof.charge_era == CHARGE_NONE or not prof.at_least(6, 1):
+        return 0
+    t, s, k, v = sh.type, prof.sizes, sh.key_size, sh.value_size
+    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh):
+        unit = htab_elem_size(sh, prof) + LLIST_NODE_SZ
+        slack = mem_alloc_slack(slab_charge(unit), kmalloc_size(unit), prof)
+        if t == T.PERCPU_HASH:
+            pcpu = r8(v) * (prof.possible_cpus + 2) + slab_charge(2 * PTR)
+            slack += mem_alloc_slack(pcpu, kmalloc_size(r8(v) + LLIST_NODE_SZ), prof)
+        return slack
+    if t == T.LPM_TRIE and prof.at_least(6, 13):
+        unit = s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ
+        return mem_alloc_slack(slab_charge(unit), kmalloc_size(unit), prof)
+    return 0

@@ -116,5 +116,12 @@ def sizes_from_btf(path: str, release: tuple[int, ...] = (0, 0, 0)) -> StructSiz
                     found[name] = btf.ref(tid)
     except ParseError as e:
         raise ValueError(str(e)) from None
+    return sizes_from_dict(found, release)
+
+
+def sizes_from_dict(found: dict[str, int | None], release: tuple[int, ...]) -> StructSizes:
+    """Sizes a probe read from a kernel's BTF (``{"bpf_htab": 832, ...}``); names the kernel
+    lacks (None or absent) keep the release's table value."""
+    known = {k: v for k, v in found.items() if k in STRUCT_NAMES and isinstance(v, int)}
     base = sizes_for_release(release)
-    return replace(base, name=f"BTF of {'.'.join(map(str, release))}", exact=True, **found)
+    return replace(base, name=f"BTF of {'.'.join(map(str, release))}", exact=True, **known)

@@ -1,0 +1,96 @@
+"""The ``measure`` report: the kernel's figures beside the model's, per map."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+
+SCHEMA = "bpfmem/measure/v1"
+
+
+def build_measure_report(path: str, prof, comparisons) -> dict[str, Any]:
+    maps = []
+    for c in comparisons:
+        fp, m = c.model, c.measured
+        rec: dict[str, Any] = {"name": c.name}
+        if m is None:
+            rec["skipped"] = c.why_not_measured
+            maps.append(rec)
+            continue
+        rec["measured"] = {"created": m.ok, "errno": m.errno, "memlock": m.memlock,
+                           "charged": m.charged,
+                           "fills": [{"entries": n, "memlock": ml, "charged": ch}
+                                     for n, ml, ch in m.fills]}
+        rec["model"] = {"rejected": fp.rejected, "memlock": fp.memlock_at_create,
+                        "charged": fp.charged_at_create,
+                        "charged_tolerance": fp.charged_tolerance,
+                        "fills": [{"entries": n, "memlock": model_ml, "charged": model_ch}
+                                  for n, _ml, model_ml, _ch, model_ch in c.fill_figures()]}
+        rec["memlock_match"] = c.memlock_match
+        rec["rejection_match"] = c.rejection_match
+        rec["charged_delta"] = c.charged_delta
+        rec["charged_within_tolerance"] = c.charged_within
+        maps.append(rec)
+    measured = [r for r in maps if "measured" in r]
+    return {"schema": SCHEMA, "path": path, "kernel": prof.describe(), "maps": maps,
+            "summary": {
+                "maps": len(maps), "measured": len(measured),
+                "memlock_matches": sum(1 for r in measured if r["memlock_match"]),
+                "rejections_match": sum(1 for r in measured if r["rejection_match"]),
+                "charged_within_tolerance": sum(1 for r in measured
+                                                if r["charged_within_tolerance"])}}
+
+
+def _b(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def render_json(doc: dict[str, Any], out: IO[str]) -> None:
+    out.write(json.dumps(doc, indent=2) + "\n")
+
+
+def render_table(doc: dict[str, Any], out: IO[str]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False)
+    k = doc["kernel"]
+    console.print(f"{doc['path']}: measured on Linux {k['version']} with {k['possible_cpus']} "
+                  "possible CPUs, beside the model for that kernel")
+    t = Table(box=box.SIMPLE_HEAD)
+    longest = max((len(r["name"]) for r in doc["maps"]), default=3)
+    t.add_column("map", overflow="fold", min_width=min(longest, 26))
+    t.add_column("memlock", justify="right")
+    t.add_column("model", justify="right")
+    t.add_column("charged", justify="right")
+    t.add_column("model", justify="right")
+    t.add_column("", justify="left")
+    ok = lambda b: Text("ok", style="green") if b else Text("DIFF", style="bold red")  # noqa
+    for r in doc["maps"]:
+        if "skipped" in r:
+            t.add_row(Text(r["name"], style="dim"), Text(f"not measured: {r['skipped']}",
+                                                         style="dim"), "", "", "", "")
+            continue
+        me, mo = r["measured"], r["model"]
+        if not me["created"] or mo["rejected"]:
+            verdict = ok(r["rejection_match"])
+            t.add_row(r["name"], f"refused (errno {me['errno']})" if not me["created"] else "",
+                      mo["rejected"] or "created", "", "", verdict)
+            continue
+        verdict = Text.assemble(ok(r["memlock_match"]), " / ",
+                                ok(r["charged_within_tolerance"])
+                                if r["charged_within_tolerance"] is not None else "-")
+        t.add_row(r["name"], _b(me["memlock"]), _b(mo["memlock"]), _b(me["charged"]),
+                  _b(mo["charged"]), verdict)
+        for f, mf in zip(me["fills"], mo["fills"]):
+            t.add_row(Text(f"  {f['entries']:,} entries", style="dim"), _b(f["memlock"]),
+                      _b(mf["memlock"]), _b(f["charged"]), _b(mf["charged"]), "")
+    console.print(t)
+    console.print(Text("bytes; verdict: memlock equal to the model / charge within the "
+                       "model's tolerance", style="dim"))
+    s = doc["summary"]
+    console.print(f"memlock equal to the model: {s['memlock_matches']}/{s['measured']}; "
+                  f"charge within tolerance: {s['charged_within_tolerance']}/{s['measured']}")
