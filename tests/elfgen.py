@@ -173,3 +173,27 @@ def btf_map_object(maps: list[tuple[str, dict[str, int], int | None, int | None]
     secs += [Sec(".symtab", type=2, data=st, link=n + 2, entsize=24, info=1),
              Sec(".strtab", type=3, data=strs)]
     return build_elf(secs, little=little)
+
+
+def one_map_object(build_key, build_value=None) -> bytes:
+    """An object with one BTF hash map ``m`` whose key (and value) types the callbacks add to
+    a BtfBuilder, e.g. a type cycle or an absurd array, for tests of corrupt BTF."""
+    b = BtfBuilder()
+    key = build_key(b)
+    u32 = b.int_("u32", 4)
+    value = build_value(b) if build_value is not None else u32
+    st = map_def_struct(b, u32, {"type": 1, "max_entries": 4}, key, value)
+    v = b.var("m", st)
+    b.datasec(".maps", 32, [(v, 0, 32)])
+    st_, strs = symtab([("m", 0, 32, 1, 1, 1)])
+    return build_elf([Sec(".maps", flags=3, data=b"\0" * 32), Sec(".BTF", data=b.build()),
+                      Sec(".symtab", type=2, data=st_, link=4, entsize=24, info=1),
+                      Sec(".strtab", type=3, data=strs)])
+
+
+def type_cycle(b: BtfBuilder) -> int:
+    """typedef A -> typedef B -> typedef A; returns A's id."""
+    first = b.count + 1
+    b.typedef("A", first + 1)
+    b.typedef("B", first)
+    return first

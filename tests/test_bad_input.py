@@ -40,34 +40,12 @@ def corrupt_btf_offsets(data: bytes) -> bytes:
 
 
 def cyclic_btf_object() -> bytes:
-    b = elfgen.BtfBuilder()
-    first = b.count + 1
-    b.typedef("A", first + 1)
-    b.typedef("B", first)
-    u32 = b.int_("u32", 4)
-    st = elfgen.map_def_struct(b, u32, {"type": 1, "max_entries": 4}, first, u32)
-    v = b.var("m", st)
-    b.datasec(".maps", 32, [(v, 0, 32)])
-    st_, strs = elfgen.symtab([("m", 0, 32, 1, 1, 1)])
-    return elfgen.build_elf([elfgen.Sec(".maps", flags=3, data=b"\0" * 32),
-                             elfgen.Sec(".BTF", data=b.build()),
-                             elfgen.Sec(".symtab", type=2, data=st_, link=4, entsize=24, info=1),
-                             elfgen.Sec(".strtab", type=3, data=strs)])
+    return elfgen.one_map_object(elfgen.type_cycle)
 
 
 def _huge_value_object() -> bytes:
-    b = elfgen.BtfBuilder()
-    u64 = b.int_("u64", 8)
-    u32 = b.int_("u32", 4)
-    huge = b.array(u64, 1_000_000_000)
-    st = elfgen.map_def_struct(b, u32, {"type": 1, "max_entries": 4}, u32, huge)
-    v = b.var("m", st)
-    b.datasec(".maps", 32, [(v, 0, 32)])
-    st_, strs = elfgen.symtab([("m", 0, 32, 1, 1, 1)])
-    return elfgen.build_elf([elfgen.Sec(".maps", flags=3, data=b"\0" * 32),
-                             elfgen.Sec(".BTF", data=b.build()),
-                             elfgen.Sec(".symtab", type=2, data=st_, link=4, entsize=24, info=1),
-                             elfgen.Sec(".strtab", type=3, data=strs)])
+    return elfgen.one_map_object(lambda b: b.int_("u32", 4),
+                                 lambda b: b.array(b.int_("u64", 8), 1_000_000_000))
 
 
 CASES = {

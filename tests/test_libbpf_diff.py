@@ -16,6 +16,7 @@ import libbpf_harness
 from conftest import FIXTURES, fixture_objects, is_root
 from bpfmem.api import example_object_path, load_object
 from bpfmem.model.attrs import created_attrs
+from bpfmem.model.kernel import host_possible_cpus
 from bpfmem.parse.objspec import MapSpec
 from bpfmem.uapi import MapType
 
@@ -60,13 +61,6 @@ def _theirs(d: dict) -> dict:
 
 def _ids(paths):
     return [p.name for p in paths]
-
-
-def _possible_cpus() -> int:
-    """The kernel's possible CPUs, from /sys/devices/system/cpu/possible (e.g. "0-1")."""
-    text = open("/sys/devices/system/cpu/possible").read().strip()
-    return sum(int(b) - int(a) + 1 if "-" in r else 1
-               for r in text.split(",") for a, _, b in [r.partition("-")])
 
 
 def _known_limit(lines: list[dict], limits: dict[str, str]) -> str | None:
@@ -120,7 +114,7 @@ def test_open_view_matches_libbpf(harness, path):
         why = _known_limit(lines, LIBBPF_11_OPEN_LIMITS)
         if not is_root():
             pytest.skip(f"libbpf 1.1 cannot open it ({why}); the kernel check needs root")
-        _check_against_kernel(harness, list(ours.maps), _possible_cpus())   # instead of libbpf
+        _check_against_kernel(harness, list(ours.maps), host_possible_cpus())   # instead of libbpf
         return
     their_maps = [line for line in lines if line["kind"] == "map"]
     assert [m["name"] for m in their_maps] == [m.name for m in ours.maps]
@@ -151,7 +145,7 @@ def test_kernel_view_matches_spec(harness, path):
     if rc != 0:
         why = _known_limit(lines, {**LIBBPF_11_OPEN_LIMITS, **LIBBPF_11_LOAD_LIMITS})
         assert why
-        _check_against_kernel(harness, list(spec.maps), _possible_cpus())   # instead of libbpf
+        _check_against_kernel(harness, list(spec.maps), host_possible_cpus())   # instead of libbpf
         return
     ours = {m.name: m for m in spec.maps}
     obj = next(line for line in lines if line["kind"] == "object")

@@ -61,27 +61,12 @@ def test_section_headers_past_end():
 
 
 def _obj_with_key_type(build_key):
-    b = BtfBuilder()
-    u32 = b.int_("unsigned int", 4)
-    key = build_key(b)
-    st = elfgen.map_def_struct(b, u32, {"type": 1, "max_entries": 10}, key, u32)
-    v = b.var("m", st)
-    b.datasec(".maps", 32, [(v, 0, 32)])
-    st_, strs = elfgen.symtab([("m", 0, 32, 1, 1, 1)])
-    return elfgen.build_elf([Sec(".maps", flags=3, data=b"\0" * 32), Sec(".BTF", data=b.build()),
-                             Sec(".symtab", type=2, data=st_, link=4, entsize=24, info=1),
-                             Sec(".strtab", type=3, data=strs)])
+    return elfgen.one_map_object(build_key)
 
 
 def test_btf_type_cycle_is_an_error_not_a_hang():
-    def cyclic(b):
-        # typedef A -> typedef B -> typedef A
-        first = b.count + 1
-        b.typedef("A", first + 1)
-        b.typedef("B", first)
-        return first
     with pytest.raises(ParseError, match="cycle"):
-        parse_object(_obj_with_key_type(cyclic))
+        parse_object(_obj_with_key_type(elfgen.type_cycle))
 
 
 def test_billion_element_array_of_u64_exceeds_4gib():

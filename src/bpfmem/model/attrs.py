@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..parse.objspec import MapSpec
 from ..uapi import MapFlag, MapType
+from .formulas import round_to_cpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +34,7 @@ def created_attrs(spec: MapSpec, possible_cpus: int) -> CreatedAttrs:
         m = possible_cpus
     if (spec.type in (MapType.LRU_HASH, MapType.LRU_PERCPU_HASH)
             and flags & MapFlag.NO_COMMON_LRU and possible_cpus > 0):
-        up = -(-m // possible_cpus) * possible_cpus
-        m = up if up <= 0xFFFFFFFF else m // possible_cpus * possible_cpus
+        m = round_to_cpus(m, possible_cpus)
     if spec.type in (MapType.DEVMAP, MapType.DEVMAP_HASH):
         flags |= MapFlag.RDONLY_PROG
     return CreatedAttrs(m, int(flags))

@@ -72,12 +72,15 @@ def grows_with_entries(sh: MapShape) -> bool:
 def effective_max_entries(sh: MapShape, prof: KernelProfile) -> int:
     """max_entries as the kernel stores it: an LRU hash with BPF_F_NO_COMMON_LRU is rounded
     up to a multiple of the possible CPUs (kernel/bpf/hashtab.c ``htab_map_alloc``)."""
-    m = sh.max_entries
     if sh.type in LRUS and sh.map_flags & _F_NO_COMMON_LRU:
-        c = prof.possible_cpus
-        up = -(-m // c) * c
-        m = up if up <= 0xFFFFFFFF else m // c * c
-    return m
+        return round_to_cpus(sh.max_entries, prof.possible_cpus)
+    return sh.max_entries
+
+
+def round_to_cpus(m: int, cpus: int) -> int:
+    """A per-CPU LRU's max_entries: up to a multiple of the CPUs (down on u32 overflow)."""
+    up = -(-m // cpus) * cpus
+    return up if up <= 0xFFFFFFFF else m // cpus * cpus
 
 
 def htab_elem_size(sh: MapShape, prof: KernelProfile) -> int:

@@ -1,0 +1,102 @@
+"""The sweep as it runs in other kernels under qemu: specs, and the comparison with the model
+that both the vm test and tests/kernels/record.py use."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from sweep import sweep_specs
+from bpfmem.model.estimate import estimate
+from bpfmem.model.kernel import KernelProfile, parse_release
+from bpfmem.model.shape import MapShape
+from bpfmem.model.structs import STRUCT_NAMES, sizes_from_dict
+from bpfmem.uapi import MapType as T
+
+NP = 1
+
+
+def vm_specs() -> list[tuple[MapShape, list[int]]]:
+    """Every sweep shape created empty, plus on-demand maps filled to half and full."""
+    out = [(s, []) for s in sweep_specs()
+           if s.type not in (T.STRUCT_OPS, T.ARENA) and s.max_entries <= 65536]
+    for t, (k, v) in itertools.product((T.HASH, T.PERCPU_HASH),
+                                       ((4, 8), (13, 100), (4, 1000))):
+        out.append((MapShape(t, k, v, 1000, NP), [500, 1000]))
+    for k, v in ((8, 8), (20, 100), (260, 8)):
+        out.append((MapShape(T.LPM_TRIE, k, v, 1000, NP), [500, 1000]))
+    for t in (T.HASH, T.LRU_HASH, T.PERCPU_HASH, T.ARRAY):
+        out.append((MapShape(t, 4, 100, 2000), [2000]))
+    for t in (T.SK_STORAGE, T.INODE_STORAGE, T.TASK_STORAGE, T.CGRP_STORAGE):
+        out.append((MapShape(t, 4, 100, 0, NP), []))
+    return out
+
+
+def probe_specs(specs) -> list[dict[str, Any]]:
+    return [{"id": f"v{i}", "type": s.type, "key_size": s.key_size, "value_size": s.value_size,
+             "max_entries": s.max_entries, "map_flags": s.map_flags, "map_extra": s.map_extra,
+             "fills": fills} for i, (s, fills) in enumerate(specs)]
+
+
+def profile_from_probe(header: dict, results: list[dict]) -> KernelProfile:
+    sizes = next((r["sizes"] for r in results if "sizes" in r), {})
+    release = parse_release(header["kernel"])
+    return KernelProfile(release, int(header["possible_cpus"]),
+                         int(header.get("page_size", 4096)), "x86_64",
+                         sizes_from_dict(sizes, release), "btf")
+
+
+def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:
+    """Per spec: the kernel's answer beside the model's; and the counts."""
+    prof = profile_from_probe(header, results)
+    by_id = {r["id"]: r for r in results if "id" in r}
+    rows, mism = [], []
+    counts = {"specs": 0, "created": 0, "refused": 0, "memlock_readings": 0,
+              "memlock_equal": 0, "refusals_agree": 0, "charge_readings": 0,
+              "charge_within": 0}
+    for i, (s, _fills) in enumerate(specs):
+        r = by_id.get(f"v{i}")
+        if r is None:
+            mism.append((s, "no result"))
+            continue
+        counts["specs"] += 1
+        fp = estimate(s, prof)
+        row = {"type": s.type_name, "key_size": s.key_size, "value_size": s.value_size,
+               "max_entries": s.max_entries, "map_flags": s.map_flags,
+               "map_extra": s.map_extra, "kernel_ok": bool(r["ok"]),
+               "kernel_errno": r.get("errno"), "model_rejected": fp.rejected}
+        agree = bool(r["ok"]) == (fp.rejected is None)
+        counts["refusals_agree"] += agree
+        if not agree:
+            mism.append((s, "created" if r["ok"] else f"refused errno {r.get('errno')}",
+                         fp.rejected))
+        if not r["ok"]:
+            counts["refused"] += 1
+            rows.append(row)
+            continue
+        counts["created"] += 1
+        points = [(0, r.get("memlock"), r.get("charged"))] + [
+            (f["inserted"], f.get("memlock"), f.get("charged")) for f in r.get("fills") or []]
+        row["readings"] = []
+        for n, ml, ch in points:
+            e = estimate(s, prof, n)
+            counts["memlock_readings"] += 1
+            ok = ml == e.memlock
+            counts["memlock_equal"] += ok
+            if not ok and agree:
+                mism.append((s, n, "memlock", ml, e.memlock))
+            within = None
+            if ch is not None and ch >= 0 and e.charged is not None:
+                counts["charge_readings"] += 1
+                hi = e.charged + e.charged_tolerance + (e.charged_slack if n else 0)
+                within = e.charged - e.charged_tolerance <= ch <= hi
+                counts["charge_within"] += within
+            row["readings"].append({"entries": n, "memlock": ml, "model_memlock": e.memlock,
+                                    "charged": ch, "model_charged": e.charged,
+                                    "charge_within_tolerance": within})
+        rows.append(row)
+    return {"kernel": header.get("kernel"), "profile": prof.describe(), "counts": counts,
+            "mismatches": [list(map(str, m)) for m in mism], "specs": rows}
+
+
+SIZES = STRUCT_NAMES
