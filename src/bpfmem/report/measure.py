@@ -25,6 +25,7 @@ def build_measure_report(path: str, prof, comparisons) -> dict[str, Any]:
         rec["model"] = {"rejected": fp.rejected, "memlock": fp.memlock_at_create,
                         "charged": fp.charged_at_create,
                         "charged_tolerance": fp.charged_tolerance,
+                        "charged_slack": fp.charged_slack,
                         "fills": [{"entries": n, "memlock": model_ml, "charged": model_ch}
                                   for n, _ml, model_ml, _ch, model_ch in c.fill_figures()]}
         rec["memlock_match"] = c.memlock_match
@@ -67,30 +68,37 @@ def render_table(doc: dict[str, Any], out: IO[str]) -> None:
     t.add_column("model", justify="right")
     t.add_column("charged", justify="right")
     t.add_column("model", justify="right")
-    t.add_column("", justify="left")
-    ok = lambda b: Text("ok", style="green") if b else Text("DIFF", style="bold red")  # noqa
+
+    def model_memlock(got, want):
+        return Text("same", style="green") if got == want else Text(_b(want), style="bold red")
+
+    def model_charged(got, want, tol, slack=0):
+        if want is None or got is None:
+            return Text(_b(want))
+        ok = want - tol <= got <= want + tol + slack
+        return Text(_b(want), style="green" if ok else "bold red")
+
     for r in doc["maps"]:
         if "skipped" in r:
-            t.add_row(Text(r["name"], style="dim"), Text(f"not measured: {r['skipped']}",
-                                                         style="dim"), "", "", "", "")
+            t.add_row(Text(r["name"], style="dim"),
+                      Text(f"not measured: {r['skipped']}", style="dim"), "", "", "")
             continue
         me, mo = r["measured"], r["model"]
         if not me["created"] or mo["rejected"]:
-            verdict = ok(r["rejection_match"])
-            t.add_row(r["name"], f"refused (errno {me['errno']})" if not me["created"] else "",
-                      mo["rejected"] or "created", "", "", verdict)
+            style = "green" if r["rejection_match"] else "bold red"
+            t.add_row(r["name"], f"refused, errno {me['errno']}" if not me["created"]
+                      else "created", Text(mo["rejected"] or "created", style=style), "", "")
             continue
-        verdict = Text.assemble(ok(r["memlock_match"]), " / ",
-                                ok(r["charged_within_tolerance"])
-                                if r["charged_within_tolerance"] is not None else "-")
-        t.add_row(r["name"], _b(me["memlock"]), _b(mo["memlock"]), _b(me["charged"]),
-                  _b(mo["charged"]), verdict)
+        tol = mo["charged_tolerance"]
+        t.add_row(r["name"], _b(me["memlock"]), model_memlock(me["memlock"], mo["memlock"]),
+                  _b(me["charged"]), model_charged(me["charged"], mo["charged"], tol))
         for f, mf in zip(me["fills"], mo["fills"]):
             t.add_row(Text(f"  {f['entries']:,} entries", style="dim"), _b(f["memlock"]),
-                      _b(mf["memlock"]), _b(f["charged"]), _b(mf["charged"]), "")
+                      model_memlock(f["memlock"], mf["memlock"]), _b(f["charged"]),
+                      model_charged(f["charged"], mf["charged"], tol, mo.get("charged_slack", 0)))
     console.print(t)
-    console.print(Text("bytes; verdict: memlock equal to the model / charge within the "
-                       "model's tolerance", style="dim"))
+    console.print(Text("bytes. model memlock: 'same' when equal to the kernel's; model charge: "
+                       "green when the kernel's is within the model's tolerance", style="dim"))
     s = doc["summary"]
     console.print(f"memlock equal to the model: {s['memlock_matches']}/{s['measured']}; "
                   f"charge within tolerance: {s['charged_within_tolerance']}/{s['measured']}")

@@ -1,0 +1,324 @@
+"""Build and run the measuring probe (``probe.c``) on this host.
+
+The probe is a small static C program that creates BPF maps from a spec file, fills them and
+prints, per map, the ``memlock:`` of its fdinfo and the memory-cgroup charge (see the comment
+at the top of ``probe.c`` for the spec and output formats). The same binary is the ``/init``
+of the initramfs that :mod:`bpfmem.host.vm` boots under qemu.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from bpfmem.errors import HostError, PermissionDenied
+
+__all__ = [
+    "PROBE_SOURCE",
+    "cache_root",
+    "build_probe",
+    "format_specs",
+    "parse_output",
+    "run_local",
+    "V1_MEMORY_ROOT",
+]
+
+PROBE_SOURCE = Path(__file__).with_name("probe.c")
+V1_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
+
+_FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
+_ID_RE = re.compile(r"^[A-Za-z0-9_.:+/=@-]{1,100}$")
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/bpfmem`` or ``~/.cache/bpfmem`` (never inside the repository)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bpfmem"
+
+
+def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
+    """Compile ``probe.c`` with ``gcc -O2 -static``; cached by a hash of the source.
+
+    Raises :class:`HostError` when gcc or the static C library (Debian: ``libc6-dev``) is
+    missing, or when the compile fails.
+    """
+    source = PROBE_SOURCE.read_bytes()
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise HostError("building the bpfmem probe needs gcc (Debian packages: gcc libc6-dev)")
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    out_dir = Path(cache_dir) if cache_dir is not None else cache_root() / "probe"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"probe-{digest}"
+    if target.is_file() and os.access(target, os.X_OK):
+        return target
+    fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
+    os.close(fd)
+    try:
+        proc = subprocess.run(
+            [gcc, "-O2", "-static", "-Wall", "-o", tmp, str(PROBE_SOURCE)],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            err = proc.stderr.strip()
+            if "cannot find -lc" in err or "libc.a" in err or "crt1.o" in err:
+                raise HostError("building the bpfmem probe needs the static C library "
+                                f"(Debian package libc6-dev): {err[-500:]}")
+            if "linux/bpf.h" in err:
+                raise HostError("building the bpfmem probe needs the kernel UAPI headers "
+                                f"(Debian package linux-libc-dev): {err[-500:]}")
+            raise HostError(f"compiling {PROBE_SOURCE} failed: {err[-1500:]}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _num(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be an integer, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{what} must not be negative: {value}")
+    return value
+
+
+def format_specs(specs: Iterable[Mapping[str, Any]], *, sizes: Iterable[str] = ()) -> str:
+    """The probe's spec file text for ``specs``.
+
+    Each spec is a mapping with ``type`` (number or libbpf name), ``key_size``,
+    ``value_size``, ``max_entries``, and optionally ``map_flags`` (int or flag names),
+    ``map_extra``, ``fills`` (list of element counts) and ``id`` (default ``s<index>``).
+    ``sizes`` adds a ``sizes`` line (struct sizes from the kernel's BTF, printed first).
+    """
+    from bpfmem.uapi import MapType, parse_flags
+
+    lines = ["# bpfmem probe specs: id type key_size value_size max_entries map_flags map_extra fills"]
+    names = [n for n in sizes]
+    for n in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
+            raise ValueError(f"not a C identifier: {n!r}")
+    if names:
+        lines.append("sizes " + ",".join(names))
+    seen: set[str] = set()
+    for i, spec in enumerate(specs):
+        sid = str(spec.get("id", f"s{i}"))
+        if not _ID_RE.match(sid):
+            raise ValueError(f"spec id {sid!r}: use 1-100 characters of [A-Za-z0-9_.:+/=@-]")
+        if sid in seen:
+            raise ValueError(f"duplicate spec id {sid!r}")
+        seen.add(sid)
+        mtype = spec["type"]
+        mtype = int(MapType.from_name(mtype)) if isinstance(mtype, str) else _num(mtype, "type")
+        flags = spec.get("map_flags", 0) or 0
+        flags = parse_flags(flags) if not isinstance(flags, int) else _num(flags, "map_flags")
+        fills = spec.get("fills") or []
+        fill_text = ",".join(str(_num(n, "fills")) for n in fills) if fills else "-"
+        lines.append(" ".join([
+            sid, str(mtype),
+            str(_num(spec["key_size"], "key_size")),
+            str(_num(spec["value_size"], "value_size")),
+            str(_num(spec["max_entries"], "max_entries")),
+            hex(flags), hex(_num(spec.get("map_extra", 0) or 0, "map_extra")),
+            fill_text,
+        ]))
+    return "\n".join(lines) + "\n"
+
+
+# Kernel console lines carry a timestamp when printk.time=1 (vm.py sets it).
+_KMSG_RE = re.compile(r"\[\s*\d+\.\d{3,9}\][^\n]*(\n|$)")
+_DECODER = json.JSONDecoder()
+
+
+def _decode_at(text: str) -> dict | None:
+    """The JSON object that ``text`` (stripped) consists of, or None."""
+    text = text.strip()
+    try:
+        obj, end = _DECODER.raw_decode(text)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and not text[end:].strip():
+        return obj
+    return None
+
+
+def _objects(text: str) -> list[dict]:
+    text = text.replace("\r", "")
+    text = _KMSG_RE.sub("", text)  # a kernel message inside one of our lines is cut out
+    lines = text.split("\n")
+    found: list[dict] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        starts = [m.start() for m in re.finditer(r"\{", line)]
+        got = None
+        for s in starts:
+            candidate = line[s:]
+            got = _decode_at(candidate)
+            if got is not None:
+                break
+            if not candidate.rstrip().endswith("}") or s == starts[0]:
+                # maybe split across lines by noise: join with the next lines, possibly
+                # skipping up to a few noise lines in between
+                for k in range(1, 6):
+                    if i + k >= len(lines):
+                        break
+                    joined = candidate + "".join(lines[i + 1:i + k + 1])
+                    got = _decode_at(joined)
+                    if got is None:
+                        got = _decode_at(candidate + lines[i + k])
+                    if got is not None:
+                        i += k
+                        break
+                if got is not None:
+                    break
+        if got is not None:
+            found.append(got)
+        i += 1
+    return found
+
+
+def parse_output(text: str) -> tuple[dict | None, list[dict]]:
+    """Split probe output into ``(header, results)``.
+
+    Only lines that parse as JSON objects count; kernel console noise is skipped and, as far
+    as practical, a JSON line split by a kernel message is put back together. ``header`` is
+    the probe's header object (None if absent) extended with ``sizes`` (merged ``sizes``
+    lines), ``done`` (True when the final line arrived), ``spec_errors`` and ``errors``.
+    ``results`` are the per-map objects (they have an ``id``), in order.
+    """
+    header: dict | None = None
+    results: list[dict] = []
+    sizes: dict[str, Any] = {}
+    spec_errors: list[dict] = []
+    errors: list[dict] = []
+    done = False
+    for obj in _objects(text):
+        if obj.get("probe") == "bpfmem" and header is None:
+            header = dict(obj)
+        elif "sizes" in obj and isinstance(obj["sizes"], dict):
+            sizes.update(obj["sizes"])
+        elif obj.get("done") is True:
+            done = True
+        elif "spec_error" in obj:
+            spec_errors.append(obj)
+        elif "id" in obj and "ok" in obj:
+            results.append(obj)
+        elif "error" in obj:
+            errors.append(obj)
+    if header is not None:
+        header["sizes"] = sizes
+        header["done"] = done
+        header["spec_errors"] = spec_errors
+        header["errors"] = errors
+    return header, results
+
+
+def _require_root(what: str = "creating BPF maps") -> None:
+    if os.geteuid() != 0:
+        raise PermissionDenied(what, "CAP_BPF and CAP_SYS_ADMIN")
+
+
+def _rmdir_cgroup(path: Path, attempts: int = 50) -> None:
+    for i in range(attempts):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if i == attempts - 1:
+                raise
+            time.sleep(0.1)
+
+
+def _find_cgroup2_with_memory() -> Path | None:
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    for line in mounts:
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "cgroup2":
+            root = Path(parts[1])
+            try:
+                if "memory" in (root / "cgroup.subtree_control").read_text().split():
+                    return root
+            except OSError:
+                continue
+    return None
+
+
+def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
+              sizes: Iterable[str] = (), timeout: float | None = 3600,
+              probe: Path | None = None) -> tuple[dict, list[dict]]:
+    """Run the probe on this host; return ``(header, results)`` as :func:`parse_output`.
+
+    ``specs`` are spec mappings (see :func:`format_specs`) or ready spec-file text.
+    ``cgroup`` is ``"v1"`` (scratch cgroups under /sys/fs/cgroup/memory, counter
+    ``memory.kmem.usage_in_bytes``), ``"v2"`` (under the cgroup2 mount, if it has the memory
+    controller) or ``"none"`` (charges reported as None). The scratch cgroups
+    ``bpfmem-measure-<pid>-<random>`` and its ``-flush`` sibling are removed afterwards, also
+    on errors, timeouts and KeyboardInterrupt.
+    """
+    _require_root()
+    if cgroup not in ("v1", "v2", "none"):
+        raise ValueError(f"cgroup must be 'v1', 'v2' or 'none', not {cgroup!r}")
+    text = specs if isinstance(specs, str) else format_specs(specs, sizes=sizes)
+    binary = probe or build_probe()
+
+    base: Path | None = None
+    if cgroup == "v1":
+        base = V1_MEMORY_ROOT
+        if not (base / "memory.usage_in_bytes").exists():
+            raise HostError(f"no cgroup v1 memory controller at {base}")
+    elif cgroup == "v2":
+        base = _find_cgroup2_with_memory()
+        if base is None:
+            raise HostError("no cgroup2 mount with the memory controller enabled")
+
+    created: list[Path] = []
+    tmpdir = tempfile.mkdtemp(prefix="bpfmem-probe-")
+    proc: subprocess.Popen | None = None
+    try:
+        spec_path = Path(tmpdir) / "specs.txt"
+        spec_path.write_text(text)
+        args = [str(binary), str(spec_path)]
+        if base is not None:
+            name = f"bpfmem-measure-{os.getpid()}-{secrets.token_hex(4)}"
+            cg, flush = base / name, base / f"{name}-flush"
+            for d in (cg, flush):
+                d.mkdir()
+                created.append(d)
+            args += [f"--cgroup-{cgroup}", str(cg), "--flush-cgroup", str(flush)]
+        else:
+            args.append("--no-cgroup")
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise HostError(f"the probe did not finish within {timeout} s") from None
+        if proc.returncode != 0:
+            raise HostError(f"the probe failed (exit {proc.returncode}): {err.strip()[-800:]}")
+        header, results = parse_output(out)
+        if header is None or not header.get("done"):
+            raise HostError(f"incomplete probe output: {(out + err)[-800:]}")
+        return header, results
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            proc.wait()  # a cgroup can only be removed once its tasks are gone
+        for d in reversed(created):
+            _rmdir_cgroup(d)
+        shutil.rmtree(tmpdir, ignore_errors=True)
