@@ -25,12 +25,22 @@
  *   {"id":ID,"type":T,"ok":false,"errno":E,"error":"create"}  (rejected create)
  *   {"id":ID,"type":T,"ok":true,"memlock":B|null,"max_entries":M'|null,"charged":B|null,
  *    "fills":[{"n":N,"inserted":I,"memlock":B,"charged":B,"errno":E}...],
- *    "fill_error":null|"unsupported"|"...","fill_enomem_retries":R}
+ *    "fill_error":null|"unsupported"|"insert failed","fill_enomem_retries":R,
+ *    "fill_batch":bool (map-in-map only),"ms":elapsed milliseconds}
+ *   {"spec_error":MSG,"line":N,"text":LINE}            (unparsable spec line)
+ *   {"id":ID,"type":26,"ok":false,"errno":null,"error":"skipped: struct_ops"}
  *   {"done":true}
  * "charged" is always the delta of the memory cgroup counter against a reading taken right
  * before BPF_MAP_CREATE (so fill readings are cumulative, including the create). "inserted"
  * is the total number of elements in the map after that level. "errno" in a fill is 0, or the
- * errno of the insert that stopped the fill (later levels are then skipped).
+ * errno of the insert that stopped the fill (later levels are then skipped). Keys: the element
+ * index, little-endian in KEY_SIZE bytes (arrays: u32 index; LPM: prefixlen 8*(K-4), index
+ * big-endian in the data); queue/stack/bloom push values with a NULL key; array/hash of maps
+ * store the fd of an inner array template (BPF_MAP_UPDATE_BATCH when the kernel allows it,
+ * since each single map-in-map update waits for an RCU grace period). Fillable: hash, array,
+ * percpu hash/array, lru (percpu) hash, lpm, array/hash of maps, queue, stack, bloom filter;
+ * any other type with fills reports "fill_error":"unsupported". An insert failing with ENOMEM
+ * is retried up to 20 times, 20 ms apart. RLIMIT_MEMLOCK is raised to infinity first (<= 5.10).
  *
  * Every counter reading is preceded by a stock flush: the probe moves itself into the flush
  * cgroup, charges a slab object (an open file) and an anon page there on every online CPU,
@@ -658,6 +668,7 @@ static void run_spec(struct spec *s)
 
     const char *fill_error = NULL;
     long long retries = 0;
+    int fill_batch = -1;  /* map-in-map: filled with BPF_MAP_UPDATE_BATCH (1) or not (0) */
     if (s->nfills > 0 && !fill_supported(s->type)) {
         fill_error = "unsupported";
     } else if (s->nfills > 0) {
@@ -796,6 +807,8 @@ static void run_spec(struct spec *s)
         free(val);
         free(bkeys);
         free(bvals);
+        if (fdval)
+            fill_batch = batch_ok;
     }
     if (fill_error)
         j += snprintf(line + j, sizeof(line) - j, "],\"fill_error\":\"%s\"", fill_error);
@@ -807,6 +820,9 @@ static void run_spec(struct spec *s)
     if (btf_fd >= 0)
         close(btf_fd);
     settle();
+    if (fill_batch >= 0)
+        j += snprintf(line + j, sizeof(line) - j, ",\"fill_batch\":%s",
+                      fill_batch ? "true" : "false");
     snprintf(line + j, sizeof(line) - j, ",\"fill_enomem_retries\":%lld,\"ms\":%lld}",
              retries, now_ms() - t0);
     emit("%s", line);

@@ -128,7 +128,7 @@ def host_profile(root: str = "/") -> KernelProfile:
     btf_path = os.path.join(root, "sys/kernel/btf/vmlinux")
     sizes, source = sizes_for_release(release), "table"
     try:
-        sizes = sizes_from_btf(btf_path, release)
+        sizes = _cached_btf_sizes(btf_path, release)
         source = "btf"
     except (OSError, ValueError):
         pass
@@ -140,6 +140,37 @@ def host_profile(root: str = "/") -> KernelProfile:
         pass
     return KernelProfile(release, cpus, page, platform.machine() or "x86_64", sizes, source,
                          nr_cpus)
+
+
+def _cached_btf_sizes(btf_path: str, release: tuple[int, int, int]):
+    """Struct sizes from the kernel's BTF, read once per kernel build: parsing vmlinux BTF
+    (about 5 MB) costs a tenth of a second, so the sizes are kept in the user's cache,
+    keyed by the release, the build string and the BTF file's size."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    from .structs import StructSizes, sizes_from_btf
+    st = os.stat(btf_path)
+    key = f"{platform.release()}|{platform.version()}|{st.st_size}"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "bpfmem", "btf-sizes",
+                        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
+    try:
+        with open(path) as f:
+            return StructSizes(**json.load(f))
+    except (OSError, ValueError, TypeError):
+        pass
+    sizes = sizes_from_btf(btf_path, release)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(asdict(sizes), f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return sizes
 
 
 DEFAULT_RELEASE = (6, 18, 0)
