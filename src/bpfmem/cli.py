@@ -95,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--format", choices=("table", "json"), default="table",
                    help="output format (default: table)")
     _add_kernel_args(m)
+    m.add_argument("--no-memory", action="store_true",
+                   help="only what the object says (the same on every host): no kernel model")
     m.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
 
     e = sub.add_parser(
@@ -163,7 +165,8 @@ def cmd_maps(args: argparse.Namespace) -> int:
             msg = f"{path}: {e.strerror or e}"
             errors.append((path, msg))
             _fail(msg)
-    doc = report.build_maps_report(objects, errors, profile=_profile(args))
+    profile = None if args.no_memory else _profile(args)
+    doc = report.build_maps_report(objects, errors, profile=profile)
     if args.format == "json":
         report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
     else:

@@ -143,6 +143,7 @@ class Btf:
         self._sots: list[int] = [0]
         self._name_offs: list[int] = [0]
         self._strcache: dict[int, str] = {}
+        self._iii = packer(endian, "III").unpack_from
         self._datasecs: dict[str, int] = {}
         self._cache: dict[int, BtfType] = {0: _VOID}
         self._index()
@@ -206,8 +207,9 @@ class Btf:
         return self._sots[tid]
 
     def array_info(self, tid: int) -> tuple[int, int, int]:
-        """(element type, index type, nelems) of ARRAY ``tid``."""
-        return self._types.unpack("III", self._offsets[tid] + 12, f"type [{tid}] ARRAY")
+        """(element type, index type, nelems) of ARRAY ``tid`` (its 12 bytes were bounds-checked
+        by the index pass)."""
+        return self._iii(self._types.data, self._offsets[tid] + 12)
 
     def name_of(self, tid: int) -> str:
         self._check_id(tid)

@@ -40,6 +40,8 @@ prog flag, ``SEC_XDP_FRAGS`` -> ``BPF_F_XDP_HAS_FRAGS``, ``SEC_USDT`` ->
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import enum
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -302,6 +304,7 @@ def match_section(sec_name: str) -> Optional[SectionDef]:
     return find_sec_def(name)
 
 
+@lru_cache(maxsize=4096)
 def program_type_for_section(
     sec_name: str,
 ) -> tuple[Optional[ProgType], int, bool, bool]:
