@@ -5,6 +5,9 @@ and the kernel must refuse exactly the specs the model says it refuses."""
 from __future__ import annotations
 
 import json
+import os
+import platform
+from pathlib import Path
 
 import pytest
 
@@ -68,5 +71,30 @@ def test_memlock_equals_kernel_to_the_byte(created):
                 mismatches.append((spec, "kernel rejects", res["errno"], res["message"]))
             elif ERRNO[fp.rejected.split(":")[0]] != res["errno"]:
                 mismatches.append((spec, fp.rejected, "kernel errno", res["errno"]))
+    if os.environ.get("BPFMEM_RECORD"):
+        _record(prof, created)
     assert not mismatches, "\n".join(map(str, mismatches[:40])) + f"\n({len(mismatches)} total)"
     assert n_created >= 400
+
+
+def _record(prof, created) -> None:
+    """tests/kernels/<release>.json: this kernel's answers beside the model's."""
+    rows = []
+    for spec, res in zip(HARNESS_SPECS, created):
+        fp = estimate(spec, prof)
+        rows.append({"type": spec.type_name, "key_size": spec.key_size,
+                     "value_size": spec.value_size, "max_entries": spec.max_entries,
+                     "map_flags": spec.map_flags, "map_extra": spec.map_extra,
+                     "kernel_ok": res["kind"] == "created",
+                     "kernel_errno": res.get("errno"),
+                     "memlock": res["kernel"]["memlock"] if res["kind"] == "created" else None,
+                     "model_memlock": fp.memlock_at_create, "model_rejected": fp.rejected})
+    ok = [r for r in rows if r["kernel_ok"]]
+    counts = {"specs": len(rows), "created": len(ok), "refused": len(rows) - len(ok),
+              "memlock_equal": sum(r["memlock"] == r["model_memlock"] for r in ok),
+              "refusals_agree": sum(r["kernel_ok"] == (r["model_rejected"] is None)
+                                    for r in rows)}
+    out = Path(__file__).resolve().parent / "kernels" / f"{platform.release()}.json"
+    out.write_text(json.dumps({"kernel": platform.release(), "profile": prof.describe(),
+                               "source": "tests/harness create mode (libbpf 1.1)",
+                               "counts": counts, "specs": rows}, indent=1) + "\n")
