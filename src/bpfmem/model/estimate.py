@@ -16,7 +16,7 @@ from .shape import MapShape
 PAGE_TOLERANCE = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Footprint:
     """Model output for one map on one kernel. ``None`` means "cannot be known from the
     spec" (and says why in ``notes``), never a fake 0."""

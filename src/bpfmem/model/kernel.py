@@ -69,6 +69,7 @@ class KernelProfile:
     nr_cpus: int | None = None                # CONFIG_NR_CPUS, when known (cpumap limit)
     memlock_era: str = field(default="", init=False, compare=False)
     charge_era: str = field(default="", init=False, compare=False)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.possible_cpus < 1:
@@ -78,6 +79,12 @@ class KernelProfile:
         # derived once: the formulas ask for these on every estimate
         object.__setattr__(self, "memlock_era", _era(MEMLOCK_ERAS, self.release[:2]))
         object.__setattr__(self, "charge_era", _era(CHARGE_ERAS, self.release[:2]))
+        object.__setattr__(self, "_hash", hash((self.release, self.possible_cpus,
+                                                self.page_size, self.arch, self.sizes,
+                                                self.nr_cpus)))
+
+    def __hash__(self) -> int:   # profiles key the model's caches: hash once
+        return self._hash
 
     @classmethod
     def for_release(cls, release: str | tuple[int, int, int], possible_cpus: int,

@@ -50,17 +50,17 @@ SINCE = {T.HASH: (3, 19), T.ARRAY: (3, 19), T.PROG_ARRAY: (4, 2), T.PERF_EVENT_A
 
 _SINCE = {int(k): v for k, v in SINCE.items()}
 
-ACCESS = _F_RDONLY | _F_WRONLY | _F_RDONLY_PROG | _F_WRONLY_PROG
-HTAB_FLAGS = _F_NO_PREALLOC | _F_NO_COMMON_LRU | _F_NUMA_NODE | ACCESS | _F_ZERO_SEED
-ARRAY_FLAGS = _F_NUMA_NODE | _F_MMAPABLE | ACCESS | _F_INNER_MAP | _F_PRESERVE_ELEMS
-QUEUE_FLAGS = _F_NUMA_NODE | ACCESS
-BLOOM_FLAGS = _F_NUMA_NODE | _F_ZERO_SEED | ACCESS
-STACK_FLAGS = _F_NUMA_NODE | _F_RDONLY | _F_WRONLY | _F_STACK_BUILD_ID
-LPM_FLAGS = _F_NO_PREALLOC | _F_NUMA_NODE | ACCESS
-DEV_FLAGS = _F_NUMA_NODE | ACCESS
-SOCK_FLAGS = _F_NUMA_NODE | _F_RDONLY | _F_WRONLY
-LOCAL_FLAGS = _F_NO_PREALLOC | _F_CLONE
-CGROUP_STORAGE_FLAGS = _F_NUMA_NODE | ACCESS
+ACCESS = int(_F_RDONLY | _F_WRONLY | _F_RDONLY_PROG | _F_WRONLY_PROG)
+HTAB_FLAGS = int(_F_NO_PREALLOC | _F_NO_COMMON_LRU | _F_NUMA_NODE | ACCESS | _F_ZERO_SEED)
+ARRAY_FLAGS = int(_F_NUMA_NODE | _F_MMAPABLE | ACCESS | _F_INNER_MAP | _F_PRESERVE_ELEMS)
+QUEUE_FLAGS = int(_F_NUMA_NODE | ACCESS)
+BLOOM_FLAGS = int(_F_NUMA_NODE | _F_ZERO_SEED | ACCESS)
+STACK_FLAGS = int(_F_NUMA_NODE | _F_RDONLY | _F_WRONLY | _F_STACK_BUILD_ID)
+LPM_FLAGS = int(_F_NO_PREALLOC | _F_NUMA_NODE | ACCESS)
+DEV_FLAGS = int(_F_NUMA_NODE | ACCESS)
+SOCK_FLAGS = int(_F_NUMA_NODE | _F_RDONLY | _F_WRONLY)
+LOCAL_FLAGS = int(_F_NO_PREALLOC | _F_CLONE)
+CGROUP_STORAGE_FLAGS = int(_F_NUMA_NODE | ACCESS)
 
 
 class Rejected(Exception):
@@ -91,16 +91,10 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
     if not _access_ok(f):
         raise Rejected("EINVAL", "read-only and write-only flags together")
 
-    def bad_flags(mask: int) -> None:
-        extra = f & ~int(mask)
-        if extra:
-            from ..uapi import flag_names
-            raise Rejected("EINVAL", f"flag(s) {','.join(flag_names(extra))} not supported by "
-                                     f"{map_type_name(t)} maps")
 
     if t in (T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.HASH_OF_MAPS):
         # kernel/bpf/hashtab.c htab_map_alloc_check, htab_map_alloc
-        bad_flags(HTAB_FLAGS)
+        _check_flags(t, f, int(HTAB_FLAGS))
         if f & _F_NO_COMMON_LRU and t not in LRUS:
             raise Rejected("EINVAL", "BPF_F_NO_COMMON_LRU is only for LRU hashes")
         if t in LRUS and f & _F_NO_PREALLOC:
@@ -128,7 +122,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
             raise Rejected("EINVAL", f"{map_type_name(t)} values are 4-byte fds")
         if t == T.REUSEPORT_SOCKARRAY and v not in (4, 8):
             raise Rejected("EINVAL", "reuseport_sockarray values are 4 or 8 bytes")
-        bad_flags(ARRAY_FLAGS)
+        _check_flags(t, f, int(ARRAY_FLAGS))
         if m == 0 or k != 4 or v == 0:
             raise Rejected("EINVAL", "arrays need key_size 4, value_size > 0, max_entries > 0")
         if t == T.PERCPU_ARRAY and f & _F_NUMA_NODE:
@@ -144,7 +138,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
                                     f"PCPU_MIN_UNIT_SIZE ({PCPU_MIN_UNIT_SIZE})")
         return
     if t == T.STACK_TRACE:
-        bad_flags(STACK_FLAGS)
+        _check_flags(t, f, int(STACK_FLAGS))
         if m == 0 or k != 4 or v < 8 or v % 8:
             raise Rejected("EINVAL", "stack_trace needs key_size 4 and value_size a multiple "
                                      "of 8")
@@ -165,7 +159,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
                                      f"{LPM_KEY_MIN} <= key_size <= {LPM_KEY_MAX}")
         return
     if t in (T.QUEUE, T.STACK):
-        bad_flags(QUEUE_FLAGS)
+        _check_flags(t, f, int(QUEUE_FLAGS))
         if m == 0 or k != 0 or v == 0:
             raise Rejected("EINVAL", "queue/stack need key_size 0, value_size > 0, "
                                      "max_entries > 0")
@@ -175,31 +169,31 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
     if t == T.BLOOM_FILTER:
         if v > KMALLOC_MAX_SIZE:
             raise Rejected("E2BIG", "value_size too large")
-        bad_flags(BLOOM_FLAGS)
+        _check_flags(t, f, int(BLOOM_FLAGS))
         if k != 0 or v == 0 or m == 0 or x & ~0xF:
             raise Rejected("EINVAL", "bloom_filter needs key_size 0, value_size > 0, "
                                      "max_entries > 0, map_extra (hash count) <= 15")
         return
     if t in RINGBUFS:
-        bad_flags(_F_NUMA_NODE)
+        _check_flags(t, f, int(_F_NUMA_NODE))
         if k or v or m == 0 or m & (m - 1) or m % prof.page_size:
             raise Rejected("EINVAL", "ring buffer size must be a power-of-2 multiple of the "
                                      "page size, key and value size 0")
         return
     if t in (T.DEVMAP, T.DEVMAP_HASH):
-        bad_flags(DEV_FLAGS)
+        _check_flags(t, f, int(DEV_FLAGS))
         if m == 0 or k != 4 or v not in (4, 8):
             raise Rejected("EINVAL", "devmap needs key_size 4, value_size 4 or 8")
         return
     if t == T.CPUMAP:
-        bad_flags(_F_NUMA_NODE)
+        _check_flags(t, f, int(_F_NUMA_NODE))
         if m == 0 or k != 4 or v not in (4, 8):
             raise Rejected("EINVAL", "cpumap needs key_size 4, value_size 4 or 8")
         if prof.nr_cpus is not None and m > prof.nr_cpus:
             raise Rejected("E2BIG", f"cpumap max_entries above NR_CPUS ({prof.nr_cpus})")
         return
     if t == T.XSKMAP:
-        bad_flags(_F_NUMA_NODE | _F_RDONLY | _F_WRONLY)
+        _check_flags(t, f, int(_F_NUMA_NODE | _F_RDONLY | _F_WRONLY))
         if m == 0 or k != 4 or v != 4:
             raise Rejected("EINVAL", "xskmap needs key_size 4, value_size 4")
         return
@@ -222,7 +216,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
             limit = min(limit, 4096)
         if v > limit:
             raise Rejected("E2BIG", f"value_size above {limit}")
-        bad_flags(CGROUP_STORAGE_FLAGS)
+        _check_flags(t, f, int(CGROUP_STORAGE_FLAGS))
         if m:
             raise Rejected("EINVAL", "cgroup storage max_entries must be 0")
         return
@@ -245,6 +239,14 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
         if x and (x >> 32) != ((x + m * prof.page_size - 1) >> 32):
             raise Rejected("ERANGE", "arena user range crosses a 4 GiB boundary")
         return
+
+
+def _check_flags(t: int, f: int, mask: int) -> None:
+    extra = f & ~mask
+    if extra:
+        from ..uapi import flag_names
+        raise Rejected("EINVAL", f"flag(s) {','.join(flag_names(extra))} not supported by "
+                                 f"{map_type_name(t)} maps")
 
 
 def rejection(sh: MapShape, prof: KernelProfile) -> str | None:
