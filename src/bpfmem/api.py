@@ -212,3 +212,52 @@ def _vm_release_guess(vm_kernel: str) -> str:
     import re
     m = re.search(r"(\d+\.\d+)", vm_kernel)
     return m.group(1) if m else "6.1"
+
+
+# -- budget gate, diff, what-if -------------------------------------------------------------
+def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
+                dynamic_config: dict | None = None):
+    """A WhatIf from ``--set`` expressions and Cilium-style dynamic sizing settings."""
+    from .analysis.quantity import parse_size
+    from .analysis.whatif import DynamicSizing, WhatIf, parse_setting
+    settings = tuple(parse_setting(s) for s in sets)
+    dyn = None
+    cfg = dict(dynamic_config or {})
+    ratio = size_ratio if size_ratio is not None else cfg.get("size_ratio")
+    mem = node_memory if node_memory is not None else cfg.get("node_memory")
+    if ratio is not None or mem is not None:
+        if ratio is None or mem is None:
+            raise ValueError("dynamic sizing needs both --size-ratio and --node-memory")
+        maps = {name: (int(v["default"]), int(v.get("min", 0)))
+                for name, v in cfg.get("maps", {}).items()}
+        if not maps:
+            raise ValueError("dynamic sizing needs the maps it sizes: [dynamic.maps] in "
+                             "bpfmem.toml, e.g. ct_tcp = { default = 524288, min = 131072 }")
+        dyn = DynamicSizing(float(ratio), parse_size(mem), maps,
+                            int(cfg.get("max", 1 << 24)))
+    return WhatIf(settings, dyn)
+
+
+def profiles_for(kernels: list[str], cpus: list[int]):
+    """The kernel x CPU matrix (defaults: the running kernel, this host's CPUs)."""
+    from .model.kernel import default_profile
+    return [default_profile(k, c) for k in (kernels or [None]) for c in (cpus or [None])]
+
+
+def check_objects(sources, *, limit: int, max_fraction: float = 1.0, full: bool = False,
+                  kernels=(), cpus=(), whatif=None, object_limits=None, map_caps=None) -> dict:
+    """The ``check`` document (schema bpfmem/check/v1) for compiled objects."""
+    from .analysis.budget import Budget, check
+    objs = [load_object(s) for s in sources]
+    budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}))
+    return check(objs, budget, profiles_for(list(kernels), list(cpus)), whatif)
+
+
+def diff_objects(old, new, *, kernel: str | None = None, cpus: int | None = None,
+                 whatif=None, limit: int | None = None) -> dict:
+    """The ``diff`` document (schema bpfmem/diff/v1) between two builds (each one or more
+    objects); the what-if applies to the new side."""
+    from .analysis.diff import diff
+    from .model.kernel import default_profile
+    return diff([load_object(s) for s in old], [load_object(s) for s in new],
+                default_profile(kernel, cpus), whatif, limit)

@@ -57,6 +57,26 @@ def _add_kernel_args(p: argparse.ArgumentParser) -> None:
                    help="possible CPUs (default: this host's /sys/devices/system/cpu/possible)")
 
 
+def _add_whatif_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what-if (changes the maps before estimating them)")
+    g.add_argument("--set", action="append", default=[], metavar="EXPR",
+                   help="MAP.max_entries=N, MAP.flags+=no_prealloc, MAP.flags-=..., "
+                        "MAP.count=N (a map created N times); MAP may be a glob: 'service_*'")
+    g.add_argument("--size-ratio", type=float, metavar="R",
+                   help="Cilium-style dynamic sizing: share of node memory for the maps that "
+                        "[dynamic.maps] in bpfmem.toml names (e.g. 0.0025)")
+    g.add_argument("--node-memory", metavar="SIZE", help="node memory for --size-ratio (64Gi)")
+
+
+def _add_output_args(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    p.add_argument("--format", choices=formats, default="table",
+                   help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
+    p.add_argument("--config", metavar="FILE",
+                   help="bpfmem.toml or pyproject.toml ([tool.bpfmem]); default: found from "
+                        "the current directory")
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
@@ -118,6 +138,48 @@ def _parser() -> argparse.ArgumentParser:
                    help="estimate one JSON spec per line ('-' for stdin); JSON lines out")
     e.add_argument("--format", choices=("table", "json"), default="table")
     _add_kernel_args(e)
+
+    c = sub.add_parser(
+        "check", help="CI gate: do the maps fit the memory budget? (exit 1 if not)",
+        description="Pass (exit 0) when the maps created at start (or, with --full, the maps "
+                    "when full) fit the budget, limit x max-fraction, on every kernel and CPU "
+                    "count asked for; fail (exit 1) otherwise, with the top offenders.",
+        epilog="""examples:
+  bpfmem check build/*.o --limit 128Mi --max-fraction 0.5
+  bpfmem check build/*.o --limit 128Mi --kernel 5.10,6.1,6.12 --cpus 2,64,192
+  bpfmem check build/*.o --limit 128Mi --set 'service_*.flags+=no_prealloc'
+  bpfmem check build/*.o --format junit -o bpfmem.xml     (limit from bpfmem.toml)
+
+sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantities.
+""", formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("objects", nargs="+", metavar="OBJ")
+    c.add_argument("--limit", metavar="SIZE", help="the container's memory limit (128Mi)")
+    c.add_argument("--max-fraction", type=float, metavar="F",
+                   help="share of the limit the maps may take (default 1.0)")
+    c.add_argument("--full", action="store_true", default=None,
+                   help="judge the maps when full instead of at create")
+    c.add_argument("--kernel", metavar="V[,V...]", help="kernel release(s) to check against")
+    c.add_argument("--cpus", metavar="N[,N...]", help="possible CPU count(s) to check against")
+    _add_whatif_args(c)
+    _add_output_args(c, ("table", "json", "markdown", "junit", "html"))
+
+    d = sub.add_parser(
+        "diff", help="what changes between two builds: maps, memory, upgrade charge, pins",
+        description="Maps added, removed and changed between OLD and NEW (each one object or a "
+                    "quoted list of several), with memory at create and when full on both "
+                    "sides; what the first start after an upgrade charges; and the pinned maps "
+                    "whose state is lost because they are incompatible (type, key/value size, "
+                    "max_entries, flags or map_extra changed).",
+        epilog="""examples:
+  bpfmem diff old/agent.o new/agent.o --limit 128Mi
+  bpfmem diff 'base/*.o' 'build/*.o' --format markdown -o comment.md
+""", formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed)")
+    d.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed)")
+    d.add_argument("--limit", metavar="SIZE", help="memory limit, to show the share of it")
+    _add_kernel_args(d)
+    _add_whatif_args(d)
+    _add_output_args(d, ("table", "json", "markdown", "html"))
 
     ms = sub.add_parser(
         "measure", help="create an object's maps for real and compare with the model",
@@ -209,6 +271,98 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _config(args: argparse.Namespace):
+    from .config import load_config
+    return load_config(args.config)
+
+
+def _whatif(args: argparse.Namespace, cfg):
+    from . import api
+    try:
+        return api.make_whatif(list(cfg.sets) + list(args.set), args.size_ratio,
+                               args.node_memory, cfg.dynamic)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+
+
+def _emit(doc: dict, args: argparse.Namespace) -> None:
+    from .report.gate import render
+    if args.output:
+        with open(args.output, "w") as f:
+            render(doc, args.format, f)
+    else:
+        render(doc, args.format, sys.stdout)
+
+
+def _list(text: str | None) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else []
+
+
+def _expand(pattern: str) -> list[str]:
+    import glob
+    paths = []
+    for part in pattern.split():
+        hits = sorted(glob.glob(part))
+        paths += hits if hits else [part]
+    return paths
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from . import api
+    from .analysis.quantity import parse_size
+    from .errors import BpfmemError
+
+    try:
+        cfg = _config(args)
+        limit = parse_size(args.limit) if args.limit else cfg.limit
+        if limit is None:
+            raise _Usage("check needs --limit (or `limit` in bpfmem.toml)")
+        cpus = [int(c) for c in _list(args.cpus)] or cfg.cpus
+        if any(c < 1 for c in cpus):
+            raise _Usage("--cpus must be at least 1")
+        fraction = args.max_fraction if args.max_fraction is not None else (
+            cfg.max_fraction if cfg.max_fraction is not None else 1.0)
+        if not 0 < fraction <= 1:
+            raise _Usage(f"--max-fraction must be in (0, 1], not {fraction}")
+        doc = api.check_objects(
+            args.objects, limit=limit, max_fraction=fraction,
+            full=bool(args.full if args.full is not None else cfg.full),
+            kernels=_list(args.kernel) or cfg.kernels, cpus=cpus, whatif=_whatif(args, cfg),
+            object_limits=cfg.object_limits, map_caps=cfg.map_caps)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+    except BpfmemError as e:
+        _fail(str(e))
+        return EXIT_ERROR
+    except OSError as e:
+        _fail(f"{e.filename}: {e.strerror}")
+        return EXIT_ERROR
+    _emit(doc, args)
+    return EXIT_OK if doc["pass"] else EXIT_ERROR
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from . import api
+    from .analysis.quantity import parse_size
+    from .errors import BpfmemError
+
+    try:
+        cfg = _config(args)
+        limit = parse_size(args.limit) if args.limit else cfg.limit
+        doc = api.diff_objects(_expand(args.old), _expand(args.new), kernel=args.kernel,
+                               cpus=args.cpus, whatif=_whatif(args, cfg), limit=limit)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+    except BpfmemError as e:
+        _fail(str(e))
+        return EXIT_ERROR
+    except OSError as e:
+        _fail(f"{e.filename}: {e.strerror}")
+        return EXIT_ERROR
+    _emit(doc, args)
+    return EXIT_OK
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
     from .errors import BpfmemError
@@ -253,6 +407,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_estimate(args)
         if args.command == "measure":
             return cmd_measure(args)
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "diff":
+            return cmd_diff(args)
     except _Usage as e:
         print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE

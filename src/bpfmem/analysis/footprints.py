@@ -1,0 +1,85 @@
+"""Memory of each map an object creates, on one kernel, after what-if changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.estimate import Footprint, estimate, shape_of_spec
+from ..model.kernel import KernelProfile
+from ..parse.objspec import ObjectSpec
+from ..uapi import flag_names, map_type_name
+from .whatif import WhatIf
+
+
+@dataclass(frozen=True)
+class MapCost:
+    object: str
+    spec: object            # the (possibly what-if changed) MapSpec
+    count: int              # how many times the agent creates it
+    footprint: Footprint | None
+    unknown: str | None     # why the footprint is unknown
+
+    @property
+    def name(self) -> str:
+        return self.spec.name  # type: ignore[attr-defined]
+
+    def _times(self, field: str) -> int | None:
+        if self.footprint is None or self.footprint.rejected:
+            return None
+        v = getattr(self.footprint, field)
+        return None if v is None else v * self.count
+
+    @property
+    def charged_at_create(self) -> int | None:
+        return self._times("charged_at_create")
+
+    @property
+    def charged_full(self) -> int | None:
+        return self._times("charged_full")
+
+    @property
+    def memlock_at_create(self) -> int | None:
+        return self._times("memlock_at_create")
+
+    @property
+    def memlock_full(self) -> int | None:
+        return self._times("memlock_full")
+
+    def record(self) -> dict:
+        s = self.spec
+        rec = {"object": self.object, "name": s.name, "type": map_type_name(s.type),
+               "key_size": s.key_size, "value_size": s.value_size,
+               "max_entries": s.max_entries, "map_flags": s.map_flags,
+               "flags": flag_names(s.map_flags), "pinning": s.pinning, "count": self.count,
+               "memlock_at_create": self.memlock_at_create, "memlock_full": self.memlock_full,
+               "charged_at_create": self.charged_at_create, "charged_full": self.charged_full}
+        if self.footprint is not None and self.footprint.rejected:
+            rec["rejected"] = self.footprint.rejected
+        if self.unknown:
+            rec["unknown"] = self.unknown
+        return rec
+
+
+def object_costs(obj: ObjectSpec, prof: KernelProfile,
+                 whatif: WhatIf | None = None) -> list[MapCost]:
+    """Every map the loader creates at start (autocreate), with what it costs on ``prof``."""
+    maps = [m for m in obj.maps if m.autocreate]
+    pairs = whatif.apply(maps) if whatif else [(m, 1) for m in maps]
+    out = []
+    for m, count in pairs:
+        shape, why = shape_of_spec(m, prof)
+        fp = estimate(shape, prof) if shape is not None else None
+        out.append(MapCost(obj.name, m, count, fp, why))
+    return out
+
+
+def total(costs: list[MapCost], field: str) -> tuple[int, int]:
+    """(sum of ``field`` over known figures, number of maps whose figure is unknown)."""
+    s, unknown = 0, 0
+    for c in costs:
+        v = getattr(c, field)
+        if v is None:
+            unknown += 1
+        else:
+            s += v
+    return s, unknown

@@ -1,0 +1,128 @@
+"""What-if: change map specs before estimating them.
+
+``--set`` expressions (globs on map names):
+  MAP.max_entries=N          MAP.key_size=N   MAP.value_size=N
+  MAP.flags+=no_prealloc     MAP.flags-=no_prealloc     MAP.flags=no_prealloc,numa_node
+  MAP.count=110              the agent creates this map 110 times (per endpoint, per pod)
+and Cilium-style dynamic sizing: maps a config names get max_entries from the node's memory
+(``entries = default * ratio * node_memory / sum(default_i * (key_i + value_i))``, clamped to
+each map's minimum and the global maximum, as Cilium's ``calculateDynamicBPFMapSizes``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field, replace
+
+from ..uapi import parse_flags
+
+_SET_RE = re.compile(r"^\s*(?P<glob>[^=+\-\s][^=]*?)\.(?P<attr>max_entries|key_size|value_size|"
+                     r"flags|map_flags|count|map_extra)\s*(?P<op>\+=|-=|=)\s*(?P<value>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Setting:
+    glob: str
+    attr: str
+    op: str
+    value: int
+
+    def __str__(self) -> str:
+        if self.attr == "flags":
+            from ..uapi import flag_names
+            return f"{self.glob}.flags{self.op}{','.join(flag_names(self.value)) or '0'}"
+        return f"{self.glob}.{self.attr}{self.op}{self.value}"
+
+
+def parse_setting(text: str) -> Setting:
+    """One ``--set`` expression. ValueError names what is wrong."""
+    m = _SET_RE.match(text)
+    if not m:
+        raise ValueError(f"bad --set {text!r}: use MAP.max_entries=N, MAP.flags+=no_prealloc, "
+                         "MAP.flags-=..., MAP.count=N (MAP may be a glob like 'service_*')")
+    attr = "flags" if m.group("attr") == "map_flags" else m.group("attr")
+    op, raw = m.group("op"), m.group("value")
+    if attr == "flags":
+        value = parse_flags(raw)
+    else:
+        if op != "=":
+            raise ValueError(f"bad --set {text!r}: {attr} takes '=' only")
+        try:
+            value = int(raw, 0)
+        except ValueError:
+            raise ValueError(f"bad --set {text!r}: {raw!r} is not a number") from None
+        if value < 0 or (attr != "map_extra" and value > 0xFFFFFFFF):
+            raise ValueError(f"bad --set {text!r}: {value} is out of range")
+    return Setting(m.group("glob"), attr, op, value)
+
+
+@dataclass(frozen=True)
+class DynamicSizing:
+    """Cilium's dynamic map sizing: ``--size-ratio`` of ``--node-memory`` spread over maps."""
+
+    ratio: float
+    node_memory: int
+    maps: dict[str, tuple[int, int]] = field(default_factory=dict)   # name -> (default, min)
+    maximum: int = 1 << 24
+
+    def entries(self, sizes: dict[str, int]) -> dict[str, int]:
+        """max_entries per dynamically sized map; ``sizes`` gives key+value bytes per map."""
+        present = {n: d for n, d in self.maps.items() if n in sizes}
+        total_default = sum(default * sizes[n] for n, (default, _min) in present.items())
+        if not total_default:
+            return {}
+        available = int(self.node_memory * self.ratio)
+        out = {}
+        for name, (default, minimum) in present.items():
+            e = default * available // total_default
+            out[name] = max(minimum, min(e, self.maximum))
+        return out
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    settings: tuple[Setting, ...] = ()
+    dynamic: DynamicSizing | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.settings) or self.dynamic is not None
+
+    def describe(self) -> list[str]:
+        out = [str(s) for s in self.settings]
+        if self.dynamic is not None:
+            d = self.dynamic
+            out.append(f"dynamic sizing: ratio {d.ratio} of {d.node_memory} bytes over "
+                       f"{', '.join(sorted(d.maps)) or 'no maps'}")
+        return out
+
+    def apply(self, maps) -> list[tuple[object, int]]:
+        """(changed MapSpec, count) for each map; specs are frozen, so new ones are made."""
+        out = []
+        dyn = {}
+        if self.dynamic is not None:
+            dyn = self.dynamic.entries({m.name: m.key_size + m.value_size for m in maps})
+        for m in maps:
+            count = 1
+            if m.name in dyn:
+                m = replace(m, max_entries=dyn[m.name], max_entries_set_at_load=False)
+            for s in self.settings:
+                if not fnmatch.fnmatchcase(m.name, s.glob):
+                    continue
+                if s.attr == "count":
+                    count = s.value
+                elif s.attr == "flags":
+                    flags = (m.map_flags | s.value if s.op == "+=" else
+                             m.map_flags & ~s.value if s.op == "-=" else s.value)
+                    m = replace(m, map_flags=flags)
+                elif s.attr == "max_entries":
+                    m = replace(m, max_entries=s.value, max_entries_set_at_load=False)
+                else:
+                    m = replace(m, **{s.attr: s.value})
+            out.append((m, count))
+        return out
+
+    def unmatched(self, names: list[str]) -> list[str]:
+        """Settings whose glob matches no map: almost always a typo."""
+        return [str(s) for s in self.settings
+                if not any(fnmatch.fnmatchcase(n, s.glob) for n in names)]

@@ -1,0 +1,103 @@
+"""bpfmem's project configuration: ``bpfmem.toml``, or ``[tool.bpfmem]`` in pyproject.toml.
+
+    limit = "128Mi"            # the agent container's memory limit
+    max_fraction = 0.5         # share of it the maps may take
+    full = false               # judge maps when full instead of at create
+    kernels = ["6.1", "6.18"]  # a matrix: the gate must hold on every kernel ...
+    cpus = [2, 64]             # ... and every possible-CPU count
+    set = ["service_*.flags+=no_prealloc", "policy_map.count=110"]   # what-if
+    [objects]                  # limits per object (path or object name)
+    "build/cni.bpf.o" = "96Mi"
+    [maps]                     # caps per map
+    conntrack_table = "32Mi"
+    [dynamic]                  # Cilium-style dynamic sizing (--size-ratio/--node-memory)
+    size_ratio = 0.0025
+    node_memory = "64Gi"
+    max = 16777216
+    [dynamic.maps]
+    ct_tcp = { default = 524288, min = 131072 }
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .analysis.quantity import parse_size
+from .errors import BpfmemError
+
+KEYS = {"limit", "max_fraction", "full", "kernels", "cpus", "set", "objects", "maps",
+        "dynamic"}
+
+
+class ConfigError(BpfmemError):
+    pass
+
+
+@dataclass
+class Config:
+    path: str | None = None
+    limit: int | None = None
+    max_fraction: float | None = None
+    full: bool | None = None
+    kernels: list[str] = field(default_factory=list)
+    cpus: list[int] = field(default_factory=list)
+    sets: list[str] = field(default_factory=list)
+    object_limits: dict[str, int] = field(default_factory=dict)
+    map_caps: dict[str, int] = field(default_factory=dict)
+    dynamic: dict[str, Any] = field(default_factory=dict)
+
+
+def find_config(start: str | os.PathLike = ".") -> Path | None:
+    """bpfmem.toml, or a pyproject.toml with [tool.bpfmem], in ``start`` or a parent."""
+    d = Path(start).resolve()
+    for p in [d, *d.parents]:
+        if (p / "bpfmem.toml").is_file():
+            return p / "bpfmem.toml"
+        pp = p / "pyproject.toml"
+        if pp.is_file():
+            try:
+                if "bpfmem" in tomllib.loads(pp.read_text()).get("tool", {}):
+                    return pp
+            except (tomllib.TOMLDecodeError, OSError):
+                pass
+    return None
+
+
+def load_config(path: str | os.PathLike | None = None) -> Config:
+    """The configuration at ``path`` (or found from the current directory); an empty one if
+    there is none. ConfigError names the file and what is wrong."""
+    p = Path(path) if path is not None else find_config()
+    if p is None:
+        return Config()
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise ConfigError(f"{p}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    if p.name == "pyproject.toml":
+        data = data.get("tool", {}).get("bpfmem", {})
+    unknown = set(data) - KEYS
+    if unknown:
+        raise ConfigError(f"{p}: unknown setting(s) {', '.join(sorted(unknown))}; "
+                          f"known: {', '.join(sorted(KEYS))}")
+    try:
+        kernels = data.get("kernels", [])
+        cpus = data.get("cpus", [])
+        return Config(
+            path=str(p),
+            limit=parse_size(data["limit"]) if "limit" in data else None,
+            max_fraction=float(data["max_fraction"]) if "max_fraction" in data else None,
+            full=bool(data["full"]) if "full" in data else None,
+            kernels=[str(k) for k in (kernels if isinstance(kernels, list) else [kernels])],
+            cpus=[int(c) for c in (cpus if isinstance(cpus, list) else [cpus])],
+            sets=list(data.get("set", [])),
+            object_limits={k: parse_size(v) for k, v in data.get("objects", {}).items()},
+            map_caps={k: parse_size(v) for k, v in data.get("maps", {}).items()},
+            dynamic=dict(data.get("dynamic", {})))
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{p}: {e}") from None

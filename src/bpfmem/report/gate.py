@@ -1,0 +1,201 @@
+"""Renderers for the ``check`` and ``diff`` documents: table (rich), json, markdown (a pull
+request comment) and junit (one test case per object and budget). They read only the
+documents."""
+
+from __future__ import annotations
+
+import json
+from typing import IO
+from xml.sax.saxutils import escape, quoteattr
+
+from ..analysis.quantity import format_size as fs
+
+
+def _kernel(k: dict) -> str:
+    return f"Linux {k['version']}, {k['possible_cpus']} CPUs"
+
+
+# -- check ----------------------------------------------------------------------------------
+def check_markdown(doc: dict) -> str:
+    verdict = "✅ **pass**" if doc["pass"] else "❌ **fail**"
+    worst = max(doc["results"], key=lambda r: r["total"])
+    lines = [f"### bpfmem check: {verdict}",
+             f"eBPF maps charge **{fs(worst['total'])}** at "
+             f"{'full' if doc['full'] else 'start'} ({worst['share_of_limit']:.0%} of the "
+             f"{fs(doc['limit'])} limit; budget {fs(doc['budget'])} = "
+             f"{doc['max_fraction']:g} of it), worst case {_kernel(worst['kernel'])}.", ""]
+    lines += ["| kernel | CPUs | maps charge | budget | verdict |", "|---|---:|---:|---:|---|"]
+    for r in doc["results"]:
+        lines.append(f"| {r['kernel']['version']} | {r['kernel']['possible_cpus']} | "
+                     f"{fs(r['total'])} | {fs(r['budget'])} | "
+                     f"{'pass' if r['pass'] else '**fail**'} |")
+    lines += ["", "| top maps | charge | share |", "|---|---:|---:|"]
+    for o in worst["offenders"]:
+        lines.append(f"| `{o['object']}/{o['map']}` | {fs(o['charged'])} | {o['share']:.0%} |")
+    fails = [f for r in doc["results"] for f in r["failures"]]
+    if fails:
+        lines += ["", "<details><summary>failures</summary>", ""]
+        lines += [f"- {f}" for f in dict.fromkeys(fails)] + ["", "</details>"]
+    if doc["whatif"]:
+        lines += ["", "what-if: " + "; ".join(f"`{w}`" for w in doc["whatif"])]
+    return "\n".join(lines) + "\n"
+
+
+def check_junit(doc: dict) -> str:
+    cases = []
+    for r in doc["results"]:
+        k = r["kernel"]
+        suite = f"linux-{k['version']}-{k['possible_cpus']}cpus"
+        for o in r["objects"]:
+            name = f"{o['name']} fits its share of the budget"
+            cases.append((suite, name, o["total"], [f for f in r["failures"]
+                                                    if f.startswith(o["name"] + ":")
+                                                    or f.startswith(o["name"] + "/")]))
+        cases.append((suite, f"all maps within {fs(r['budget'])}", r["total"],
+                      [f for f in r["failures"] if f.startswith("maps charge")]))
+    failures = sum(1 for c in cases if c[3])
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="bpfmem check" tests="{len(cases)}" failures="{failures}">']
+    by_suite: dict[str, list] = {}
+    for c in cases:
+        by_suite.setdefault(c[0], []).append(c)
+    for suite, cs in by_suite.items():
+        out.append(f'  <testsuite name={quoteattr(suite)} tests="{len(cs)}" '
+                   f'failures="{sum(1 for c in cs if c[3])}">')
+        for _s, name, total_, fails in cs:
+            out.append(f'    <testcase classname={quoteattr("bpfmem." + suite)} '
+                       f'name={quoteattr(name)}>')
+            out.append(f"      <system-out>{escape(f'maps charge {total_:,} bytes')}"
+                       "</system-out>")
+            if fails:
+                msg = "; ".join(fails)
+                out.append(f'      <failure message={quoteattr(msg)}>{escape(msg)}</failure>')
+            out.append("    </testcase>")
+        out.append("  </testsuite>")
+    out.append("</testsuites>")
+    return "\n".join(out) + "\n"
+
+
+def check_table(doc: dict, out: IO[str]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False)
+    for r in doc["results"]:
+        verdict = Text("PASS", style="bold green") if r["pass"] else Text("FAIL", style="bold red")
+        console.print(Text.assemble(verdict, f"  {_kernel(r['kernel'])}: maps charge "
+                                    f"{fs(r['total'])} at {'full' if doc['full'] else 'start'}"
+                                    f", budget {fs(r['budget'])} ({doc['max_fraction']:g} of "
+                                    f"{fs(doc['limit'])}), {r['share_of_limit']:.0%} of the "
+                                    "limit"))
+        t = Table(box=box.SIMPLE_HEAD)
+        t.add_column("top maps")
+        t.add_column("charge", justify="right")
+        t.add_column("share", justify="right")
+        for o in r["offenders"]:
+            t.add_row(f"{o['object']}/{o['map']}", fs(o["charged"]), f"{o['share']:.0%}")
+        console.print(t)
+        for f in r["failures"]:
+            console.print(Text(f"  - {f}", style="red"))
+    if doc["whatif"]:
+        console.print(Text("what-if: " + "; ".join(doc["whatif"]), style="yellow"))
+
+
+# -- diff -----------------------------------------------------------------------------------
+def _delta(n: int) -> str:
+    return ("+" if n > 0 else "") + fs(n) if n else "0"
+
+
+def diff_markdown(doc: dict) -> str:
+    k = doc["kernel"]
+    changed = [m for m in doc["maps"] if m["status"] != "unchanged"]
+    head = (f"### bpfmem diff: maps at start {fs(doc['old']['charged_at_create'])} → "
+            f"**{fs(doc['new']['charged_at_create'])}** ({_delta(doc['delta_at_create'])})")
+    lines = [head, ""]
+    summary = (f"On the first start after the upgrade the new pod is charged "
+               f"**{fs(doc['upgrade_charge'])}** of maps, {fs(doc['newly_charged'])} of them "
+               "for maps the old release did not have (or pinned maps that must be recreated)")
+    if doc.get("limit"):
+        summary += f": **{doc['new_share_of_limit']:.0%}** of the {fs(doc['limit'])} limit"
+    lines += [summary + f" ({_kernel(k)}).", ""]
+    if doc["pin_incompatible"]:
+        lines += ["⚠️ pinned maps incompatible with the running release (their state is lost on "
+                  "upgrade): " + ", ".join(f"`{n}`" for n in doc["pin_incompatible"]), ""]
+    if changed:
+        lines += ["| map | change | at start | delta | when full | delta |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for m in changed:
+            new = m["new"] or {}
+            what = m["status"] if not m["changes"] else "; ".join(m["changes"])
+            lines.append(f"| `{m['object']}/{m['map']}` | {what} | "
+                         f"{fs(new.get('charged_at_create')) if new else '—'} | {_delta(m['delta_at_create'])} | "
+                         f"{fs(new.get('charged_full'))} | {_delta(m['delta_full'])} |")
+    else:
+        lines.append("No map changed.")
+    lines += ["", "<details><summary>totals</summary>", "",
+              "| | old | new | delta |", "|---|---:|---:|---:|"]
+    for f, label in (("charged_at_create", "charged at start"),
+                     ("charged_full", "charged when full"),
+                     ("memlock_at_create", "memlock at start")):
+        lines.append(f"| {label} | {fs(doc['old'][f])} | {fs(doc['new'][f])} | "
+                     f"{_delta(doc['new'][f] - doc['old'][f])} |")
+    lines += ["", "</details>"]
+    if doc["whatif"]:
+        lines += ["", "what-if on the new side: " + "; ".join(f"`{w}`" for w in doc["whatif"])]
+    return "\n".join(lines) + "\n"
+
+
+def diff_table(doc: dict, out: IO[str]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False)
+    console.print(f"maps at start: {fs(doc['old']['charged_at_create'])} -> "
+                  f"{fs(doc['new']['charged_at_create'])} ({_delta(doc['delta_at_create'])}); "
+                  f"when full {fs(doc['old']['charged_full'])} -> "
+                  f"{fs(doc['new']['charged_full'])}  [{_kernel(doc['kernel'])}]")
+    share = (f" = {doc['new_share_of_limit']:.0%} of the {fs(doc['limit'])} limit"
+             if doc.get("limit") else "")
+    console.print(f"first start after upgrading: {fs(doc['upgrade_charge'])} charged to the "
+                  f"new pod{share}; {fs(doc['newly_charged'])} for new or recreated maps")
+    t = Table(box=box.SIMPLE_HEAD)
+    for col, j in (("map", "left"), ("status", "left"), ("at start", "right"),
+                   ("delta", "right"), ("full", "right"), ("delta", "right")):
+        t.add_column(col, justify=j, overflow="fold")
+    style = {"added": "green", "removed": "red", "changed": "yellow"}
+    for m in doc["maps"]:
+        if m["status"] == "unchanged":
+            continue
+        new = m["new"] or {}
+        status = m["status"] + (" (pin incompatible)" if m["pin_incompatible"] else "")
+        if m["changes"]:
+            status += ": " + "; ".join(m["changes"])
+        t.add_row(f"{m['object']}/{m['map']}", Text(status, style=style.get(m["status"], "")),
+                  fs(new.get("charged_at_create")), _delta(m["delta_at_create"]),
+                  fs(new.get("charged_full")), _delta(m["delta_full"]))
+    console.print(t)
+
+
+def render(doc: dict, fmt: str, out: IO[str]) -> None:
+    """Any document, any format."""
+    kind = doc["schema"].split("/")[1]
+    if fmt == "json":
+        out.write(json.dumps(doc, indent=2) + "\n")
+    elif fmt == "markdown":
+        out.write(check_markdown(doc) if kind == "check" else diff_markdown(doc))
+    elif fmt == "junit":
+        if kind != "check":
+            raise ValueError("junit is for `check` (one test case per object and budget)")
+        out.write(check_junit(doc))
+    elif fmt == "html":
+        from .html import render_html
+        out.write(render_html(doc if kind == "check" else None,
+                              doc if kind == "diff" else None))
+    else:
+        (check_table if kind == "check" else diff_table)(doc, out)
+
+
