@@ -191,3 +191,15 @@ def test_testing_helper():
         assert_maps_fit([EXAMPLE], limit="128Mi", fraction=0.5, kernel=["6.18"], cpus=[2, 8])
     assert "conntrack_table" in str(e.value) and "FAIL" in str(e.value)
     assert isinstance(e.value, AssertionError)
+
+
+def test_maps_whatif_shows_before_and_after(capsys):
+    rc, out, _ = run(capsys, "maps", "--format", "json", "--kernel", "6.18", "--cpus", "2",
+                     "--set", "service_route_table.flags+=no_prealloc",
+                     "--set", "metrics_map.count=10", "--set", "no_such_map.count=2")
+    o = json.loads(out)["objects"][0]
+    route = next(m for m in o["maps"] if m["name"] == "service_route_table")
+    metrics = next(m for m in o["maps"] if m["name"] == "metrics_map")
+    assert "no_prealloc" in route["flags"] and metrics["count"] == 10
+    assert o["memory"]["charged_at_create"] < o["memory_before"]["charged_at_create"]
+    assert o["unmatched_settings"] == ["no_such_map.count=2"]

@@ -115,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--format", choices=("table", "json"), default="table",
                    help="output format (default: table)")
     _add_kernel_args(m)
+    _add_whatif_args(m)
     m.add_argument("--no-memory", action="store_true",
                    help="only what the object says (the same on every host): no kernel model")
     m.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
@@ -228,7 +229,10 @@ def cmd_maps(args: argparse.Namespace) -> int:
             errors.append((path, msg))
             _fail(msg)
     profile = None if args.no_memory else _profile(args)
-    doc = report.build_maps_report(objects, errors, profile=profile)
+    from .config import load_config
+    whatif = _whatif(args, load_config(None)) if (args.set or args.size_ratio is not None
+                                                   or args.node_memory) else None
+    doc = report.build_maps_report(objects, errors, profile=profile, whatif=whatif)
     if args.format == "json":
         report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
     else:

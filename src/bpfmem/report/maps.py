@@ -82,13 +82,34 @@ def object_record(o: ObjectSpec, profile=None) -> dict[str, Any]:
 
 
 def build_maps_report(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] = (),
-                      profile=None) -> dict[str, Any]:
+                      profile=None, whatif=None) -> dict[str, Any]:
     """The ``maps`` document for ``objects``; ``errors`` are (path, message) of failed ones.
     With a KernelProfile, every map gets its ``memory`` and every object its totals."""
     doc: dict[str, Any] = {"schema": SCHEMA}
     if profile is not None:
         doc["kernel"] = profile.describe()
-    doc["objects"] = [object_record(o, profile) for o in objects]
+    objects = list(objects)
+    if whatif:
+        from dataclasses import replace as _replace
+        doc["whatif"] = whatif.describe()
+        recs = []
+        for o in objects:
+            before = object_record(o, profile)
+            pairs = whatif.apply(list(o.maps))
+            after = object_record(_replace(o, maps=tuple(m for m, _c in pairs)), profile)
+            for m, (_spec, count) in zip(after["maps"], pairs):
+                m["count"] = count
+                if count != 1 and "memory" in m:
+                    m["memory"] = {k: (v * count if isinstance(v, int) and k != "charged_tolerance"
+                                       else v) for k, v in m["memory"].items()}
+            if profile is not None:
+                after["memory"] = totals(m["memory"] for m in after["maps"] if m["autocreate"])
+                after["memory_before"] = before["memory"]
+            after["unmatched_settings"] = whatif.unmatched([m.name for m in o.maps])
+            recs.append(after)
+        doc["objects"] = recs
+    else:
+        doc["objects"] = [object_record(o, profile) for o in objects]
     doc["errors"] = [{"path": p, "error": e} for p, e in errors]
     return doc
 
@@ -157,6 +178,15 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
             console.print(Text(f"  * {name}: {n}", style="dim"), overflow="fold")
         for n in o["notes"]:
             console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
+        if "memory_before" in o:
+            b, a = o["memory_before"], o["memory"]
+            console.print(Text(f"  what-if ({'; '.join(doc['whatif'])}): charged at create "
+                               f"{mib(b['charged_at_create'])} -> {mib(a['charged_at_create'])} "
+                               f"MiB, when full {mib(b['charged_full'])} -> "
+                               f"{mib(a['charged_full'])} MiB", style="bold yellow"),
+                          overflow="fold")
+        for u in o.get("unmatched_settings", []):
+            console.print(Text(f"  what-if {u} matches no map", style="red"))
         if o["programs"]:
             p = Table(expand=False, box=box.SIMPLE_HEAD)
             p.add_column("program", overflow="fold", max_width=24)

@@ -1,0 +1,628 @@
+"""A self-contained, offline HTML report of a check and/or a diff document.
+
+``render_html`` takes the documents ``bpfmem check`` (``bpfmem/check/v1``) and ``bpfmem diff``
+(``bpfmem/diff/v1``) build and returns one HTML page: plotly.js is embedded whole, every figure
+is inline JSON, the CSS is inline, and the page names no URL of its own, so it opens from a file
+with no network. Pure: it reads no file and no kernel. plotly is imported only when rendering
+(``pip install 'bpfmem[html]'``).
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+import os
+from typing import Any, Iterable
+
+from ..errors import UnsupportedError
+
+__all__ = ["render_html", "write_html", "PLOTLYJS_ID", "TREEMAP_ID", "USAGE_ID", "DIFF_ID"]
+
+#: ids of the page's elements (the tests and anyone scripting the page use them)
+PLOTLYJS_ID = "bpfmem-plotlyjs"
+TREEMAP_ID = "bpfmem-treemap"
+USAGE_ID = "bpfmem-usage"
+DIFF_ID = "bpfmem-diff-totals"
+
+_PASS = "#2e7d32"
+_FAIL = "#c62828"
+_INK = "#1f2933"
+_MUTED = "#66788a"
+_GRID = "#e3e8ee"
+_FONT = ("system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, "
+         "'Noto Sans', 'Liberation Sans', sans-serif")
+
+# Nothing that plotly.js could fetch: no MathJax, no topojson, no cloud links, no logo link.
+_CONFIG = {
+    "displaylogo": False,
+    "showLink": False,
+    "showSendToCloud": False,
+    "showEditInChartStudio": False,
+    "typesetMath": False,
+    "plotlyServerURL": "",
+    "topojsonURL": "data:,",
+    "responsive": True,
+    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d"],
+}
+
+_MIB = 1 << 20
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+def _num(v: Any) -> float | None:
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _bytes(n: Any) -> str:
+    """Human size in binary units: ``7.50 MiB``, ``4 KiB``, ``?`` when unknown."""
+    n = _num(n)
+    if n is None:
+        return "?"
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", _MIB), ("KiB", 1 << 10)):
+        if a >= scale:
+            v = a / scale
+            txt = f"{v:,.0f}" if v == int(v) else f"{v:,.2f}"
+            return f"{sign}{txt} {unit}"
+    return f"{sign}{a:,.0f} B"
+
+
+def _delta(n: Any) -> str:
+    n = _num(n)
+    if n is None:
+        return "?"
+    if n == 0:
+        return "0"
+    return ("+" if n > 0 else "") + _bytes(n)
+
+
+def _pct(f: Any) -> str:
+    f = _num(f)
+    return "?" if f is None else f"{f * 100:.1f}%"
+
+
+def _mib(n: Any) -> float | None:
+    n = _num(n)
+    return None if n is None else n / _MIB
+
+
+def _esc(v: Any) -> str:
+    return _html.escape("" if v is None else str(v), quote=True)
+
+
+def _flags(flags: Any) -> str:
+    if isinstance(flags, (list, tuple)):
+        return ", ".join(str(f) for f in flags) or "none"
+    if flags in (None, 0, ""):
+        return "none"
+    return str(flags)
+
+
+def _kernel_label(k: Any) -> str:
+    if not isinstance(k, dict):
+        return "?"
+    ver = k.get("version") or "?"
+    cpus = k.get("possible_cpus")
+    return f"{ver} · {cpus} CPU{'s' if cpus != 1 else ''}" if cpus is not None else str(ver)
+
+
+def _uniq(xs: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for x in xs:
+        if x is not None and x not in out:
+            out.append(x)
+    return out
+
+
+def _plotly():
+    try:
+        import plotly  # noqa: F401
+        import plotly.graph_objects as go
+        import plotly.io as pio
+        from plotly.offline import get_plotlyjs
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise UnsupportedError("HTML reports need plotly: pip install 'bpfmem[html]'") from e
+    return go, pio, get_plotlyjs
+
+
+def _layout(**kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = dict(
+        template="none",
+        font=dict(family=_FONT, size=13, color=_INK),
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        margin=dict(l=10, r=10, t=10, b=10),
+        hoverlabel=dict(font=dict(family=_FONT, size=12), align="left"),
+    )
+    base.update(kw)
+    return base
+
+
+# --- (a) treemap --------------------------------------------------------------------------------
+
+def _result_rank(r: dict[str, Any]) -> tuple[int, float]:
+    """Failing combinations first, then the largest total."""
+    return (0 if r.get("pass") is False else 1, -(_num(r.get("total")) or 0))
+
+
+_MAP_HOVER = (
+    "<b>%{label}</b> in %{parent}<br>"
+    "type: %{customdata[0]}<br>"
+    "key / value size: %{customdata[1]} B<br>"
+    "max_entries: %{customdata[2]}<br>"
+    "flags: %{customdata[3]}<br>"
+    "memlock at create: %{customdata[4]}<br>"
+    "charged at create: %{customdata[5]}<br>"
+    "charged full: %{customdata[6]}<br>"
+    "%{percentRoot:.1%} of the total at create"
+    "<extra></extra>"
+)
+_GROUP_HOVER = (
+    "<b>%{label}</b><br>%{customdata[0]}<br>"
+    "charged at create: %{customdata[5]}<br>"
+    "charged full: %{customdata[6]}<br>"
+    "%{percentRoot:.1%} of the total at create"
+    "<extra></extra>"
+)
+
+
+def _shade(t: float) -> str:
+    """From a light to a deep blue, t in [0, 1]."""
+    lo, hi = (198, 219, 239), (8, 69, 148)
+    t = min(max(t, 0.0), 1.0) ** 0.6
+    return "rgb({},{},{})".format(*(round(a + (b - a) * t) for a, b in zip(lo, hi)))
+
+
+def _treemap_trace(go: Any, result: dict[str, Any], visible: bool) -> Any:
+    """One cell per map, grouped by object, under one root; sizes: charged at create."""
+    ids, labels, parents, values, custom, hover, colors = [], [], [], [], [], [], []
+    kinds: list[str] = []
+
+    def add(id_: str, label: str, parent: str, value: float, data: list[str], tpl: str,
+            kind: str) -> int:
+        ids.append(id_)
+        labels.append(label)
+        parents.append(parent)
+        values.append(value)
+        custom.append(data)
+        hover.append(tpl)
+        kinds.append(kind)
+        return len(ids) - 1
+
+    root_idx = add("root", f"all objects ({_kernel_label(result.get('kernel'))})", "", 0,
+                   [""] * 7, _GROUP_HOVER, "root")
+    for oi, obj in enumerate(result.get("objects") or []):
+        oname = str(obj.get("name") or obj.get("path") or f"object {oi}")
+        oid = f"o{oi}"
+        maps = [m for m in (obj.get("maps") or []) if isinstance(m, dict)]
+        oidx = add(oid, oname, "root", 0, [], _GROUP_HOVER, "object")
+        osum = ofull = 0
+        full_known = True
+        for mi, m in enumerate(maps):
+            value = max(_num(m.get("charged_at_create")) or 0, 0)
+            osum += value
+            if _num(m.get("charged_full")) is None:
+                full_known = False
+            else:
+                ofull += m["charged_full"]
+            ks, vs = m.get("key_size"), m.get("value_size")
+            me = _num(m.get("max_entries"))
+            add(f"{oid}/m{mi}", str(m.get("name") or f"map {mi}"), oid, value, [
+                _esc(m.get("type") or "?"),
+                f"{ks if ks is not None else '?'} / {vs if vs is not None else '?'}",
+                f"{me:,}" if me is not None else "?",
+                _esc(_flags(m.get("flags"))),
+                _bytes(m.get("memlock_at_create")),
+                _bytes(m.get("charged_at_create")),
+                _bytes(m.get("charged_full")),
+            ], _MAP_HOVER, "map")
+        values[oidx] = osum
+        custom[oidx] = [_esc(f"{obj.get('path') or oname} · {len(maps)} map"
+                             f"{'' if len(maps) == 1 else 's'}"),
+                        "", "", "", "", _bytes(osum), _bytes(ofull if full_known else None)]
+    values[root_idx] = sum(v for v, k in zip(values, kinds) if k == "object")
+    custom[root_idx] = [_esc(_kernel_label(result.get("kernel"))), "", "", "", "",
+                        _bytes(values[root_idx]), _bytes(result.get("total_full"))]
+    top = max([v for v, k in zip(values, kinds) if k == "map"] + [1])
+    for v, k in zip(values, kinds):
+        colors.append(_shade(v / top) if k == "map" else ("#eef1f5" if k == "object" else "white"))
+    texts = [(_bytes(v) if k != "root" else "") for v, k in zip(values, kinds)]
+    for c, t in zip(custom, texts):
+        c.append(t)
+    return go.Treemap(
+        ids=ids, labels=labels, parents=parents, values=values, customdata=custom,
+        branchvalues="total",
+        texttemplate="<b>%{label}</b><br>%{customdata[7]}<br>%{percentRoot:.1%}",
+        hovertemplate=hover,
+        marker=dict(colors=colors, line=dict(color="white", width=1.5)),
+        pathbar=dict(visible=True, thickness=22),
+        tiling=dict(pad=3),
+        textfont=dict(family=_FONT, size=13),
+        sort=True,
+        visible=visible,
+        name=_kernel_label(result.get("kernel")),
+    )
+
+
+def _treemap_figure(go: Any, results: list[dict[str, Any]]) -> Any:
+    order = sorted(range(len(results)), key=lambda i: _result_rank(results[i]))
+    shown = order[0]
+    fig = go.Figure()
+    for i, r in enumerate(results):
+        fig.add_trace(_treemap_trace(go, r, visible=(i == shown)))
+    layout = _layout(height=460)
+    if len(results) > 1:
+        buttons = []
+        for i in order:
+            r = results[i]
+            verdict = "pass" if r.get("pass") else ("FAIL" if r.get("pass") is False else "?")
+            buttons.append(dict(
+                label=f"{_kernel_label(r.get('kernel'))} ({verdict})",
+                method="restyle",
+                args=[{"visible": [j == i for j in range(len(results))]}],
+            ))
+        layout["updatemenus"] = [dict(
+            buttons=buttons, direction="down", showactive=True, x=1.0, xanchor="right",
+            y=1.0, yanchor="bottom", pad=dict(r=0, t=0), bgcolor="white",
+            bordercolor=_GRID, font=dict(size=12),
+        )]
+        layout["margin"] = dict(l=10, r=10, t=40, b=10)
+    fig.update_layout(**layout)
+    return fig, shown
+
+
+# --- (b) usage against the limit ---------------------------------------------------------------
+
+def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
+    results = doc.get("results") or []
+    limit = _num(doc.get("limit"))
+    x = [_kernel_label(r.get("kernel")) for r in results]
+    totals = [_mib(r.get("total")) or 0 for r in results]
+    budgets = [_mib(r.get("budget", doc.get("budget"))) for r in results]
+    colors = [_PASS if r.get("pass") else (_FAIL if r.get("pass") is False else _MUTED)
+              for r in results]
+    verdicts = ["PASS" if r.get("pass") else ("FAIL" if r.get("pass") is False else "?")
+                for r in results]
+    text = [f"{_bytes(r.get('total'))}" for r in results]
+    custom = [[verdicts[i], _bytes(results[i].get("budget", doc.get("budget"))),
+               _bytes(limit), _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?"]
+              for i in range(len(results))]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        x=x, y=totals, marker=dict(color=colors), text=text, textposition="outside",
+        cliponaxis=False, name="total charged", customdata=custom,
+        hovertemplate=("<b>%{x}</b>: %{customdata[0]}<br>charged %{text}"
+                       " (%{customdata[3]} of the limit)<br>budget %{customdata[1]}"
+                       "<br>limit %{customdata[2]}<extra></extra>"),
+        width=0.55,
+    ))
+    if any(b is not None for b in budgets):
+        fig.add_trace(go.Scatter(
+            x=x, y=budgets, mode="markers", name="budget",
+            marker=dict(symbol="line-ew", size=70, line=dict(width=3, color="#f59e0b")),
+            hovertemplate="budget %{y:.1f} MiB<extra></extra>",
+        ))
+    ymax = max(totals + [b for b in budgets if b is not None] + [0])
+    shapes, annotations = [], []
+    if limit:
+        lm = limit / _MIB
+        ymax = max(ymax, lm)
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
+                           line=dict(color=_FAIL, width=2, dash="dash")))
+        annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
+                                text=f"limit {_bytes(limit)}", showarrow=False,
+                                font=dict(color=_FAIL, size=12)))
+    fig.update_layout(**_layout(
+        height=460,
+        margin=dict(l=60, r=10, t=30, b=50),
+        yaxis=dict(title=dict(text="MiB charged"), range=[0, ymax * 1.15 or 1],
+                   gridcolor=_GRID, zeroline=False),
+        xaxis=dict(type="category"),
+        showlegend=True,
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        shapes=shapes, annotations=annotations, bargap=0.35,
+    ))
+    return fig
+
+
+# --- (c) diff -----------------------------------------------------------------------------------
+
+_STATUS_ORDER = {"added": 0, "changed": 1, "removed": 2, "unchanged": 3}
+
+
+def _diff_totals_figure(go: Any, doc: dict[str, Any]) -> Any:
+    old, new = doc.get("old") or {}, doc.get("new") or {}
+    cats = ["at create", "full"]
+    fig = go.Figure()
+    for name, side, color in (("old", old, "#9aa5b1"), ("new", new, "#3b6fb6")):
+        ys = [_mib(side.get("charged_at_create")), _mib(side.get("charged_full"))]
+        fig.add_trace(go.Bar(
+            x=cats, y=ys, name=name, marker=dict(color=color),
+            text=[_bytes(side.get("charged_at_create")), _bytes(side.get("charged_full"))],
+            textposition="outside", cliponaxis=False,
+            hovertemplate=f"{name} %{{x}}: %{{text}}<extra></extra>",
+        ))
+    shapes, annotations = [], []
+    limit = _num(doc.get("limit"))
+    ymax = max([_mib(v) or 0 for s in (old, new)
+                for v in (s.get("charged_at_create"), s.get("charged_full"))] + [0])
+    if limit:
+        lm = limit / _MIB
+        ymax = max(ymax, lm)
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
+                           line=dict(color=_FAIL, width=2, dash="dash")))
+        annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
+                                text=f"limit {_bytes(limit)}", showarrow=False,
+                                font=dict(color=_FAIL, size=12)))
+    fig.update_layout(**_layout(
+        height=300, barmode="group",
+        margin=dict(l=55, r=10, t=30, b=30),
+        yaxis=dict(title=dict(text="MiB charged"), range=[0, ymax * 1.18 or 1],
+                   gridcolor=_GRID, zeroline=False),
+        legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
+        shapes=shapes, annotations=annotations,
+    ))
+    return fig
+
+
+def _diff_summary(doc: dict[str, Any]) -> str:
+    new = doc.get("new") or {}
+    charge = doc.get("upgrade_charge", doc.get("delta_at_create"))
+    new_total = new.get("charged_at_create")
+    share = doc.get("new_share_of_limit")
+    limit = _num(doc.get("limit"))
+    if share is None and limit and _num(new_total) is not None:
+        share = new_total / limit
+    charge_n = _num(charge)
+    verb = "frees" if charge_n is not None and charge_n < 0 else "charges"
+    amount = _bytes(abs(charge_n)) if charge_n is not None else "?"
+    text = f"upgrade {verb} {amount} at first start; new total {_bytes(new_total)}"
+    if limit:
+        text += f" = {_pct(share)} of the {_bytes(limit)} limit"
+    return text
+
+
+def _side_cell(side: Any, key: str) -> str:
+    return _bytes(side.get(key)) if isinstance(side, dict) else "—"
+
+
+def _shape_text(side: Any) -> str:
+    if not isinstance(side, dict):
+        return "—"
+    me = side.get("max_entries")
+    return (f"{_esc(side.get('type') or '?')} {side.get('key_size', '?')}/"
+            f"{side.get('value_size', '?')} × {me if me is not None else '?'}"
+            + (f" [{_esc(_flags(side.get('flags')))}]" if side.get("flags") else ""))
+
+
+def _diff_table(doc: dict[str, Any]) -> str:
+    rows = list(doc.get("maps") or [])
+    rows.sort(key=lambda m: (_STATUS_ORDER.get(m.get("status"), 9),
+                             -abs(_num(m.get("delta_at_create")) or 0),
+                             str(m.get("object")), str(m.get("map"))))
+    head = ("<tr><th>object</th><th>map</th><th>status</th><th>shape (new or old)</th>"
+            "<th class=num>old at create</th><th class=num>new at create</th>"
+            "<th class=num>Δ at create</th><th class=num>old full</th><th class=num>new full</th>"
+            "<th class=num>Δ full</th><th>changes</th></tr>")
+    body = []
+    unchanged = 0
+    for m in rows:
+        status = str(m.get("status") or "?")
+        if status == "unchanged":
+            unchanged += 1
+        cls = [f"st-{_esc(status)}"]
+        badges = ""
+        if m.get("pinned"):
+            badges += ' <span class="badge pin">pinned</span>'
+        if m.get("pin_incompatible"):
+            cls.append("pin-incompatible")
+            badges += ' <span class="badge bad">pin-incompatible</span>'
+        old, new = m.get("old"), m.get("new")
+        changes = m.get("changes") or []
+        dc, df = _num(m.get("delta_at_create")), _num(m.get("delta_full"))
+        body.append(
+            f'<tr class="{" ".join(cls)}">'
+            f"<td>{_esc(m.get('object'))}</td>"
+            f"<td><code>{_esc(m.get('map'))}</code>{badges}</td>"
+            f'<td><span class="status">{_esc(status)}</span></td>'
+            f"<td>{_shape_text(new if isinstance(new, dict) else old)}</td>"
+            f"<td class=num>{_side_cell(old, 'charged_at_create')}</td>"
+            f"<td class=num>{_side_cell(new, 'charged_at_create')}</td>"
+            f'<td class="num {_sign_cls(dc)}">{_delta(dc)}</td>'
+            f"<td class=num>{_side_cell(old, 'charged_full')}</td>"
+            f"<td class=num>{_side_cell(new, 'charged_full')}</td>"
+            f'<td class="num {_sign_cls(df)}">{_delta(df)}</td>'
+            f"<td>{'<br>'.join(_esc(c) for c in changes)}</td></tr>"
+        )
+    if not body:
+        body.append('<tr><td colspan="11" class="muted">no maps</td></tr>')
+    return (f'<table class="diff" id="bpfmem-diff-table"><thead>{head}</thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def _sign_cls(n: float | None) -> str:
+    if n is None or n == 0:
+        return ""
+    return "up" if n > 0 else "down"
+
+
+# --- page ---------------------------------------------------------------------------------------
+
+_CSS = f"""
+*{{box-sizing:border-box}}
+body{{margin:0;background:#f4f6f8;color:{_INK};font:14px/1.45 {_FONT}}}
+main{{max-width:1280px;margin:0 auto;padding:18px 22px 40px}}
+header{{display:flex;align-items:center;gap:18px;flex-wrap:wrap;background:white;
+  border:1px solid {_GRID};border-radius:10px;padding:14px 18px;margin-bottom:16px}}
+h1{{font-size:20px;margin:0 12px 0 0;font-weight:650}}
+h2{{font-size:16px;margin:0 0 4px;font-weight:600}}
+.verdict{{font-weight:800;font-size:18px;letter-spacing:.06em;color:white;border-radius:6px;
+  padding:4px 14px}}
+.verdict.pass{{background:{_PASS}}} .verdict.fail{{background:{_FAIL}}}
+.verdict.none{{background:{_MUTED}}}
+.facts{{display:flex;gap:22px;flex-wrap:wrap;margin:0}}
+.facts div{{display:flex;flex-direction:column}}
+.facts dt{{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:{_MUTED}}}
+.facts dd{{margin:0;font-weight:600}}
+.grid{{display:grid;grid-template-columns:3fr 2fr;gap:16px}}
+.grid.diff{{grid-template-columns:1fr 2.2fr}}
+@media (max-width:1000px){{.grid,.grid.diff{{grid-template-columns:1fr}}}}
+section.card{{background:white;border:1px solid {_GRID};border-radius:10px;padding:14px 16px;
+  margin-bottom:16px;min-width:0}}
+.note{{color:{_MUTED};font-size:12.5px;margin:0 0 8px}}
+.muted{{color:{_MUTED}}}
+.summary{{font-size:15px;font-weight:600;margin:4px 0 10px;padding:8px 12px;
+  background:#fff8e6;border-left:4px solid #f59e0b;border-radius:4px}}
+.offenders{{margin:6px 0 0;padding-left:18px;font-size:13px}}
+table.diff{{border-collapse:collapse;width:100%;font-size:12.5px}}
+table.diff th,table.diff td{{padding:5px 7px;border-bottom:1px solid {_GRID};text-align:left;
+  vertical-align:top}}
+table.diff th{{background:#f0f3f6;font-weight:600;position:sticky;top:0}}
+td.num,th.num{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}}
+td.up{{color:{_FAIL}}} td.down{{color:{_PASS}}}
+tr.st-added .status{{color:#1d4ed8;font-weight:600}}
+tr.st-removed .status{{color:{_MUTED};font-weight:600}}
+tr.st-changed .status{{color:#b45309;font-weight:600}}
+tr.st-unchanged{{color:{_MUTED}}}
+tr.pin-incompatible td{{background:#fdecea}}
+tr.pin-incompatible td:first-child{{box-shadow:inset 4px 0 0 {_FAIL}}}
+.badge{{display:inline-block;font-size:10.5px;font-weight:700;border-radius:3px;
+  padding:0 5px;margin-left:4px;vertical-align:1px}}
+.badge.pin{{background:#e0e7ff;color:#3730a3}}
+.badge.bad{{background:{_FAIL};color:white}}
+code{{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}}
+.table-wrap{{max-height:520px;overflow:auto}}
+footer{{color:{_MUTED};font-size:12px;text-align:center}}
+"""
+
+
+def _header(title: str, check_doc: dict[str, Any] | None, diff_doc: dict[str, Any] | None) -> str:
+    facts: list[tuple[str, str]] = []
+    if check_doc is not None:
+        ok = check_doc.get("pass")
+        verdict = ("PASS", "pass") if ok else (("FAIL", "fail") if ok is False else ("?", "none"))
+        results = check_doc.get("results") or []
+        kernels = _uniq((r.get("kernel") or {}).get("version") for r in results)
+        cpus = _uniq((r.get("kernel") or {}).get("possible_cpus") for r in results)
+        limit = check_doc.get("limit")
+        facts += [
+            ("kernel" + ("s" if len(kernels) > 1 else ""), ", ".join(map(str, kernels)) or "?"),
+            ("possible CPUs", ", ".join(map(str, cpus)) or "?"),
+            ("limit", _bytes(limit)),
+            ("budget", f"{_bytes(check_doc.get('budget'))}"
+             + (f" ({_pct(check_doc.get('max_fraction'))})"
+                if check_doc.get("max_fraction") is not None else "")),
+            ("judged at", "full maps" if check_doc.get("full") else "create"),
+        ]
+        whatif = check_doc.get("whatif") or []
+        if whatif:
+            facts.append(("what-if", "; ".join(str(w) for w in whatif)))
+    else:
+        verdict = ("DIFF", "none")
+        k = (diff_doc or {}).get("kernel") or {}
+        facts += [("kernel", str(k.get("version", "?"))),
+                  ("possible CPUs", str(k.get("possible_cpus", "?"))),
+                  ("limit", _bytes((diff_doc or {}).get("limit")))]
+    dl = "".join(f"<div><dt>{_esc(a)}</dt><dd>{_esc(b)}</dd></div>" for a, b in facts)
+    return (f'<header><h1>{_esc(title)}</h1>'
+            f'<span class="verdict {verdict[1]}" id="bpfmem-verdict">{verdict[0]}</span>'
+            f'<dl class="facts">{dl}</dl></header>')
+
+
+def _plot_div(pio: Any, fig: Any, div_id: str, height: int) -> tuple[str, str]:
+    """The div and the script line that draws ``fig`` into it (the JSON is HTML-safe)."""
+    fig_json = pio.to_json(fig, validate=True)
+    div = f'<div id="{div_id}" class="plot" style="height:{height}px"></div>'
+    js = (f"(function(){{var f={fig_json};"
+          f"Plotly.newPlot({json.dumps(div_id)},f.data,f.layout,{json.dumps(_CONFIG)});}})();")
+    return div, js
+
+
+def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
+                title: str = "bpfmem report") -> str:
+    """One self-contained HTML page for a check document, a diff document, or both."""
+    if check_doc is None and diff_doc is None:
+        raise ValueError("render_html needs a check document, a diff document, or both")
+    go, pio, get_plotlyjs = _plotly()
+    sections: list[str] = []
+    scripts: list[str] = []
+
+    if check_doc is not None:
+        results = [r for r in (check_doc.get("results") or []) if isinstance(r, dict)]
+        if results:
+            tree, shown = _treemap_figure(go, results)
+            tdiv, tjs = _plot_div(pio, tree, TREEMAP_ID, 460)
+            usage = _usage_figure(go, check_doc)
+            udiv, ujs = _plot_div(pio, usage, USAGE_ID, 460)
+            scripts += [tjs, ujs]
+            shown_r = results[shown]
+            offenders = shown_r.get("offenders") or []
+            off_html = ""
+            if offenders:
+                items = "".join(
+                    f"<li><code>{_esc(o.get('object'))}/{_esc(o.get('map'))}</code> "
+                    f"{_bytes(o.get('charged'))} ({_pct(o.get('share'))})</li>"
+                    for o in offenders[:5])
+                off_html = (f'<p class="note">largest on {_esc(_kernel_label(shown_r.get("kernel")))}'
+                            f':</p><ul class="offenders">{items}</ul>')
+            many = " Pick another kernel/CPU combination with the menu." if len(results) > 1 else ""
+            sections.append(
+                '<div class="grid">'
+                '<section class="card"><h2>Memory by object and map</h2>'
+                f'<p class="note">Cell size: memory charged when the maps are created, on '
+                f'{_esc(_kernel_label(shown_r.get("kernel")))}. Hover a cell for the map\'s '
+                f'shape, memlock and charged figures; click an object to zoom.{many}</p>'
+                f"{tdiv}</section>"
+                '<section class="card"><h2>Usage against the limit</h2>'
+                '<p class="note">Total charged per kernel and CPU count; the budget is the limit × '
+                f'max_fraction.</p>{udiv}{off_html}</section>'
+                "</div>")
+        else:
+            sections.append('<section class="card"><h2>Check</h2>'
+                            '<p class="muted">no results in the check document</p></section>')
+
+    if diff_doc is not None:
+        ddiv, djs = _plot_div(pio, _diff_totals_figure(go, diff_doc), DIFF_ID, 300)
+        scripts.append(djs)
+        old, new = diff_doc.get("old") or {}, diff_doc.get("new") or {}
+        paths = (f'<p class="note">old: {_esc(", ".join(map(str, old.get("paths") or [])) or "?")}'
+                 f' → new: {_esc(", ".join(map(str, new.get("paths") or [])) or "?")}'
+                 f' · {_esc(_kernel_label(diff_doc.get("kernel")))}</p>')
+        n_bad = sum(1 for m in diff_doc.get("maps") or [] if m.get("pin_incompatible"))
+        warn = (f'<p class="note"><span class="badge bad">pin-incompatible</span> {n_bad} pinned '
+                "map(s) cannot be reused by the new object: the loader fails or must unpin "
+                "them.</p>") if n_bad else ""
+        sections.append(
+            '<section class="card" id="bpfmem-diff"><h2>Upgrade diff</h2>'
+            f'<p class="summary" id="bpfmem-diff-summary">{_esc(_diff_summary(diff_doc))}</p>'
+            f"{paths}"
+            '<div class="grid diff">'
+            f'<div><h2>Total charged, old vs new</h2>{ddiv}</div>'
+            f'<div><h2>Maps</h2>{warn}<div class="table-wrap">{_diff_table(diff_doc)}</div></div>'
+            "</div></section>")
+
+    plotlyjs = get_plotlyjs()
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # the page may load nothing from anywhere: scripts and styles are inline only
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+        "img-src data: blob:; font-src data:; connect-src 'none'\">"
+        f"<title>{_esc(title)}</title><style>{_CSS}</style>"
+        '<script>window.PlotlyConfig={MathJaxConfig:"local"};</script>'
+        f'<script id="{PLOTLYJS_ID}">{plotlyjs}</script>'
+        "</head><body><main>"
+        f"{_header(title, check_doc, diff_doc)}"
+        f"{''.join(sections)}"
+        '<footer>bpfmem · self-contained report: works offline</footer>'
+        f"</main><script>{''.join(scripts)}</script></body></html>\n"
+    )
+
+
+def write_html(path: str | os.PathLike[str], html: str) -> None:
+    """Write ``html`` (from ``render_html``) to ``path`` as UTF-8."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html)
