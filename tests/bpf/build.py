@@ -9,6 +9,7 @@ What gets built (paths relative to the repository root):
   tests/bpf/<name>.c                  -> tests/bpf/obj/<name>.o         (-target bpfel)
   tests/bpf/hash_basic.c              -> tests/bpf/obj/hash_basic.bpfeb.o (-target bpfeb)
   src/bpfmem/examples/<name>.bpf.c    -> src/bpfmem/examples/<name>.bpf.o
+  examples/seed/<name>.bpf.c          -> examples/seed/<name>.bpf.o
   generated large_synthetic.c         -> tests/bpf/obj/large_synthetic.o
 The generated source is produced deterministically by this script (fixed seed, own
 PRNG) in a temporary directory; --check regenerates it in memory to verify its hash.
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_DIR = ROOT / "tests" / "bpf"
 OBJ_DIR = FIXTURE_DIR / "obj"
 EXAMPLE_DIR = ROOT / "src" / "bpfmem" / "examples"
+SEED_DIR = ROOT / "examples" / "seed"     # the three-release CNI story (README there)
 MANIFEST = OBJ_DIR / "MANIFEST.json"
 
 BASE_FLAGS = ["-O2", "-g"]
@@ -83,6 +85,10 @@ def example_sources() -> list[Path]:
     return sorted(EXAMPLE_DIR.glob("*.bpf.c"))
 
 
+def seed_sources() -> list[Path]:
+    return sorted(SEED_DIR.glob("*.bpf.c"))
+
+
 def planned_jobs(with_synthetic_text: bool) -> list[Job]:
     jobs: list[Job] = []
     for src in fixture_sources():
@@ -90,7 +96,7 @@ def planned_jobs(with_synthetic_text: bool) -> list[Job]:
         jobs.append(Job(rel(src), rel(OBJ_DIR / f"{name}.o"), "bpfel"))
         if name == BIG_ENDIAN_FIXTURE:
             jobs.append(Job(rel(src), rel(OBJ_DIR / f"{name}.bpfeb.o"), "bpfeb"))
-    for src in example_sources():
+    for src in example_sources() + seed_sources():
         jobs.append(Job(rel(src), rel(src.with_suffix(".o")), "bpfel"))
     syn = Job(SYNTHETIC_SOURCE_LABEL, rel(OBJ_DIR / f"{SYNTHETIC_NAME}.o"), "bpfel",
               extra=dict(SYNTHETIC_PARAMS))

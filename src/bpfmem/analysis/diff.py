@@ -21,7 +21,10 @@ def _costs(objects: list[ObjectSpec], prof, whatif) -> list[MapCost]:
 def _keyed(costs: list[MapCost], by_name: bool) -> dict[tuple[str, str], MapCost]:
     """Maps are matched by name when names are unique on both sides (an object file may be
     renamed between builds; pinned maps are global by name anyway), else by object and name."""
-    return {("", c.name) if by_name else (c.object, c.name): c for c in costs}
+    def name(c: MapCost) -> str:
+        # global data maps are named after the object file (obj.rodata): match them by section
+        return c.spec.section if c.spec.kind == "data" else c.name  # type: ignore[attr-defined]
+    return {("", name(c)) if by_name else (c.object, name(c)): c for c in costs}
 
 
 def _side(c: MapCost | None) -> dict | None:
@@ -75,7 +78,8 @@ def diff(old: list[ObjectSpec], new: list[ObjectSpec], prof: KernelProfile,
         da = (cb.charged_at_create or 0 if cb else 0) - (ca.charged_at_create or 0 if ca else 0)
         df = (cb.charged_full or 0 if cb else 0) - (ca.charged_full or 0 if ca else 0)
         obj = (cb or ca).object  # type: ignore[union-attr]
-        rows.append({"object": obj, "map": key[1], "status": status, "pinned": pinned,
+        rows.append({"object": obj, "map": (cb or ca).name,  # type: ignore[union-attr]
+                     "status": status, "pinned": pinned,
                      "pin_incompatible": incompatible, "pin_reused": reused,
                      "changes": _changes(ca.spec, cb.spec) if ca and cb else [],
                      "old": _side(ca), "new": _side(cb), "delta_at_create": da,

@@ -108,8 +108,15 @@ def _delta(n: int) -> str:
     return ("+" if n > 0 else "") + fs(n) if n else "0"
 
 
+def _map_label(doc: dict):
+    """'map' when every map comes from one object, else 'object/map'."""
+    single = len({m["object"] for m in doc["maps"]}) <= 1
+    return (lambda m: m["map"]) if single else (lambda m: f"{m['object']}/{m['map']}")
+
+
 def diff_markdown(doc: dict) -> str:
     k = doc["kernel"]
+    label = _map_label(doc)
     changed = [m for m in doc["maps"] if m["status"] != "unchanged"]
     head = (f"### bpfmem diff: maps at start {fs(doc['old']['charged_at_create'])} → "
             f"**{fs(doc['new']['charged_at_create'])}** ({_delta(doc['delta_at_create'])})")
@@ -129,7 +136,7 @@ def diff_markdown(doc: dict) -> str:
         for m in changed:
             new = m["new"] or {}
             what = m["status"] if not m["changes"] else "; ".join(m["changes"])
-            lines.append(f"| `{m['object']}/{m['map']}` | {what} | "
+            lines.append(f"| `{label(m)}` | {what} | "
                          f"{fs(new.get('charged_at_create')) if new else '—'} | {_delta(m['delta_at_create'])} | "
                          f"{fs(new.get('charged_full'))} | {_delta(m['delta_full'])} |")
     else:
@@ -162,6 +169,7 @@ def diff_table(doc: dict, out: IO[str]) -> None:
              if doc.get("limit") else "")
     console.print(f"first start after upgrading: {fs(doc['upgrade_charge'])} charged to the "
                   f"new pod{share}; {fs(doc['newly_charged'])} for new or recreated maps")
+    label = _map_label(doc)
     t = Table(box=box.SIMPLE_HEAD)
     for col, j in (("map", "left"), ("status", "left"), ("at start", "right"),
                    ("delta", "right"), ("full", "right"), ("delta", "right")):
@@ -174,7 +182,7 @@ def diff_table(doc: dict, out: IO[str]) -> None:
         status = m["status"] + (" (pin incompatible)" if m["pin_incompatible"] else "")
         if m["changes"]:
             status += ": " + "; ".join(m["changes"])
-        t.add_row(f"{m['object']}/{m['map']}", Text(status, style=style.get(m["status"], "")),
+        t.add_row(label(m), Text(status, style=style.get(m["status"], "")),
                   fs(new.get("charged_at_create")), _delta(m["delta_at_create"]),
                   fs(new.get("charged_full")), _delta(m["delta_full"]))
     console.print(t)
