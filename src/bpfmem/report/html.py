@@ -42,7 +42,7 @@ _CONFIG = {
     "plotlyServerURL": "",
     "topojsonURL": "data:,",
     "responsive": True,
-    "modeBarButtonsToRemove": ["sendDataToCloud", "lasso2d", "select2d"],
+    "displayModeBar": False,
 }
 
 _MIB = 1 << 20
@@ -100,12 +100,12 @@ def _flags(flags: Any) -> str:
     return str(flags)
 
 
-def _kernel_label(k: Any) -> str:
+def _kernel_label(k: Any, sep: str = " · ") -> str:
     if not isinstance(k, dict):
         return "?"
     ver = k.get("version") or "?"
     cpus = k.get("possible_cpus")
-    return f"{ver} · {cpus} CPU{'s' if cpus != 1 else ''}" if cpus is not None else str(ver)
+    return f"{ver}{sep}{cpus} CPU{'s' if cpus != 1 else ''}" if cpus is not None else str(ver)
 
 
 def _uniq(xs: Iterable[Any]) -> list[Any]:
@@ -252,7 +252,7 @@ def _treemap_figure(go: Any, results: list[dict[str, Any]]) -> Any:
     fig = go.Figure()
     for i, r in enumerate(results):
         fig.add_trace(_treemap_trace(go, r, visible=(i == shown)))
-    layout = _layout(height=460)
+    layout = _layout(height=540)
     if len(results) > 1:
         buttons = []
         for i in order:
@@ -278,7 +278,12 @@ def _treemap_figure(go: Any, results: list[dict[str, Any]]) -> Any:
 def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
     results = doc.get("results") or []
     limit = _num(doc.get("limit"))
-    x = [_kernel_label(r.get("kernel")) for r in results]
+    x: list[str] = []
+    for r in results:  # categories must be distinct, or plotly stacks two bars in one
+        label = _kernel_label(r.get("kernel"), "<br>")
+        while label in x:
+            label += " "
+        x.append(label)
     totals = [_mib(r.get("total")) or 0 for r in results]
     budgets = [_mib(r.get("budget", doc.get("budget"))) for r in results]
     colors = [_PASS if r.get("pass") else (_FAIL if r.get("pass") is False else _MUTED)
@@ -287,17 +292,23 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
                 for r in results]
     text = [f"{_bytes(r.get('total'))}" for r in results]
     custom = [[verdicts[i], _bytes(results[i].get("budget", doc.get("budget"))),
-               _bytes(limit), _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?"]
+               _bytes(limit), _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?",
+               _esc(_kernel_label(results[i].get("kernel")))]
               for i in range(len(results))]
     fig = go.Figure()
     fig.add_trace(go.Bar(
         x=x, y=totals, marker=dict(color=colors), text=text, textposition="outside",
-        cliponaxis=False, name="total charged", customdata=custom,
-        hovertemplate=("<b>%{x}</b>: %{customdata[0]}<br>charged %{text}"
+        cliponaxis=False, name="total charged", customdata=custom, showlegend=False,
+        hovertemplate=("<b>%{customdata[4]}</b>: %{customdata[0]}<br>charged %{text}"
                        " (%{customdata[3]} of the limit)<br>budget %{customdata[1]}"
                        "<br>limit %{customdata[2]}<extra></extra>"),
         width=0.55,
     ))
+    for name, color in (("pass", _PASS), ("fail", _FAIL)):  # legend keys for the bar colors
+        if color in colors:
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                     marker=dict(symbol="square", size=12, color=color),
+                                     hoverinfo="skip"))
     if any(b is not None for b in budgets):
         fig.add_trace(go.Scatter(
             x=x, y=budgets, mode="markers", name="budget",
@@ -319,7 +330,7 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
         margin=dict(l=60, r=10, t=30, b=50),
         yaxis=dict(title=dict(text="MiB charged"), range=[0, ymax * 1.15 or 1],
                    gridcolor=_GRID, zeroline=False),
-        xaxis=dict(type="category"),
+        xaxis=dict(type="category", tickangle=0),
         showlegend=True,
         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
         shapes=shapes, annotations=annotations, bargap=0.35,
@@ -466,8 +477,8 @@ h2{{font-size:16px;margin:0 0 4px;font-weight:600}}
 .facts div{{display:flex;flex-direction:column}}
 .facts dt{{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:{_MUTED}}}
 .facts dd{{margin:0;font-weight:600}}
-.grid{{display:grid;grid-template-columns:3fr 2fr;gap:16px}}
-.grid.diff{{grid-template-columns:1fr 2.2fr}}
+.grid{{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}}
+.grid.diff{{grid-template-columns:300px minmax(0,1fr)}}
 @media (max-width:1000px){{.grid,.grid.diff{{grid-template-columns:1fr}}}}
 section.card{{background:white;border:1px solid {_GRID};border-radius:10px;padding:14px 16px;
   margin-bottom:16px;min-width:0}}
@@ -553,7 +564,7 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
         results = [r for r in (check_doc.get("results") or []) if isinstance(r, dict)]
         if results:
             tree, shown = _treemap_figure(go, results)
-            tdiv, tjs = _plot_div(pio, tree, TREEMAP_ID, 460)
+            tdiv, tjs = _plot_div(pio, tree, TREEMAP_ID, 540)
             usage = _usage_figure(go, check_doc)
             udiv, ujs = _plot_div(pio, usage, USAGE_ID, 460)
             scripts += [tjs, ujs]
