@@ -156,14 +156,14 @@ _MAP_HOVER = (
     "memlock at create: %{customdata[4]}<br>"
     "charged at create: %{customdata[5]}<br>"
     "charged full: %{customdata[6]}<br>"
-    "%{percentRoot:.1%} of the total at create"
+    "%{percentRoot:.1%} of the total"
     "<extra></extra>"
 )
 _GROUP_HOVER = (
     "<b>%{label}</b><br>%{customdata[0]}<br>"
     "charged at create: %{customdata[5]}<br>"
     "charged full: %{customdata[6]}<br>"
-    "%{percentRoot:.1%} of the total at create"
+    "%{percentRoot:.1%} of the total"
     "<extra></extra>"
 )
 
@@ -175,8 +175,20 @@ def _shade(t: float) -> str:
     return "rgb({},{},{})".format(*(round(a + (b - a) * t) for a, b in zip(lo, hi)))
 
 
-def _treemap_trace(go: Any, result: dict[str, Any], visible: bool) -> Any:
-    """One cell per map, grouped by object, under one root; sizes: charged at create."""
+_MEASURES = ("charged_at_create", "charged_full", "memlock_at_create", "memlock_full")
+
+
+def _measure(doc: dict[str, Any]) -> str:
+    """The figure a check judged (``measure``): charged at create unless told otherwise."""
+    m = doc.get("measure")
+    if m in _MEASURES:
+        return m
+    return "charged_full" if doc.get("full") is True else "charged_at_create"
+
+
+def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
+                   measure: str = "charged_at_create") -> Any:
+    """One cell per map, grouped by object, under one root; sizes: ``measure``."""
     ids, labels, parents, values, custom, hover, colors = [], [], [], [], [], [], []
     kinds: list[str] = []
 
@@ -201,7 +213,7 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool) -> Any:
         osum = ofull = 0
         full_known = True
         for mi, m in enumerate(maps):
-            value = max(_num(m.get("charged_at_create")) or 0, 0)
+            value = max(_num(m.get(measure)) or 0, 0)
             osum += value
             if _num(m.get("charged_full")) is None:
                 full_known = False
@@ -209,8 +221,10 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool) -> Any:
                 ofull += m["charged_full"]
             ks, vs = m.get("key_size"), m.get("value_size")
             me = _num(m.get("max_entries"))
+            count = _num(m.get("count"))
             add(f"{oid}/m{mi}", str(m.get("name") or f"map {mi}"), oid, value, [
-                _esc(m.get("type") or "?"),
+                _esc(m.get("type") or "?") + (f" (× {count:g}: figures for all)"
+                                               if count is not None and count != 1 else ""),
                 f"{ks if ks is not None else '?'} / {vs if vs is not None else '?'}",
                 f"{me:,}" if me is not None else "?",
                 _esc(_flags(m.get("flags"))),
@@ -219,12 +233,20 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool) -> Any:
                 _bytes(m.get("charged_full")),
             ], _MAP_HOVER, "map")
         values[oidx] = osum
+        ocreate = sum(_num(m.get("charged_at_create")) or 0 for m in maps)
         custom[oidx] = [_esc(f"{obj.get('path') or oname} · {len(maps)} map"
                              f"{'' if len(maps) == 1 else 's'}"),
-                        "", "", "", "", _bytes(osum), _bytes(ofull if full_known else None)]
+                        "", "", "", "", _bytes(ocreate), _bytes(ofull if full_known else None)]
     values[root_idx] = sum(v for v, k in zip(values, kinds) if k == "object")
+    all_maps = [m for o in result.get("objects") or [] for m in o.get("maps") or []
+                if isinstance(m, dict)]
+
+    def total(field: str) -> int | None:
+        vals = [_num(m.get(field)) for m in all_maps]
+        return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
+
     custom[root_idx] = [_esc(_kernel_label(result.get("kernel"))), "", "", "", "",
-                        _bytes(values[root_idx]), _bytes(result.get("total_full"))]
+                        _bytes(total("charged_at_create")), _bytes(total("charged_full"))]
     top = max([v for v, k in zip(values, kinds) if k == "map"] + [1])
     for v, k in zip(values, kinds):
         colors.append(_shade(v / top) if k == "map" else ("#eef1f5" if k == "object" else "white"))
@@ -246,12 +268,13 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool) -> Any:
     )
 
 
-def _treemap_figure(go: Any, results: list[dict[str, Any]]) -> Any:
+def _treemap_figure(go: Any, results: list[dict[str, Any]],
+                    measure: str = "charged_at_create") -> Any:
     order = sorted(range(len(results)), key=lambda i: _result_rank(results[i]))
     shown = order[0]
     fig = go.Figure()
     for i, r in enumerate(results):
-        fig.add_trace(_treemap_trace(go, r, visible=(i == shown)))
+        fig.add_trace(_treemap_trace(go, r, visible=(i == shown), measure=measure))
     layout = _layout(height=540)
     if len(results) > 1:
         buttons = []
@@ -292,7 +315,8 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
                 for r in results]
     text = [f"{_bytes(r.get('total'))}" for r in results]
     custom = [[verdicts[i], _bytes(results[i].get("budget", doc.get("budget"))),
-               _bytes(limit), _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?",
+               _bytes(results[i].get("limit", limit)),
+               _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?",
                _esc(_kernel_label(results[i].get("kernel")))]
               for i in range(len(results))]
     fig = go.Figure()
@@ -339,6 +363,13 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
 
 
 # --- (c) diff -----------------------------------------------------------------------------------
+
+_MEASURE_TEXT = {
+    "charged_at_create": "memory charged when the maps are created",
+    "charged_full": "memory charged when every map is full",
+    "memlock_at_create": "memlock when the maps are created",
+    "memlock_full": "memlock when every map is full",
+}
 
 _STATUS_ORDER = {"added": 0, "changed": 1, "removed": 2, "unchanged": 3}
 
@@ -427,6 +458,8 @@ def _diff_table(doc: dict[str, Any]) -> str:
         badges = ""
         if m.get("pinned"):
             badges += ' <span class="badge pin">pinned</span>'
+        if m.get("pin_reused"):
+            badges += ' <span class="badge pin">reused</span>'
         if m.get("pin_incompatible"):
             cls.append("pin-incompatible")
             badges += ' <span class="badge bad">pin-incompatible</span>'
@@ -451,6 +484,27 @@ def _diff_table(doc: dict[str, Any]) -> str:
         body.append('<tr><td colspan="11" class="muted">no maps</td></tr>')
     return (f'<table class="diff" id="bpfmem-diff-table"><thead>{head}</thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def _diff_counts(doc: dict[str, Any]) -> str:
+    """Per status: how many maps, and what they add up to at create."""
+    rows = []
+    maps = [m for m in doc.get("maps") or [] if isinstance(m, dict)]
+    for status in ("added", "changed", "removed", "unchanged"):
+        ms = [m for m in maps if m.get("status") == status]
+        if not ms:
+            continue
+        d = sum(_num(m.get("delta_at_create")) or 0 for m in ms)
+        rows.append(f'<tr class="st-{status}"><td><span class="status">{status}</span></td>'
+                    f"<td class=num>{len(ms)}</td>"
+                    f'<td class="num {_sign_cls(d)}">{_delta(d)}</td></tr>')
+    total = doc.get("delta_at_create")
+    if total is None and maps:
+        total = sum(_num(m.get("delta_at_create")) or 0 for m in maps)
+    rows.append(f'<tr class="total"><td>all maps</td><td class=num>{len(maps)}</td>'
+                f'<td class="num {_sign_cls(_num(total))}">{_delta(total)}</td></tr>')
+    return ('<table class="diff counts"><thead><tr><th>status</th><th class=num>maps</th>'
+            f'<th class=num>Δ at create</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 def _sign_cls(n: float | None) -> str:
@@ -478,7 +532,9 @@ h2{{font-size:16px;margin:0 0 4px;font-weight:600}}
 .facts dt{{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:{_MUTED}}}
 .facts dd{{margin:0;font-weight:600}}
 .grid{{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:16px}}
-.grid.diff{{grid-template-columns:300px minmax(0,1fr)}}
+.grid.diff{{grid-template-columns:380px minmax(0,1fr);margin-bottom:14px}}
+table.diff.counts{{width:auto;min-width:340px;font-size:13.5px;margin-bottom:10px}}
+table.counts tr.total td{{font-weight:700;border-top:2px solid {_GRID}}}
 @media (max-width:1000px){{.grid,.grid.diff{{grid-template-columns:1fr}}}}
 section.card{{background:white;border:1px solid {_GRID};border-radius:10px;padding:14px 16px;
   margin-bottom:16px;min-width:0}}
@@ -487,6 +543,7 @@ section.card{{background:white;border:1px solid {_GRID};border-radius:10px;paddi
 .summary{{font-size:15px;font-weight:600;margin:4px 0 10px;padding:8px 12px;
   background:#fff8e6;border-left:4px solid #f59e0b;border-radius:4px}}
 .offenders{{margin:6px 0 0;padding-left:18px;font-size:13px}}
+.fails li{{color:{_FAIL}}}
 table.diff{{border-collapse:collapse;width:100%;font-size:12.5px}}
 table.diff th,table.diff td{{padding:5px 7px;border-bottom:1px solid {_GRID};text-align:left;
   vertical-align:top}}
@@ -504,7 +561,7 @@ tr.pin-incompatible td:first-child{{box-shadow:inset 4px 0 0 {_FAIL}}}
 .badge.pin{{background:#e0e7ff;color:#3730a3}}
 .badge.bad{{background:{_FAIL};color:white}}
 code{{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}}
-.table-wrap{{max-height:520px;overflow:auto}}
+.table-wrap{{max-height:640px;overflow:auto}}
 footer{{color:{_MUTED};font-size:12px;text-align:center}}
 """
 
@@ -563,7 +620,8 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
     if check_doc is not None:
         results = [r for r in (check_doc.get("results") or []) if isinstance(r, dict)]
         if results:
-            tree, shown = _treemap_figure(go, results)
+            measure = _measure(check_doc)
+            tree, shown = _treemap_figure(go, results, measure)
             tdiv, tjs = _plot_div(pio, tree, TREEMAP_ID, 540)
             usage = _usage_figure(go, check_doc)
             udiv, ujs = _plot_div(pio, usage, USAGE_ID, 460)
@@ -578,17 +636,29 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
                     for o in offenders[:5])
                 off_html = (f'<p class="note">largest on {_esc(_kernel_label(shown_r.get("kernel")))}'
                             f':</p><ul class="offenders">{items}</ul>')
+            unsized = [f"{o.get('name') or '?'}/{m.get('name') or '?'}"
+                       for o in shown_r.get("objects") or [] for m in o.get("maps") or []
+                       if isinstance(m, dict) and _num(m.get(measure)) is None]
+            unsized_html = (f'<p class="note">not sized (unknown to the model): '
+                            f'{_esc(", ".join(unsized))}</p>') if unsized else ""
+            fails = _uniq(f for r in results for f in (r.get("failures") or []))
+            fails_html = ""
+            if fails:
+                items = "".join(f"<li>{_esc(f)}</li>" for f in fails[:20])
+                more = f"<li>… and {len(fails) - 20} more</li>" if len(fails) > 20 else ""
+                fails_html = (f'<p class="note">failures:</p><ul class="offenders fails">'
+                              f"{items}{more}</ul>")
             many = " Pick another kernel/CPU combination with the menu." if len(results) > 1 else ""
             sections.append(
                 '<div class="grid">'
                 '<section class="card"><h2>Memory by object and map</h2>'
-                f'<p class="note">Cell size: memory charged when the maps are created, on '
+                f'<p class="note">Cell size: {_MEASURE_TEXT[measure]}, on '
                 f'{_esc(_kernel_label(shown_r.get("kernel")))}. Hover a cell for the map\'s '
                 f'shape, memlock and charged figures; click an object to zoom.{many}</p>'
-                f"{tdiv}</section>"
+                f"{tdiv}{unsized_html}</section>"
                 '<section class="card"><h2>Usage against the limit</h2>'
                 '<p class="note">Total charged per kernel and CPU count; the budget is the limit × '
-                f'max_fraction.</p>{udiv}{off_html}</section>'
+                f'max_fraction.</p>{udiv}{fails_html}{off_html}</section>'
                 "</div>")
         else:
             sections.append('<section class="card"><h2>Check</h2>'
@@ -611,8 +681,9 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
             f"{paths}"
             '<div class="grid diff">'
             f'<div><h2>Total charged, old vs new</h2>{ddiv}</div>'
-            f'<div><h2>Maps</h2>{warn}<div class="table-wrap">{_diff_table(diff_doc)}</div></div>'
-            "</div></section>")
+            f'<div><h2>What changed</h2>{_diff_counts(diff_doc)}{warn}</div>'
+            "</div>"
+            f'<h2>Maps</h2><div class="table-wrap">{_diff_table(diff_doc)}</div></section>')
 
     plotlyjs = get_plotlyjs()
     return (
