@@ -46,11 +46,7 @@ def fill_specs() -> list[MapShape]:
     return out
 
 
-@pytest.fixture(scope="module")
-def measured():
-    from bpfmem.host import probe as hp
-    specs = fill_specs()
-    prof = host_profile()
+def _probe_specs(specs, prof):
     d = []
     for i, s in enumerate(specs):
         cap = estimate(s, prof).capacity
@@ -58,9 +54,21 @@ def measured():
                   "value_size": s.value_size, "max_entries": s.max_entries,
                   "map_flags": s.map_flags, "map_extra": s.map_extra,
                   "fills": [cap // 2, cap] if cap else []})
-    header, results = hp.run_local(d, "v1")
+    return d
+
+
+def _measure(specs, prof):
+    from bpfmem.host import probe as hp
+    header, results = hp.run_local(_probe_specs(specs, prof), "v1")
     by_id = {r["id"]: r for r in results if "id" in r}
-    return prof, header, [(s, by_id[f"s{i}"]) for i, s in enumerate(specs)]
+    return header, [(s, by_id[f"s{i}"]) for i, s in enumerate(specs)]
+
+
+@pytest.fixture(scope="module")
+def measured():
+    prof = host_profile()
+    header, pairs = _measure(fill_specs(), prof)
+    return prof, header, pairs
 
 
 def test_memlock_with_entries_is_exact(measured):
@@ -95,10 +103,7 @@ def test_entries_really_went_in(measured):
         assert f["inserted"] == f["n"] or f["errno"], (shape, f)
 
 
-def test_charge_within_tolerance(measured):
-    prof, header, pairs = measured
-    if header.get("counter") is None:
-        pytest.skip("no memory cgroup counter on this host")
+def _charge_misses(pairs, prof):
     bad, checked, noisy = [], 0, 0
     for shape, r in pairs:
         fp = estimate(shape, prof)
@@ -118,6 +123,20 @@ def test_charge_within_tolerance(measured):
             hi = e.charged + e.charged_tolerance + (e.charged_slack if n else 0)
             if not lo <= got <= hi:
                 bad.append((shape, n, got, e.charged, got - e.charged))
+    return bad, checked, noisy
+
+
+def test_charge_within_tolerance(measured):
+    prof, header, pairs = measured
+    if header.get("counter") is None:
+        pytest.skip("no memory cgroup counter on this host")
+    bad, checked, noisy = _charge_misses(pairs, prof)
+    if bad:
+        # Deferred frees of other work on the machine can land in a reading: measure the
+        # shapes that missed once more, alone, before calling it a model error.
+        again = list(dict.fromkeys(b[0] for b in bad))
+        _header, pairs2 = _measure(again, prof)
+        bad, _c, _n = _charge_misses(pairs2, prof)
     assert checked >= 100
     assert noisy <= checked // 10, f"{noisy} unusable readings of {checked}"
     assert not bad, "\n".join(map(str, bad))
