@@ -203,3 +203,19 @@ def test_maps_whatif_shows_before_and_after(capsys):
     assert "no_prealloc" in route["flags"] and metrics["count"] == 10
     assert o["memory"]["charged_at_create"] < o["memory_before"]["charged_at_create"]
     assert o["unmatched_settings"] == ["no_such_map.count=2"]
+
+
+def test_check_whatif_before_and_after(capsys):
+    rc, out, _ = run(capsys, "check", EXAMPLE, "--limit", "1Gi", "--kernel", "6.18", "--cpus",
+                     "2", "--set", "service_route_table.flags+=no_prealloc", "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert r["total_before_whatif"] > r["total"]
+    rc, out, _ = run(capsys, "check", EXAMPLE, "--limit", "1Gi", "--format", "json")
+    assert json.loads(out)["results"][0]["total_before_whatif"] is None
+
+
+def test_maps_markdown(capsys):
+    rc, out, _ = run(capsys, "maps", EXAMPLE, "--format", "markdown", "--kernel", "6.18",
+                     "--cpus", "2", "--set", "service_*.flags+=no_prealloc")
+    assert rc == 0 and "| `conntrack_table` | hash |" in out and "**total**" in out
+    assert "refused by the kernel" in out and "what-if" in out

@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("objects", nargs="*", metavar="OBJ",
                    help="compiled BPF object(s) (clang -target bpf -g); "
                         "default: the bundled example")
-    m.add_argument("--format", choices=("table", "json"), default="table",
+    m.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="output format (default: table)")
     _add_kernel_args(m)
     _add_whatif_args(m)
@@ -235,6 +235,9 @@ def cmd_maps(args: argparse.Namespace) -> int:
     doc = report.build_maps_report(objects, errors, profile=profile, whatif=whatif)
     if args.format == "json":
         report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
+    elif args.format == "markdown":
+        from .report.gate import render
+        render(doc, "markdown", sys.stdout)
     else:
         report.render_table(doc, sys.stdout, width=args.width)
     return EXIT_ERROR if errors else EXIT_OK

@@ -49,6 +49,9 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
                     failures.append(f"{o.name}/{c.name}: the kernel refuses this map "
                                     f"({c.footprint.rejected})")
         grand = sum(x["total"] for x in objs)
+        before = None
+        if whatif:
+            before = sum(total(object_costs(o, prof, None), what)[0] for o in objects)
         for o in objs:
             for m in o["maps"]:
                 v = m[what]
@@ -65,7 +68,8 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
         ranked = sorted(((m[what] or 0, o["name"], m["name"]) for o in objs for m in o["maps"]),
                         reverse=True)[:top]
         results.append({
-            "kernel": prof.describe(), "total": grand, "budget": budget.budget,
+            "kernel": prof.describe(), "total": grand, "total_before_whatif": before,
+            "budget": budget.budget,
             "limit": budget.limit, "share_of_limit": grand / budget.limit if budget.limit else 0,
             "pass": not failures, "failures": failures, "objects": objs,
             "offenders": [{"object": on, "map": mn, "charged": v,

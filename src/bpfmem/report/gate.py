@@ -24,9 +24,13 @@ def check_markdown(doc: dict) -> str:
              f"{'full' if doc['full'] else 'start'} ({worst['share_of_limit']:.0%} of the "
              f"{fs(doc['limit'])} limit; budget {fs(doc['budget'])} = "
              f"{doc['max_fraction']:g} of it), worst case {_kernel(worst['kernel'])}.", ""]
-    lines += ["| kernel | CPUs | maps charge | budget | verdict |", "|---|---:|---:|---:|---|"]
+    whatif = bool(doc["whatif"])
+    lines += ["| kernel | CPUs | " + ("before what-if | " if whatif else "") +
+              "maps charge | budget | verdict |",
+              "|---|---:|" + ("---:|" if whatif else "") + "---:|---:|---|"]
     for r in doc["results"]:
-        lines.append(f"| {r['kernel']['version']} | {r['kernel']['possible_cpus']} | "
+        before = f"{fs(r.get('total_before_whatif'))} | " if whatif else ""
+        lines.append(f"| {r['kernel']['version']} | {r['kernel']['possible_cpus']} | {before}"
                      f"{fs(r['total'])} | {fs(r['budget'])} | "
                      f"{'pass' if r['pass'] else '**fail**'} |")
     lines += ["", "| top maps | charge | share |", "|---|---:|---:|"]
@@ -99,6 +103,9 @@ def check_table(doc: dict, out: IO[str]) -> None:
         console.print(t)
         for f in r["failures"]:
             console.print(Text(f"  - {f}", style="red"))
+        if r.get("total_before_whatif") is not None:
+            console.print(Text(f"  what-if: {fs(r['total_before_whatif'])} before -> "
+                               f"{fs(r['total'])} after", style="yellow"))
     if doc["whatif"]:
         console.print(Text("what-if: " + "; ".join(doc["whatif"]), style="yellow"))
 
@@ -188,9 +195,46 @@ def diff_table(doc: dict, out: IO[str]) -> None:
     console.print(t)
 
 
+def maps_markdown(doc: dict) -> str:
+    """The ``maps`` document as markdown: per object, its maps and their memory."""
+    lines = []
+    k = doc.get("kernel")
+    for o in doc["objects"]:
+        lines.append(f"### {o['path'] or o['name']}: {len(o['maps'])} maps"
+                     + (f" (Linux {k['version']}, {k['possible_cpus']} CPUs)" if k else ""))
+        mem = "memory" in o
+        lines += ["", "| map | type | key | value | max_entries | flags" +
+                  (" | memlock | charged | full |" if mem else " |"),
+                  "|---|---|---:|---:|---:|---" + ("|---:|---:|---:|" if mem else "|")]
+        for m in o["maps"]:
+            row = (f"| `{m['name']}` | {m['type']} | {m['key_size']} | {m['value_size']} | "
+                   f"{m['max_entries']:,} | {' '.join(m['flags']) or '-'}")
+            if mem:
+                x = m["memory"]
+                row += (" | refused by the kernel | | |" if x.get("rejected") else
+                        f" | {fs(x['memlock_at_create'])} | {fs(x['charged_at_create'])} | "
+                        f"{fs(x['charged_full'])} |")
+            lines.append(row + ("" if mem else " |"))
+        if mem:
+            t = o["memory"]
+            lines.append(f"| **total** | | | | | | {fs(t['memlock_at_create'])} | "
+                         f"**{fs(t['charged_at_create'])}** | {fs(t['charged_full'])} |")
+            if "memory_before" in o:
+                b = o["memory_before"]
+                lines += ["", f"what-if ({'; '.join(doc.get('whatif', []))}): charged at create "
+                          f"{fs(b['charged_at_create'])} → {fs(t['charged_at_create'])}"]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def render(doc: dict, fmt: str, out: IO[str]) -> None:
     """Any document, any format."""
     kind = doc["schema"].split("/")[1]
+    if kind == "maps":
+        if fmt != "markdown":
+            raise ValueError(f"maps renders {fmt} elsewhere")
+        out.write(maps_markdown(doc))
+        return
     if fmt == "json":
         out.write(json.dumps(doc, indent=2) + "\n")
     elif fmt == "markdown":
