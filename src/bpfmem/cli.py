@@ -317,7 +317,6 @@ def _expand(pattern: str) -> list[str]:
 def cmd_check(args: argparse.Namespace) -> int:
     from . import api
     from .analysis.quantity import parse_size
-    from .errors import BpfmemError
 
     try:
         cfg = _config(args)
@@ -338,12 +337,6 @@ def cmd_check(args: argparse.Namespace) -> int:
             object_limits=cfg.object_limits, map_caps=cfg.map_caps)
     except ValueError as e:
         raise _Usage(str(e)) from None
-    except BpfmemError as e:
-        _fail(str(e))
-        return EXIT_ERROR
-    except OSError as e:
-        _fail(f"{e.filename}: {e.strerror}")
-        return EXIT_ERROR
     _emit(doc, args)
     return EXIT_OK if doc["pass"] else EXIT_ERROR
 
@@ -351,7 +344,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import api
     from .analysis.quantity import parse_size
-    from .errors import BpfmemError
 
     try:
         cfg = _config(args)
@@ -360,30 +352,16 @@ def cmd_diff(args: argparse.Namespace) -> int:
                                cpus=args.cpus, whatif=_whatif(args, cfg), limit=limit)
     except ValueError as e:
         raise _Usage(str(e)) from None
-    except BpfmemError as e:
-        _fail(str(e))
-        return EXIT_ERROR
-    except OSError as e:
-        _fail(f"{e.filename}: {e.strerror}")
-        return EXIT_ERROR
     _emit(doc, args)
     return EXIT_OK
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
-    from .errors import BpfmemError
     from .report import measure as report
 
-    try:
-        prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
-                                               fill=args.fill, cpus=args.cpus)
-    except BpfmemError as e:
-        _fail(str(e))
-        return EXIT_ERROR
-    except OSError as e:
-        _fail(f"{args.object}: {e.strerror or e}")
-        return EXIT_ERROR
+    prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
+                                           fill=args.fill, cpus=args.cpus)
     doc = report.build_measure_report(args.object, prof, comparisons)
     if args.format == "json":
         report.render_json(doc, sys.stdout)
@@ -402,6 +380,7 @@ def _open_in(path: str):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .errors import BpfmemError
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -421,6 +400,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as e:
         print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BpfmemError as e:     # the one place errors become one-line messages
+        _fail(str(e))
+        return EXIT_ERROR
+    except OSError as e:
+        _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror or e))
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("bpfmem: interrupted", file=sys.stderr)
         return 130

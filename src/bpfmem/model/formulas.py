@@ -310,8 +310,8 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
     era = prof.charge_era
     if era == CHARGE_NONE:
         return 0
-    s, c, m, k, v, page = (prof.sizes, prof.possible_cpus, effective_max_entries(sh, prof),
-                           sh.key_size, sh.value_size, prof.page_size)
+    s, c, m, v, page = (prof.sizes, prof.possible_cpus, effective_max_entries(sh, prof),
+                        sh.value_size, prof.page_size)
     t = sh.type
     area = lambda size: area_charge(size, page)  # noqa: E731
     if t in HASHES:

@@ -128,7 +128,6 @@ def host_possible_cpus(root: str = "/") -> int:
 
 def host_profile(root: str = "/") -> KernelProfile:
     """This machine's kernel, with struct sizes read from its BTF when it has one."""
-    from .structs import sizes_from_btf
     release = parse_release(platform.release())
     cpus = host_possible_cpus(root)
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

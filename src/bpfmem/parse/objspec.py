@@ -611,12 +611,6 @@ class _ObjectParser:
         if kconfig_map is not None and self.btf is not None:
             ds = self.btf.datasec(".kconfig")
             kconfig_names = {self.btf.type(v.type).name for v in self.btf.type(ds).secinfos}  # type: ignore[arg-type]
-        btf_maps_by_off: dict[int, int] = {}
-        btf_map_ranges: list[tuple[int, int, int]] = []
-        if self.maps_idx is not None:
-            for i, (sidx, off) in enumerate(self.map_origin):
-                if sidx == self.maps_idx:
-                    btf_maps_by_off[off] = i
 
         # refs[(shndx, func offset)] = (set of map indexes, set of called .text offsets)
         refs: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
