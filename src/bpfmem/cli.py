@@ -100,8 +100,16 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bpfmem",
-        description="What eBPF maps cost in memory: read compiled BPF objects and list the "
-                    "maps a loader creates.",
+        description="What eBPF maps cost in memory, before the kernel charges it: read compiled "
+                    "BPF objects, model the kernel's accounting, measure real maps, gate CI.",
+        epilog="""start here:
+  bpfmem maps agent.bpf.o                      maps, programs and what they cost
+  bpfmem check build/*.o --limit 128Mi         does it fit the pod? (exit 1 if not)
+  bpfmem diff old.o new.o --format markdown    what a release changes, as a PR comment
+  bpfmem estimate --type lru_hash --key-size 16 --value-size 40 --max-entries 65536
+  bpfmem measure agent.bpf.o                   the kernel's own figures (root)
+  bpfmem COMMAND --help                        more on each
+""",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"bpfmem {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
