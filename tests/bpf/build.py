@@ -15,7 +15,10 @@ The generated source is produced deterministically by this script (fixed seed, o
 PRNG) in a temporary directory; --check regenerates it in memory to verify its hash.
 
 MANIFEST.json records the clang version, the flags, and for every object its source
-path, source sha256 and object sha256.  Absolute paths never reach the objects:
+path, source sha256 and object sha256.  A source that pulls in local headers with
+`#include "..."` (the seed releases share examples/seed/cni_seed.h) also gets an
+"includes" list: every such header, followed recursively, with its own sha256, so
+--check notices an edited header as well as an edited source.  Absolute paths never reach the objects:
 -fdebug-prefix-map rewrites the build directory so the DWARF/BTF line info is the same
 wherever the repository is checked out.
 
@@ -30,6 +33,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,6 +77,36 @@ def sha256_file(p: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+
+
+def local_includes(src: Path) -> list[Path]:
+    """Headers a source pulls in with #include "...", recursively, in first-seen order.
+
+    Only quoted includes that resolve next to the including file (as clang looks first)
+    are followed; <system> headers belong to the toolchain, not to the repository.
+    """
+    seen: list[Path] = []
+    todo = [src]
+    while todo:
+        cur = todo.pop(0)
+        try:
+            text = cur.read_bytes()
+        except OSError:
+            continue
+        for m in _LOCAL_INCLUDE.finditer(text):
+            inc = (cur.parent / m.group(1).decode()).resolve()
+            if inc.is_file() and inc != src.resolve() and inc not in seen:
+                seen.append(inc)
+                todo.append(inc)
+    return seen
+
+
+def include_entries(source: str) -> list[dict]:
+    """[{"path", "sha256"}] for the local headers of a repo-relative source."""
+    return [{"path": rel(h), "sha256": sha256_file(h)} for h in local_includes(ROOT / source)]
 
 
 # --------------------------------------------------------------------------- jobs
@@ -212,6 +246,10 @@ def build(clang: str, jobs_n: int) -> int:
             "object_sha256": sha256_file(ROOT / j.obj),
             "object_size": (ROOT / j.obj).stat().st_size,
         }
+        if j.source_text is None:
+            includes = include_entries(j.source)
+            if includes:
+                entry["includes"] = includes
         if j.extra:
             entry["generator"] = j.extra
         manifest["objects"].append(entry)
@@ -253,8 +291,19 @@ def check() -> int:
             p = ROOT / src
             if not p.is_file():
                 problems.append(f"{obj}: source {src} missing")
-            elif sha256_file(p) != e["source_sha256"]:
-                problems.append(f"{obj}: source {src} changed since the build; rebuild")
+            else:
+                if sha256_file(p) != e["source_sha256"]:
+                    problems.append(f"{obj}: source {src} changed since the build; rebuild")
+                recorded = {i["path"]: i["sha256"] for i in e.get("includes", [])}
+                current = {i["path"]: i["sha256"] for i in include_entries(src)}
+                for h in sorted(set(recorded) | set(current)):
+                    if h not in current:
+                        problems.append(f"{obj}: header {h} no longer included (or missing); "
+                                        "rebuild")
+                    elif h not in recorded:
+                        problems.append(f"{obj}: header {h} not in manifest; rebuild")
+                    elif current[h] != recorded[h]:
+                        problems.append(f"{obj}: header {h} changed since the build; rebuild")
         o = ROOT / obj
         if not o.is_file():
             problems.append(f"{obj}: object missing")
