@@ -1,0 +1,216 @@
+"""Decode BPF instructions: every class, the 16-byte ``ld_imm64``, atomics, pseudo sources, and
+calls to helpers, kfuncs and BPF subprograms.
+
+Plain data over the 8-byte encoding (``struct bpf_insn``: code, dst_reg:4, src_reg:4, off,
+imm). In a big-endian object the two register nibbles are swapped.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..errors import ParseError
+from .helpers import helper_name
+from .reader import packer
+
+# instruction classes (code & 0x07)
+LD, LDX, ST, STX, ALU, JMP, JMP32, ALU64 = range(8)
+CLASS_NAMES = ("ld", "ldx", "st", "stx", "alu", "jmp", "jmp32", "alu64")
+# sizes (code & 0x18) and modes (code & 0xe0) for loads and stores
+SIZE_BYTES = {0x00: 4, 0x08: 2, 0x10: 1, 0x18: 8}
+MODE_IMM, MODE_ABS, MODE_IND, MODE_MEM, MODE_MEMSX, MODE_ATOMIC = 0x00, 0x20, 0x40, 0x60, \
+    0x80, 0xC0
+# ALU ops (code & 0xf0)
+ALU_OPS = {0x00: "add", 0x10: "sub", 0x20: "mul", 0x30: "div", 0x40: "or", 0x50: "and",
+           0x60: "lsh", 0x70: "rsh", 0x80: "neg", 0x90: "mod", 0xA0: "xor", 0xB0: "mov",
+           0xC0: "arsh", 0xD0: "end"}
+# JMP ops (code & 0xf0)
+JMP_OPS = {0x00: "ja", 0x10: "jeq", 0x20: "jgt", 0x30: "jge", 0x40: "jset", 0x50: "jne",
+           0x60: "jsgt", 0x70: "jsge", 0x80: "call", 0x90: "exit", 0xA0: "jlt", 0xB0: "jle",
+           0xC0: "jslt", 0xD0: "jsle", 0xE0: "jcond"}
+# atomic ops (imm of BPF_STX | BPF_ATOMIC)
+ATOMIC_OPS = {0x00: "add", 0x40: "or", 0x50: "and", 0xA0: "xor", 0x01: "fetch_add",
+              0x41: "fetch_or", 0x51: "fetch_and", 0xA1: "fetch_xor", 0xE1: "xchg",
+              0xF1: "cmpxchg", 0x100: "load_acquire", 0x110: "store_release"}
+# src_reg of BPF_CALL
+PSEUDO_HELPER, PSEUDO_CALL, PSEUDO_KFUNC_CALL = 0, 1, 2
+# src_reg of ld_imm64
+PSEUDO_IMM, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE, PSEUDO_BTF_ID, PSEUDO_FUNC, PSEUDO_MAP_IDX, \
+    PSEUDO_MAP_IDX_VALUE = range(7)
+
+CALL = 0x85     # BPF_JMP | BPF_CALL
+EXIT = 0x95     # BPF_JMP | BPF_EXIT
+LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
+
+_MAX_REG = 10
+
+
+class Insn(NamedTuple):
+    """One instruction. ``index`` counts 8-byte slots (an ld_imm64 takes two); ``imm64`` is
+    the 64-bit immediate of an ld_imm64, else ``imm``."""
+
+    index: int
+    code: int
+    dst: int
+    src: int
+    off: int
+    imm: int
+    imm64: int
+
+    @property
+    def cls(self) -> int:
+        return self.code & 0x07
+
+    @property
+    def slots(self) -> int:
+        return 2 if self.code == LD_IMM64 else 1
+
+    @property
+    def is_ld_imm64(self) -> bool:
+        return self.code == LD_IMM64
+
+    @property
+    def is_call(self) -> bool:
+        return self.code == CALL
+
+    @property
+    def is_helper_call(self) -> bool:
+        return self.code == CALL and self.src == PSEUDO_HELPER
+
+    @property
+    def is_kfunc_call(self) -> bool:
+        return self.code == CALL and self.src == PSEUDO_KFUNC_CALL
+
+    @property
+    def is_bpf_call(self) -> bool:
+        """A bpf-to-bpf call; its target is ``index + imm + 1``."""
+        return self.code == CALL and self.src == PSEUDO_CALL
+
+    @property
+    def is_exit(self) -> bool:
+        return self.code == EXIT
+
+    @property
+    def is_jump(self) -> bool:
+        """A branch or goto (not call, not exit)."""
+        c = self.cls
+        return c in (JMP, JMP32) and self.code not in (CALL, EXIT)
+
+    @property
+    def is_conditional(self) -> bool:
+        return self.is_jump and (self.code & 0xF0) != 0x00
+
+    @property
+    def jump_target(self) -> int:
+        """Slot index a jump goes to (``gotol`` in JMP32|JA uses imm)."""
+        if self.cls == JMP32 and (self.code & 0xF0) == 0x00:
+            return self.index + self.imm + 1
+        return self.index + self.off + 1
+
+    @property
+    def is_store(self) -> bool:
+        """A write to memory: ST/STX MEM, or an atomic that writes."""
+        c = self.cls
+        if c == ST:
+            return (self.code & 0xE0) == MODE_MEM
+        if c == STX:
+            mode = self.code & 0xE0
+            return mode == MODE_MEM or (mode == MODE_ATOMIC and self.imm != 0x100)
+        return False
+
+    @property
+    def is_load(self) -> bool:
+        return self.cls == LDX and (self.code & 0xE0) in (MODE_MEM, MODE_MEMSX)
+
+    @property
+    def mem_size(self) -> int:
+        return SIZE_BYTES[self.code & 0x18]
+
+    @property
+    def helper(self) -> str | None:
+        return helper_name(self.imm) if self.is_helper_call else None
+
+    def __str__(self) -> str:
+        return disassemble(self)
+
+
+def decode(data: bytes | memoryview, *, little: bool = True, section: str = "code",
+           base: int = 0) -> list[Insn]:
+    """All instructions of a code section (or a program's bytes).
+
+    Raises :class:`ParseError` when the bytes are not whole instructions, when an ld_imm64 is
+    cut short, or when a register number is out of range (the kernel rejects both).
+    """
+    n = len(data)
+    if n % 8:
+        raise ParseError(f"{n} bytes is not a whole number of 8-byte instructions",
+                         section=section, offset=base + n - n % 8)
+    unpack = packer("<" if little else ">", "BBhi").iter_unpack
+    raw = list(unpack(data))
+    out: list[Insn] = []
+    append = out.append
+    i = 0
+    count = len(raw)
+    while i < count:
+        code, regs, off, imm = raw[i]
+        if little:
+            dst, src = regs & 0xF, regs >> 4
+        else:
+            dst, src = regs >> 4, regs & 0xF
+        if dst > _MAX_REG or src > _MAX_REG:
+            raise ParseError(f"instruction {i}: register r{max(dst, src)} does not exist",
+                             section=section, offset=base + 8 * i)
+        if code == LD_IMM64:
+            if i + 1 >= count:
+                raise ParseError(f"instruction {i}: ld_imm64 is cut short (needs 16 bytes)",
+                                 section=section, offset=base + 8 * i)
+            hi = raw[i + 1][3] & 0xFFFFFFFF
+            append(Insn(i, code, dst, src, off, imm, (hi << 32) | (imm & 0xFFFFFFFF)))
+            i += 2
+        else:
+            append(Insn(i, code, dst, src, off, imm, imm))
+            i += 1
+    return out
+
+
+def disassemble(x: Insn) -> str:
+    """A short human spelling, in the style of the kernel's verifier log."""
+    c = x.cls
+    if x.is_ld_imm64:
+        what = {PSEUDO_MAP_FD: "map_fd", PSEUDO_MAP_VALUE: "map_value", PSEUDO_BTF_ID: "btf_id",
+                PSEUDO_FUNC: "func", PSEUDO_MAP_IDX: "map_idx",
+                PSEUDO_MAP_IDX_VALUE: "map_idx_value"}.get(x.src)
+        return f"r{x.dst} = {what + ' ' if what else ''}{x.imm64:#x} ll"
+    if c in (ALU, ALU64):
+        op = ALU_OPS.get(x.code & 0xF0, "?")
+        w = "" if c == ALU64 else "w"
+        rhs = f"r{x.src}" if x.code & 0x08 else str(x.imm)
+        if op == "neg":
+            return f"{w or 'r'}{x.dst} = -{w or 'r'}{x.dst}"
+        if op == "mov":
+            return f"{w or 'r'}{x.dst} = {rhs}"
+        return f"{w or 'r'}{x.dst} {op}= {rhs}"
+    if c == LDX:
+        return f"r{x.dst} = *(u{8 * x.mem_size} *)(r{x.src} {x.off:+d})"
+    if c == ST:
+        return f"*(u{8 * x.mem_size} *)(r{x.dst} {x.off:+d}) = {x.imm}"
+    if c == STX:
+        if (x.code & 0xE0) == MODE_ATOMIC:
+            return (f"atomic_{ATOMIC_OPS.get(x.imm, hex(x.imm))}((u{8 * x.mem_size} *)"
+                    f"(r{x.dst} {x.off:+d}), r{x.src})")
+        return f"*(u{8 * x.mem_size} *)(r{x.dst} {x.off:+d}) = r{x.src}"
+    if c == LD:
+        return f"r0 = legacy packet load (r{x.src} {x.imm:+d})"
+    if x.is_call:
+        if x.is_bpf_call:
+            return f"call pc{x.imm:+d}"
+        if x.is_kfunc_call:
+            return f"call kfunc#{x.imm}"
+        return f"call {x.helper}"
+    if x.is_exit:
+        return "exit"
+    op = JMP_OPS.get(x.code & 0xF0, "?")
+    if op == "ja":
+        return f"goto pc{(x.imm if c == JMP32 else x.off):+d}"
+    rhs = f"r{x.src}" if x.code & 0x08 else str(x.imm)
+    return f"if {'w' if c == JMP32 else 'r'}{x.dst} {op} {rhs} goto pc{x.off:+d}"
