@@ -62,3 +62,26 @@ def helper_name(helper_id: int) -> str:
     if 0 <= helper_id < len(HELPER_NAMES):
         return HELPER_NAMES[helper_id]
     return f"helper#{helper_id}"
+
+
+# Argument kinds per helper id, from the prototypes in the same header's comments:
+# 'm' a map, 'p' a pointer the helper may write through, 'c' a const pointer, 's' a
+# scalar. An empty string: no arguments.
+HELPER_ARGS: tuple[str, ...] = (
+    "", "mc", "mccs", "mc", "psc", "", "css", "", "", "pscss", "pssss", "pssss", "pms", "pss",
+    "", "", "ps", "p", "pss", "p", "ppss", "ppss", "ms", "ss", "p", "pmsps", "csps", "pms",
+    "pspss", "pps", "pps", "pss", "ps", "pms", "p", "", "pcs", "ms", "pss", "ps", "ps", "p",
+    "", "pss", "ps", "psc", "p", "p", "ps", "pssps", "psss", "mss", "pmss", "pmps", "ps",
+    "msps", "pps", "pssps", "ps", "ps", "pmss", "ps", "ps", "psss", "pps", "ps", "pspss",
+    "ppss", "cspss", "ppss", "pmps", "pmps", "pmps", "psps", "pscs", "pss", "psps", "p",
+    "psss", "p", "", "ps", "pmps", "ps", "ppsss", "ppsss", "p", "mcs", "mp", "mp", "psss",
+    "psss", "pss", "p", "p", "p", "p", "p", "p", "ppsss", "ppsps", "ppss", "pps", "pps", "pcs",
+    "cssp", "cssp", "mpps", "mp", "s", "ppsps", "pmsps", "psc", "psc", "psc", "psc", "ps", "s",
+    "", "ppss", "ssps", "pmsps", "p", "s", "pps", "", "pcscs", "pcs", "p", "ps", "ppss", "pss",
+    "ps", "ps", "ps", "ps", "p", "p", "p", "p", "p", "ppss", "ppss", "pcss", "pss", "mpps",
+    "mp", "pps", "psc", "pspss", "ppss", "p", "spss", "cs", "c", "ss", "mpps", "mp", "", "ps",
+    "", "pps", "p", "pspss", "mpps", "pscps", "sps", "psss", "s", "pms", "pp", "pss", "p", "p",
+    "p", "p", "pss", "cscs", "p", "cssp", "pspps", "spps", "csc", "psp", "pp", "p", "", "s",
+    "p", "psps", "psps", "pscps", "pss", "pps", "pp", "mcs", "p", "pssp", "pssp", "ps", "ps",
+    "pspss", "pspss", "pss", "pps", "pps", "pp", "pp", "", "mpps", "mpps", "mp",
+)

@@ -136,6 +136,47 @@ def adjust_ringbuf_size(size: int, page_size: int = PAGE_SIZE) -> int:
     return size
 
 
+@dataclass(frozen=True)
+class ObjectCode:
+    """An object's programs as code, for analyses of what they do (the advisor)."""
+
+    spec: ObjectSpec
+    elf: ElfFile
+    text_idx: int | None
+    funcs: dict[int, list[Symbol]]                    # section index -> function symbols
+    reloc_targets: dict[tuple[int, int], tuple[str, int]]
+
+    def function(self, shndx: int, start: int) -> Symbol | None:
+        for f in self.funcs.get(shndx, []):
+            if f.value == start:
+                return f
+        return None
+
+    def program_entries(self) -> list[tuple[ProgramSpec, int, Symbol]]:
+        """(program, section index, function symbol) for every program."""
+        out = []
+        for p in self.spec.programs:
+            sec = self.elf.section(p.section)
+            if sec is None:
+                continue
+            sym = next((f for f in self.funcs.get(sec.index, []) if f.name == p.name), None)
+            if sym is not None:
+                out.append((p, sec.index, sym))
+        return out
+
+
+def parse_object_code(data: bytes, *, path: str | None = None) -> ObjectCode:
+    """Like :func:`parse_object`, keeping what code analyses need."""
+    try:
+        p = _ObjectParser(data, path, None)
+        spec = p.run()
+    except ParseError as e:
+        raise e.with_path(path) if path else e
+    except RecursionError:
+        raise ParseError("type nesting too deep", path=path) from None
+    return ObjectCode(spec, p.elf, p.text_idx, p.funcs, p.reloc_targets)
+
+
 def parse_object(data: bytes, *, path: str | None = None, name: str | None = None) -> ObjectSpec:
     """Parse a BPF object's bytes. Raises :class:`ParseError` for anything a loader rejects."""
     try:
@@ -612,6 +653,9 @@ class _ObjectParser:
             ds = self.btf.datasec(".kconfig")
             kconfig_names = {self.btf.type(v.type).name for v in self.btf.type(ds).secinfos}  # type: ignore[arg-type]
 
+        # what each relocated instruction refers to: (section index, byte offset) ->
+        # ("map", map index) | ("value", map index) | ("call" | "func", .text offset)
+        self.reloc_targets: dict[tuple[int, int], tuple[str, int]] = {}
         # refs[(shndx, func offset)] = (set of map indexes, set of called .text offsets)
         refs: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
         exec_by_idx = {s.index: s for s in self.exec_secs}
@@ -644,25 +688,32 @@ class _ObjectParser:
                 if sym.shndx == SHN_UNDEF:
                     if sym.name in kconfig_names and kconfig_map is not None:
                         maps_used.add(kconfig_map)
+                        self.reloc_targets[(target.index, off)] = ("value", kconfig_map)
                     continue
                 if opcode == _BPF_CALL:
                     if src_reg == _PSEUDO_CALL and sym.shndx == self.text_idx:
                         calls.add(sym.value + (imm + 1) * 8)
+                        self.reloc_targets[(target.index, off)] = (
+                            "call", sym.value + (imm + 1) * 8)
                     continue
                 if opcode != _BPF_LD_IMM64 or sym.shndx >= SHN_LORESERVE:
                     continue
                 if sym.shndx == self.text_idx:
                     calls.add(sym.value + imm)          # callback (subprogram address)
+                    self.reloc_targets[(target.index, off)] = ("func", sym.value + imm)
                 elif sym.shndx == self.maps_idx or sym.shndx == self.legacy_idx:
                     i = map_at.get((sym.shndx, sym.value))
                     if i is None:
                         raise ParseError(f"map relocation against '{sym.name}' at offset "
                                          f"{sym.value} matches no map", section=rsec.name)
                     maps_used.add(i)
+                    self.reloc_targets[(target.index, off)] = ("map", i)
                 elif sym.shndx in data_map:
                     maps_used.add(data_map[sym.shndx])
+                    self.reloc_targets[(target.index, off)] = ("value", data_map[sym.shndx])
                 elif sym.shndx == self.arena_idx and arena_map is not None:
                     maps_used.add(arena_map)
+                    self.reloc_targets[(target.index, off)] = ("value", arena_map)
 
         programs: list[ProgramSpec] = []
         text_funcs = {f.value: f for f in self.funcs.get(self.text_idx or -1, [])}
