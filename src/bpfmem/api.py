@@ -261,3 +261,34 @@ def diff_objects(old, new, *, kernel: str | None = None, cpus: int | None = None
     from .model.kernel import default_profile
     return diff([load_object(s) for s in old], [load_object(s) for s in new],
                 default_profile(kernel, cpus), whatif, limit)
+
+
+# -- advisor --------------------------------------------------------------------------------
+def advise_objects(sources, *, kernel: str | None = None, cpus: int | None = None,
+                   occupancy: dict[str, int] | None = None) -> dict:
+    """The ``advise`` document (schema bpfmem/advise/v1): per object, what its programs do with
+    each map and the recommended changes with the bytes each saves."""
+    from .analysis.advise import advise_document
+    from .model.kernel import default_profile
+    from .parse.access import analyze_code
+    from .parse.objspec import parse_object_code
+    pairs = []
+    for s in sources:
+        path = os.fspath(s)
+        with open(path, "rb") as f:
+            code = parse_object_code(f.read(), path=path)
+        pairs.append((code.spec, analyze_code(code)))
+    return advise_document(pairs, default_profile(kernel, cpus), occupancy)
+
+
+def load_occupancy(path: str) -> dict[str, int]:
+    """``{map name: entries}``, or a bpfmem snapshot's maps with their entry counts."""
+    import json
+    with open(path) as f:
+        data = json.load(f)
+    if isinstance(data, dict) and data.get("schema", "").startswith("bpfmem/snapshot"):
+        return {m["name"]: int(m["entries"]) for m in data.get("maps", [])
+                if m.get("entries") is not None}
+    if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+        raise ValueError(f"{path}: expected {{\"map name\": entries, ...}}")
+    return data

@@ -190,6 +190,25 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     _add_whatif_args(d)
     _add_output_args(d, ("table", "json", "markdown", "html"))
 
+    a = sub.add_parser(
+        "advise", help="which maps to change, and what each change saves",
+        description="Read the programs' bytecode: per map, whether the datapath writes it, only "
+                    "reads it, or never touches it; then recommend changes (BPF_F_NO_PREALLOC "
+                    "for maps the datapath only reads, dropping unused maps, sizes from an "
+                    "occupancy snapshot, per-CPU costs) with the bytes each saves.",
+        epilog="""examples:
+  bpfmem advise agent.bpf.o
+  bpfmem advise agent.bpf.o --occupancy peak.json     {"map name": entries, ...}
+  bpfmem advise agent.bpf.o --apply                   the --set line for check/diff
+""", formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("objects", nargs="+", metavar="OBJ")
+    a.add_argument("--occupancy", metavar="SNAPSHOT.json",
+                   help="entries per map from a live node: {map: entries} or a bpfmem snapshot")
+    a.add_argument("--apply", action="store_true",
+                   help="print the what-if (--set ...) that `bpfmem check`/`diff` accept")
+    _add_kernel_args(a)
+    _add_output_args(a, ("table", "json", "markdown"))
+
     ms = sub.add_parser(
         "measure", help="create an object's maps for real and compare with the model",
         description="Create every map of the object for real in a scratch memory cgroup, "
@@ -364,6 +383,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_advise(args: argparse.Namespace) -> int:
+    from . import api
+    try:
+        occ = api.load_occupancy(args.occupancy) if args.occupancy else None
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+    doc = api.advise_objects(args.objects, kernel=args.kernel, cpus=args.cpus, occupancy=occ)
+    if args.apply:
+        sets = [s for o in doc["objects"] for s in o["apply"]]
+        print(" ".join(f"--set '{s}'" for s in sets))
+        return EXIT_OK
+    _emit(doc, args)
+    return EXIT_OK
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
     from .report import measure as report
@@ -403,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_measure(args)
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "advise":
+            return cmd_advise(args)
         if args.command == "diff":
             return cmd_diff(args)
     except _Usage as e:

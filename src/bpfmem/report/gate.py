@@ -227,9 +227,67 @@ def maps_markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def advise_markdown(doc: dict) -> str:
+    k = doc["kernel"]
+    lines = []
+    for o in doc["objects"]:
+        lines += [f"### bpfmem advise: {o['path'] or o['name']} ({_kernel(k)})", "",
+                  f"Changes that save **{fs(o['saves_at_create'])}** charged at start:", "",
+                  "| map | advice | saves at start | saves when full |", "|---|---|---:|---:|"]
+        for a in o["advice"]:
+            full = "—" if a["saves_full"] is None else _delta(a["saves_full"])
+            lines.append(f"| `{a['map']}` | {a['title'].split(': ', 1)[-1]} | "
+                         f"{fs(a['saves_at_create'])} | {full} |")
+        if o["apply"]:
+            lines += ["", "what-if: `bpfmem check ... " +
+                      " ".join(f"--set '{s}'" for s in o["apply"]) + "`"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def advise_table(doc: dict, out: IO[str]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False)
+    for o in doc["objects"]:
+        console.print(f"{o['path'] or o['name']} on {_kernel(doc['kernel'])}")
+        t = Table(box=box.SIMPLE_HEAD)
+        t.add_column("map")
+        t.add_column("what the programs do", overflow="fold")
+        t.add_column("verdict")
+        for m in o["maps"]:
+            style = {"datapath_writes": "yellow", "read_only": "green",
+                     "unknown": "red"}.get(m["verdict"], "dim")
+            t.add_row(m["name"], ", ".join(m["ops"]) or "-", Text(m["verdict"], style=style))
+        console.print(t)
+        for a in o["advice"]:
+            full = a["saves_full"]
+            saving = (f"saves {fs(a['saves_at_create'])} at start"
+                      + ("" if full is None else
+                         f"; when full {'saves ' + fs(full) if full >= 0 else 'costs ' + fs(-full) + ' more'}"))
+            console.print(Text(f"* {a['title']}", style="bold"))
+            if a["kind"] not in ("keep_prealloc", "percpu"):
+                console.print(f"  {saving}")
+            console.print(Text(f"  trade-off: {a['tradeoff']}", style="dim"), overflow="fold")
+            console.print(Text(f"  kernel: {a['rule']}", style="dim"), overflow="fold")
+        console.print(Text(f"total saving at start from the recommended changes: "
+                           f"{fs(o['saves_at_create'])}", style="bold green"))
+
+
 def render(doc: dict, fmt: str, out: IO[str]) -> None:
     """Any document, any format."""
     kind = doc["schema"].split("/")[1]
+    if kind == "advise":
+        if fmt == "json":
+            out.write(json.dumps(doc, indent=2) + "\n")
+        elif fmt == "markdown":
+            out.write(advise_markdown(doc))
+        else:
+            advise_table(doc, out)
+        return
     if kind == "maps":
         if fmt != "markdown":
             raise ValueError(f"maps renders {fmt} elsewhere")
