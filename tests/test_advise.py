@@ -10,7 +10,6 @@ import pytest
 
 from conftest import FIXTURES, is_root
 from bpfmem import api, cli
-from bpfmem.model.estimate import estimate
 from bpfmem.model.kernel import host_profile
 from bpfmem.model.shape import MapShape
 
