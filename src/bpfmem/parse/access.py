@@ -147,34 +147,45 @@ class _Analyzer:
     def function(self, shndx: int, start: int, entry: tuple, depth: int) -> None:
         insns = self.insns(shndx, start)
         by_index = {x.index: k for k, x in enumerate(insns)}
+        # states are kept only where paths meet (jump targets); straight-line code runs on
+        # one mutable state
+        joins = {x.jump_target for x in insns if x.is_jump}
         states: dict[int, tuple] = {0: (entry, ())}
         work = [0]
         while work:
             k = work.pop()
-            regs, stack = states[k]
-            self.visits += 1
-            if self.visits > MAX_VISITS:
-                raise _Budget()
-            x = insns[k]
-            regs = list(regs)
-            stack = dict(stack)
-            succ = self.step(x, regs, stack, shndx, start, depth)
-            for target in succ:
-                j = by_index.get(target)
-                if j is None:
+            regs_t, stack_t = states[k]
+            regs, stack = list(regs_t), dict(stack_t)
+            while True:
+                self.visits += 1
+                if self.visits > MAX_VISITS:
+                    raise _Budget()
+                x = insns[k]
+                succ = self.step(x, regs, stack, shndx, start, depth)
+                if len(succ) == 1 and succ[0] not in joins:
+                    j = by_index.get(succ[0])
+                    if j is None:
+                        break
+                    k = j
                     continue
-                new = (tuple(regs), tuple(sorted(stack.items())))
-                old = states.get(j)
-                if old is None:
-                    states[j] = new
-                    work.append(j)
-                    continue
-                merged = (tuple(_join(a, b) for a, b in zip(old[0], new[0])),
-                          tuple(sorted((o, _join(v, dict(new[1]).get(o)))
-                                       for o, v in old[1] if o in dict(new[1]))))
-                if merged != old:
-                    states[j] = merged
-                    work.append(j)
+                for target in succ:
+                    j = by_index.get(target)
+                    if j is None:
+                        continue
+                    new = (tuple(regs), tuple(sorted(stack.items())))
+                    old = states.get(j)
+                    if old is None:
+                        states[j] = new
+                        work.append(j)
+                        continue
+                    new_stack = dict(new[1])
+                    merged = (tuple(_join(a, b) for a, b in zip(old[0], new[0])),
+                              tuple((o, _join(v, new_stack[o])) for o, v in old[1]
+                                    if o in new_stack))
+                    if merged != old:
+                        states[j] = merged
+                        work.append(j)
+                break
 
     def step(self, x: Insn, regs: list, stack: dict, shndx: int, start: int, depth: int):
         nxt = x.index + x.slots
