@@ -235,7 +235,7 @@ def advise_markdown(doc: dict) -> str:
                   f"Changes that save **{fs(o['saves_at_create'])}** charged at start:", "",
                   "| map | advice | saves at start | saves when full |", "|---|---|---:|---:|"]
         for a in o["advice"]:
-            full = "—" if a["saves_full"] is None else _delta(a["saves_full"])
+            full = "—" if a["saves_full"] is None else fs(a["saves_full"])
             lines.append(f"| `{a['map']}` | {a['title'].split(': ', 1)[-1]} | "
                          f"{fs(a['saves_at_create'])} | {full} |")
         if o["apply"]:
