@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 from datetime import timedelta
 
 import pytest

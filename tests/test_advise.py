@@ -104,12 +104,11 @@ def test_no_prealloc_savings_match_the_kernel():
                 claims.append((MapShape(m.type, m.key_size, m.value_size, m.max_entries,
                                         m.map_flags, m.map_extra), a))
     assert len(claims) >= 10
+    from dataclasses import replace
     specs = []
     for i, (s, _a) in enumerate(claims):
-        for tag, flags in (("b", s.map_flags), ("a", s.map_flags | 1)):
-            specs.append({"id": f"{tag}{i}", "type": s.type, "key_size": s.key_size,
-                          "value_size": s.value_size, "max_entries": s.max_entries,
-                          "map_flags": flags})
+        specs.append(hp.shape_spec(f"b{i}", s))
+        specs.append(hp.shape_spec(f"a{i}", replace(s, map_flags=s.map_flags | 1)))
     _h, results = hp.run_local(specs, "v1")
     r = {x["id"]: x for x in results if "id" in x}
     for i, (s, a) in enumerate(claims):

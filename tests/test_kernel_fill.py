@@ -47,14 +47,12 @@ def fill_specs() -> list[MapShape]:
 
 
 def _probe_specs(specs, prof):
-    d = []
+    from bpfmem.host.probe import shape_spec
+    out = []
     for i, s in enumerate(specs):
         cap = estimate(s, prof).capacity
-        d.append({"id": f"s{i}", "type": s.type, "key_size": s.key_size,
-                  "value_size": s.value_size, "max_entries": s.max_entries,
-                  "map_flags": s.map_flags, "map_extra": s.map_extra,
-                  "fills": [cap // 2, cap] if cap else []})
-    return d
+        out.append(shape_spec(f"s{i}", s, [cap // 2, cap] if cap else []))
+    return out
 
 
 def _measure(specs, prof):

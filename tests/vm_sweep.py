@@ -33,9 +33,8 @@ def vm_specs() -> list[tuple[MapShape, list[int]]]:
 
 
 def probe_specs(specs) -> list[dict[str, Any]]:
-    return [{"id": f"v{i}", "type": s.type, "key_size": s.key_size, "value_size": s.value_size,
-             "max_entries": s.max_entries, "map_flags": s.map_flags, "map_extra": s.map_extra,
-             "fills": fills} for i, (s, fills) in enumerate(specs)]
+    from bpfmem.host.probe import shape_spec
+    return [shape_spec(f"v{i}", s, fills) for i, (s, fills) in enumerate(specs)]
 
 
 def profile_from_probe(header: dict, results: list[dict]) -> KernelProfile:

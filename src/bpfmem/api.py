@@ -38,10 +38,6 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None) -
         raise e.with_path(path) from None
 
 
-def load_objects(sources: list[str | os.PathLike]) -> list[ObjectSpec]:
-    return [load_object(s) for s in sources]
-
-
 # -- memory model ---------------------------------------------------------------------------
 def shape_from_args(type_name: str, key_size: int, value_size: int, max_entries: int,
                     flags: str | int = 0, map_extra: int = 0):
@@ -171,12 +167,7 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
                 cap = estimate(shape, draft).capacity
                 if cap:
                     fills = sorted({cap // 2, cap})
-            wanted.append((m.name, shape, {"id": f"m{i}", "type": shape.type,
-                                           "key_size": shape.key_size,
-                                           "value_size": shape.value_size,
-                                           "max_entries": shape.max_entries,
-                                           "map_flags": shape.map_flags,
-                                           "map_extra": shape.map_extra, "fills": fills}))
+            wanted.append((m.name, shape, hp.shape_spec(f"m{i}", shape, fills)))
     specs = [w[2] for w in wanted]
     if vm_kernel is None:
         header, results = hp.run_local(specs, "v1", timeout=timeout)

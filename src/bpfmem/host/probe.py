@@ -93,6 +93,14 @@ def _num(value: Any, what: str) -> int:
     return value
 
 
+def shape_spec(sid: str, shape, fills: Iterable[int] = ()) -> dict[str, Any]:
+    """The spec mapping :func:`format_specs` takes, for a model MapShape (or anything with
+    the kernel's attribute names)."""
+    return {"id": sid, "type": int(shape.type), "key_size": shape.key_size,
+            "value_size": shape.value_size, "max_entries": shape.max_entries,
+            "map_flags": shape.map_flags, "map_extra": shape.map_extra, "fills": list(fills)}
+
+
 def format_specs(specs: Iterable[Mapping[str, Any]], *, sizes: Iterable[str] = ()) -> str:
     """The probe's spec file text for ``specs``.
 

@@ -123,9 +123,3 @@ def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | Non
             return None, "max_entries is set by the loader at load time"
     return MapShape(int(spec.type), spec.key_size, spec.value_size, m, spec.map_flags,
                     spec.map_extra), None
-
-
-def estimate_spec(spec, prof: KernelProfile, entries: int = 0) -> Footprint | None:
-    """Estimate an object's map spec; None when its shape is only known at load."""
-    shape, _why = shape_of_spec(spec, prof)
-    return None if shape is None else estimate(shape, prof, entries)

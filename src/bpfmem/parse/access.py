@@ -213,7 +213,7 @@ class _Analyzer:
                 if v[0] == "fp" and not x.code & 0x08:
                     regs[x.dst] = ("fp", v[1] + (x.imm if op == 0x00 else -x.imm))
                 elif v[0] in ("map", "val", "any"):
-                    regs[x.dst] = ("val", v[1]) if v[0] == "map" and False else v
+                    pass                                  # a pointer moved within its object
                 else:
                     regs[x.dst] = None
             else:

@@ -14,12 +14,7 @@ SCHEMA = "bpfmem/estimate/v1"
 
 def batch_record(fp: Footprint) -> dict[str, Any]:
     """The per-line result of ``--batch`` (the caller adds ``kernel``)."""
-    return {"schema": SCHEMA, "memlock": fp.memlock, "memlock_at_create": fp.memlock_at_create,
-            "memlock_full": fp.memlock_full, "charged": fp.charged,
-            "charged_at_create": fp.charged_at_create, "charged_full": fp.charged_full,
-            "charged_tolerance": fp.charged_tolerance, "charged_slack": fp.charged_slack,
-            "entries": fp.entries,
-            "capacity": fp.capacity, "rejected": fp.rejected, "notes": list(fp.notes)}
+    return {"schema": SCHEMA, **fp.as_dict()}
 
 
 def estimate_record(fp: Footprint) -> dict[str, Any]:
