@@ -1,0 +1,152 @@
+"""Readers of /proc: mounts, process names, fd tables, fdinfo and smaps_rollup.
+
+Each ``parse_*`` is pure (text in, values out); each ``read_*`` takes a ``root`` (default ``/``)
+so tests can point it at a captured tree. A process that exits while being read is skipped by
+the callers: the readers raise ``FileNotFoundError``/``ProcessLookupError`` as the OS does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type",
+           "parse_fdinfo", "parse_smaps_rollup", "read_smaps_rollup", "read_comm",
+           "list_pids", "MapFd", "scan_map_fds"]
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One line of /proc/PID/mountinfo (see proc(5))."""
+    mount_id: int
+    parent_id: int
+    root: str          # the path inside the filesystem that is mounted here
+    mount_point: str
+    options: str       # per-mount options (rw, nosuid, ...)
+    fs_type: str
+    source: str
+    super_options: str  # per-superblock options (for cgroup v1: the controllers)
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        c = field[i]
+        if c == "\\" and len(field[i + 1:i + 4]) == 3 and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """Parse mountinfo text; malformed lines are skipped."""
+    mounts = []
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            sep = fields.index("-", 6)
+            mounts.append(Mount(
+                mount_id=int(fields[0]), parent_id=int(fields[1]), root=_unescape(fields[3]),
+                mount_point=_unescape(fields[4]), options=fields[5],
+                fs_type=fields[sep + 1], source=_unescape(fields[sep + 2]),
+                super_options=fields[sep + 3] if len(fields) > sep + 3 else ""))
+        except (ValueError, IndexError):
+            continue
+    return mounts
+
+
+def read_mountinfo(root: str | os.PathLike = "/", pid: int | str = "self") -> list[Mount]:
+    return parse_mountinfo((Path(root) / "proc" / str(pid) / "mountinfo").read_text())
+
+
+def mounts_of_type(mounts: list[Mount], fs_type: str) -> list[Mount]:
+    """Mounts of one filesystem type, one per mount point (the last mounted wins)."""
+    by_point: dict[str, Mount] = {}
+    for m in mounts:
+        if m.fs_type == fs_type:
+            by_point[m.mount_point] = m
+        elif m.mount_point in by_point:
+            del by_point[m.mount_point]  # shadowed by a later mount of another type
+    return list(by_point.values())
+
+
+def parse_fdinfo(text: str) -> dict[str, str]:
+    """``key:\\tvalue`` lines of /proc/PID/fdinfo/FD as a dict of strings."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def parse_smaps_rollup(text: str) -> dict[str, int]:
+    """/proc/PID/smaps_rollup as bytes per field (``Rss``, ``Pss``, ``Private_Dirty``...)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        parts = value.split()
+        if sep and len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            out[key.strip()] = int(parts[0]) * 1024
+    return out
+
+
+def read_smaps_rollup(pid: int, root: str | os.PathLike = "/") -> dict[str, int]:
+    return parse_smaps_rollup((Path(root) / "proc" / str(pid) / "smaps_rollup").read_text())
+
+
+def read_comm(pid: int, root: str | os.PathLike = "/") -> str:
+    return (Path(root) / "proc" / str(pid) / "comm").read_text().rstrip("\n")
+
+
+def list_pids(root: str | os.PathLike = "/") -> list[int]:
+    """Process ids (not threads) in /proc, ascending."""
+    return sorted(int(n) for n in os.listdir(Path(root) / "proc") if n.isdigit())
+
+
+@dataclass(frozen=True)
+class MapFd:
+    """A process's fd that refers to a BPF map, with what its fdinfo says."""
+    pid: int
+    fd: int
+    map_id: int
+    memlock: int | None
+    fields: dict  # the whole fdinfo, strings
+
+
+def scan_map_fds(pids: list[int] | None = None, root: str | os.PathLike = "/",
+                 link_target: str = "anon_inode:bpf-map") -> list[MapFd]:
+    """Every fd of every process that is a BPF map (``anon_inode:bpf-map``).
+
+    Processes and fds that vanish or cannot be read (no ptrace access) are skipped.
+    """
+    base = os.path.join(os.fspath(root), "proc")
+    found = []
+    for pid in (list_pids(root) if pids is None else pids):
+        fd_dir = f"{base}/{pid}/fd"
+        try:
+            names = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if os.readlink(f"{fd_dir}/{name}") != link_target:
+                    continue
+                with open(f"{base}/{pid}/fdinfo/{name}", "rb") as f:
+                    info = parse_fdinfo(f.read().decode())
+            except OSError:
+                continue
+            if "map_id" not in info:
+                continue
+            memlock = info.get("memlock")
+            found.append(MapFd(pid=pid, fd=int(name), map_id=int(info["map_id"]),
+                               memlock=int(memlock) if memlock is not None else None,
+                               fields=info))
+    return found
