@@ -283,3 +283,52 @@ def load_occupancy(path: str) -> dict[str, int]:
     if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
         raise ValueError(f"{path}: expected {{\"map name\": entries, ...}}")
     return data
+
+
+# ---- the live node ----
+
+def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
+              owners: bool = True, progress=None):
+    """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`."""
+    from .host.live import scan_maps
+    return scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
+                     progress=progress)
+
+
+def snapshot_document(snap, profile=None) -> dict:
+    """The ``bpfmem/snapshot/v1`` document of a scan, with the model's figures for
+    ``profile`` (default: this host's kernel when the snapshot is from this host)."""
+    from .report.snapshot import build_snapshot_report
+    return build_snapshot_report(snap, profile)
+
+
+def load_snapshot(path: str, *, kernel: str | None = None, cpus: int | None = None):
+    """A saved ``bpfmem snapshot`` or ``bpftool -j map show`` output, as a Snapshot."""
+    import json
+    from .report.snapshot import snapshot_from_bpftool, snapshot_from_dict
+    with open(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    try:
+        if isinstance(data, list):
+            return snapshot_from_bpftool(data, kernel=kernel or "", cpus=cpus or 0)
+        return snapshot_from_dict(data)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def cgroup_memory_of(snap) -> dict:
+    """``{cgroup path: CgroupMemory}`` for every memory cgroup whose processes hold maps in
+    ``snap`` (cgroups that vanish or cannot be read are left out)."""
+    from .analysis.live import map_cgroup
+    from .errors import HostError
+    from .host.cgroup import read_cgroup_memory
+    out = {}
+    for path in sorted({c for m in snap.maps if (c := map_cgroup(m))}):
+        try:
+            out[path] = read_cgroup_memory(path)
+        except (HostError, OSError):
+            continue
+    return out

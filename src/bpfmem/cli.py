@@ -124,6 +124,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="output format (default: table)")
     _add_kernel_args(m)
     _add_whatif_args(m)
+    m.add_argument("--from-bpftool", metavar="FILE",
+                   help="instead of objects: a node's maps saved with `bpftool -j -f map show "
+                        "> FILE` (or a bpfmem snapshot), with the model's figures beside them")
     m.add_argument("--no-memory", action="store_true",
                    help="only what the object says (the same on every host): no kernel model")
     m.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
@@ -227,6 +230,8 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
                          "once and cached) or a vmlinuz path")
     ms.add_argument("--cpus", type=_positive, default=2, help="VM CPUs (default 2)")
     ms.add_argument("--format", choices=("table", "json"), default="table")
+    from . import cli_live
+    cli_live.add_parsers(sub)
     return p
 
 
@@ -239,6 +244,8 @@ def cmd_maps(args: argparse.Namespace) -> int:
     from .errors import BpfmemError
     from .report import maps as report
 
+    if args.from_bpftool:
+        return _maps_from_saved(args)
     paths = list(args.objects)
     if not paths:
         paths = [str(api.example_object_path())]
@@ -268,6 +275,27 @@ def cmd_maps(args: argparse.Namespace) -> int:
     else:
         report.render_table(doc, sys.stdout, width=args.width)
     return EXIT_ERROR if errors else EXIT_OK
+
+
+def _maps_from_saved(args: argparse.Namespace) -> int:
+    from . import api
+    from .report import snapshot as report
+    if args.objects:
+        raise _Usage("give either objects or --from-bpftool, not both")
+    try:
+        snap = api.load_snapshot(args.from_bpftool, kernel=args.kernel, cpus=args.cpus)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
+    profile = None if args.no_memory else _profile(args)
+    if profile is not None and not args.kernel:
+        print(f"bpfmem: modelling kernel {profile.version} with {profile.possible_cpus} CPUs "
+              "(this host; --kernel/--cpus for the node's)", file=sys.stderr)
+    doc = api.snapshot_document(snap, profile)
+    if args.format == "json":
+        report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
+    else:
+        report.render_table(doc, sys.stdout, width=args.width)
+    return EXIT_OK
 
 
 def _profile(args: argparse.Namespace):
@@ -421,6 +449,11 @@ def _open_in(path: str):
         raise _Usage(f"{path}: {e.strerror}") from None
 
 
+def _live_usage():
+    from .cli_live import Usage
+    return Usage
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .errors import BpfmemError
     parser = _parser()
@@ -441,7 +474,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_advise(args)
         if args.command == "diff":
             return cmd_diff(args)
-    except _Usage as e:
+        from . import cli_live
+        if args.command in cli_live.COMMANDS:
+            return cli_live.COMMANDS[args.command](args)
+    except (_Usage, _live_usage()) as e:
         print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except BpfmemError as e:     # the one place errors become one-line messages

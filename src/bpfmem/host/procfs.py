@@ -118,35 +118,62 @@ class MapFd:
     fd: int
     map_id: int
     memlock: int | None
-    fields: dict  # the whole fdinfo, strings
+    frozen: bool | None    # fdinfo "frozen" (5.2+), None when absent
+
+
+def _field(raw: bytes, key: bytes) -> bytes | None:
+    i = raw.find(key)
+    if i < 0:
+        return None
+    j = raw.find(b"\n", i + len(key))
+    return raw[i + len(key):j if j >= 0 else len(raw)].strip()
 
 
 def scan_map_fds(pids: list[int] | None = None, root: str | os.PathLike = "/",
                  link_target: str = "anon_inode:bpf-map") -> list[MapFd]:
     """Every fd of every process that is a BPF map (``anon_inode:bpf-map``).
 
-    Processes and fds that vanish or cannot be read (no ptrace access) are skipped.
+    Processes and fds that vanish or cannot be read (no ptrace access) are skipped. This runs
+    over every fd on the host, so it keeps to the fewest and cheapest system calls: one
+    readlink per fd relative to an open ``/proc/PID/fd`` (no path walk from the root), and
+    open/read/close of fdinfo only for map fds.
     """
     base = os.path.join(os.fspath(root), "proc")
     found = []
+    readlink, open_, read, close = os.readlink, os.open, os.read, os.close
+    dir_flags = os.O_RDONLY | os.O_DIRECTORY
     for pid in (list_pids(root) if pids is None else pids):
-        fd_dir = f"{base}/{pid}/fd"
         try:
-            names = os.listdir(fd_dir)
+            pid_dir = open_(f"{base}/{pid}", dir_flags)
         except OSError:
             continue
+        fd_dir = info_dir = -1
+        try:
+            fd_dir = open_("fd", dir_flags, dir_fd=pid_dir)
+            info_dir = open_("fdinfo", dir_flags, dir_fd=pid_dir)
+            names = os.listdir(fd_dir)
+        except OSError:
+            names = []
         for name in names:
             try:
-                if os.readlink(f"{fd_dir}/{name}") != link_target:
+                if readlink(name, dir_fd=fd_dir) != link_target:
                     continue
-                with open(f"{base}/{pid}/fdinfo/{name}", "rb") as f:
-                    info = parse_fdinfo(f.read().decode())
+                f = open_(name, os.O_RDONLY, dir_fd=info_dir)
+                try:
+                    raw = read(f, 4096)
+                finally:
+                    close(f)
             except OSError:
                 continue
-            if "map_id" not in info:
+            map_id = _field(raw, b"\nmap_id:")
+            if map_id is None:
                 continue
-            memlock = info.get("memlock")
-            found.append(MapFd(pid=pid, fd=int(name), map_id=int(info["map_id"]),
+            memlock = _field(raw, b"\nmemlock:")
+            frozen = _field(raw, b"\nfrozen:")
+            found.append(MapFd(pid=pid, fd=int(name), map_id=int(map_id),
                                memlock=int(memlock) if memlock is not None else None,
-                               fields=info))
+                               frozen=None if frozen is None else frozen == b"1"))
+        for d in (fd_dir, info_dir, pid_dir):
+            if d >= 0:
+                close(d)
     return found

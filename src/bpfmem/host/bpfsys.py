@@ -1,0 +1,384 @@
+"""The one module that calls ``bpf(2)`` (through ctypes).
+
+Each command passes the smallest ``union bpf_attr`` prefix that holds its fields, as libbpf
+does (``offsetofend`` of the last field used), so older kernels that reject unknown non-zero
+tail bytes accept it. This is the only place where an errno becomes an exception:
+
+* ``EPERM``/``EACCES`` -> :class:`PermissionDenied` naming the capability the command needs;
+* ``ENOENT`` on an id or path that existed a moment ago -> :class:`ObjectGone`;
+* anything else -> :class:`HostError` with the command name and ``strerror``.
+
+Inspection opens maps read-only (``BPF_F_RDONLY``) and never writes to a map it did not make.
+The write commands (create, update, pin) exist for tests, benchmarks and fixtures.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno as _errno
+import os
+import platform
+import struct
+import threading
+from dataclasses import dataclass
+
+from bpfmem.errors import HostError, ObjectGone, PermissionDenied
+
+__all__ = ["MapInfo", "ProgInfo", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
+           "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
+           "count_entries", "map_create", "map_update", "obj_pin", "close",
+           "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available"]
+
+# commands (include/uapi/linux/bpf.h, enum bpf_cmd)
+MAP_CREATE, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, MAP_GET_NEXT_KEY = 0, 1, 2, 3, 4
+OBJ_PIN, OBJ_GET = 6, 7
+PROG_GET_NEXT_ID, MAP_GET_NEXT_ID, PROG_GET_FD_BY_ID, MAP_GET_FD_BY_ID = 11, 12, 13, 14
+OBJ_GET_INFO_BY_FD = 15
+MAP_LOOKUP_BATCH = 24
+
+BPF_F_RDONLY = 1 << 3
+BPF_F_WRONLY = 1 << 4
+BPF_ANY = 0
+
+_CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELEM",
+              MAP_GET_NEXT_KEY: "BPF_MAP_GET_NEXT_KEY", OBJ_PIN: "BPF_OBJ_PIN",
+              OBJ_GET: "BPF_OBJ_GET", PROG_GET_NEXT_ID: "BPF_PROG_GET_NEXT_ID",
+              MAP_GET_NEXT_ID: "BPF_MAP_GET_NEXT_ID", PROG_GET_FD_BY_ID: "BPF_PROG_GET_FD_BY_ID",
+              MAP_GET_FD_BY_ID: "BPF_MAP_GET_FD_BY_ID",
+              OBJ_GET_INFO_BY_FD: "BPF_OBJ_GET_INFO_BY_FD",
+              MAP_LOOKUP_BATCH: "BPF_MAP_LOOKUP_BATCH"}
+
+# which capability the kernel checks (kernel/bpf/syscall.c): the *_GET_NEXT_ID and
+# *_GET_FD_BY_ID commands check capable(CAP_SYS_ADMIN); creating maps checks bpf_capable()
+# (CAP_BPF or CAP_SYS_ADMIN); pins are files (permissions on bpffs).
+_CMD_CAPS = {PROG_GET_NEXT_ID: "CAP_SYS_ADMIN", MAP_GET_NEXT_ID: "CAP_SYS_ADMIN",
+             PROG_GET_FD_BY_ID: "CAP_SYS_ADMIN", MAP_GET_FD_BY_ID: "CAP_SYS_ADMIN",
+             MAP_CREATE: "CAP_BPF", OBJ_GET: "read access to the pinned path"}
+
+_NR_BPF = {"x86_64": 321, "aarch64": 280, "arm64": 280, "riscv64": 280, "ppc64le": 361,
+           "s390x": 351, "i686": 357, "i386": 357, "armv7l": 386}.get(platform.machine())
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+_syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint]
+
+
+def available() -> bool:
+    """Whether this architecture's bpf() syscall number is known."""
+    return _NR_BPF is not None
+
+
+def _call(cmd: int, buf: ctypes.Array, size: int, what: str = "") -> int:
+    if _NR_BPF is None:
+        raise HostError(f"bpf() syscall number unknown on {platform.machine()}")
+    ret = _syscall(_NR_BPF, cmd, ctypes.addressof(buf), size)
+    if ret >= 0:
+        return ret
+    err = ctypes.get_errno()
+    name = _CMD_NAMES.get(cmd, f"bpf cmd {cmd}")
+    where = f"{name}{' ' + what if what else ''}"
+    if err in (_errno.EPERM, _errno.EACCES):
+        raise PermissionDenied(where, _CMD_CAPS.get(cmd, "CAP_BPF"))
+    if err == _errno.ENOENT and cmd in (MAP_GET_FD_BY_ID, PROG_GET_FD_BY_ID):
+        raise ObjectGone(f"{where}: no longer exists")
+    if err == _errno.ENOENT and cmd == OBJ_GET:
+        raise ObjectGone(f"{where}: no such pin")
+    if err == _errno.EBADF and cmd == OBJ_GET_INFO_BY_FD:
+        raise ObjectGone(f"{where}: bad fd")
+    e = HostError(f"{where}: {os.strerror(err)}")
+    e.errno = err
+    raise e
+
+
+# ---- ids and fds ----
+
+_ID_ATTR = struct.Struct("=III")  # start_id | id, next_id, open_flags
+
+
+class _IdBuffers(threading.local):
+    """Per-thread attr buffers reused by the id commands (a scan makes thousands of calls)."""
+
+    def __init__(self) -> None:
+        self.buf = ctypes.create_string_buffer(_ID_ATTR.size)
+        self.addr = ctypes.addressof(self.buf)
+
+
+_ids = _IdBuffers()
+
+
+def _next_ids(cmd: int):
+    if _NR_BPF is None:
+        raise HostError(f"bpf() syscall number unknown on {platform.machine()}")
+    start = 0
+    while True:
+        b = _ids
+        _ID_ATTR.pack_into(b.buf, 0, start, 0, 0)
+        if _syscall(_NR_BPF, cmd, b.addr, 8) < 0:  # offsetofend(next_id)
+            if ctypes.get_errno() == _errno.ENOENT:
+                return
+            _call(cmd, b.buf, 8)  # raises the right exception
+        start = _ID_ATTR.unpack_from(b.buf, 0)[1]
+        yield start
+
+
+def map_ids():
+    """Every map id on the host, ascending (BPF_MAP_GET_NEXT_ID; needs CAP_SYS_ADMIN)."""
+    return _next_ids(MAP_GET_NEXT_ID)
+
+
+def prog_ids():
+    """Every program id on the host, ascending (BPF_PROG_GET_NEXT_ID)."""
+    return _next_ids(PROG_GET_NEXT_ID)
+
+
+def _fd_by_id(cmd: int, obj_id: int, flags: int) -> int:
+    b = _ids
+    _ID_ATTR.pack_into(b.buf, 0, obj_id, 0, flags)
+    ret = _syscall(_NR_BPF or -1, cmd, b.addr, 12)  # offsetofend(open_flags)
+    if ret >= 0:
+        return ret
+    return _call(cmd, b.buf, 12, f"id {obj_id}")
+
+
+def map_fd_by_id(map_id: int, flags: int = BPF_F_RDONLY) -> int:
+    """A new fd for map ``map_id``, read-only by default. Raises ObjectGone if it vanished."""
+    return _fd_by_id(MAP_GET_FD_BY_ID, map_id, flags)
+
+
+def prog_fd_by_id(prog_id: int) -> int:
+    return _fd_by_id(PROG_GET_FD_BY_ID, prog_id, 0)
+
+
+def close(fd: int) -> None:
+    os.close(fd)
+
+
+# ---- info ----
+
+@dataclass(frozen=True)
+class MapInfo:
+    """struct bpf_map_info as the kernel reports it."""
+    id: int
+    type: int
+    key_size: int
+    value_size: int
+    max_entries: int
+    map_flags: int
+    name: str
+    ifindex: int
+    btf_id: int
+    btf_key_type_id: int
+    btf_value_type_id: int
+    btf_vmlinux_value_type_id: int
+    map_extra: int
+
+
+# struct bpf_map_info up to map_extra (88 bytes, 5.16+); older kernels fill a prefix and
+# report their info_len.
+_MAP_INFO = struct.Struct("=IIIIII16sIIQQIIIIQ")
+_INFO_ATTR = struct.Struct("=IIQ")  # bpf_fd, info_len, info
+
+
+def _get_info(fd: int, info: ctypes.Array, size: int) -> int:
+    attr = ctypes.create_string_buffer(_INFO_ATTR.size)
+    _INFO_ATTR.pack_into(attr, 0, fd, size, ctypes.addressof(info))
+    _call(OBJ_GET_INFO_BY_FD, attr, _INFO_ATTR.size, f"fd {fd}")
+    return _INFO_ATTR.unpack_from(attr, 0)[1]
+
+
+class _InfoReader(threading.local):
+    """Per-thread buffers for OBJ_GET_INFO_BY_FD on maps (a scan calls it thousands of times)."""
+
+    def __init__(self) -> None:
+        self.info = ctypes.create_string_buffer(_MAP_INFO.size)
+        self.attr = ctypes.create_string_buffer(_INFO_ATTR.size)
+        self.info_addr = ctypes.addressof(self.info)
+        self.attr_addr = ctypes.addressof(self.attr)
+
+    def map_info(self, fd: int) -> MapInfo:
+        ctypes.memset(self.info_addr, 0, _MAP_INFO.size)
+        _INFO_ATTR.pack_into(self.attr, 0, fd, _MAP_INFO.size, self.info_addr)
+        if _syscall(_NR_BPF or -1, OBJ_GET_INFO_BY_FD, self.attr_addr, _INFO_ATTR.size) < 0:
+            _call(OBJ_GET_INFO_BY_FD, self.attr, _INFO_ATTR.size, f"fd {fd}")
+            # raises unless the retry succeeded (a race): fall through to the same decode
+        (mtype, mid, ks, vs, me, flags, name, ifindex, vmlinux_vt, _dev, _ino, btf_id,
+         btf_k, btf_v, _btf_vmlinux_id, extra) = _MAP_INFO.unpack_from(self.info, 0)
+        return MapInfo(id=mid, type=mtype, key_size=ks, value_size=vs, max_entries=me,
+                       map_flags=flags, name=name.split(b"\0", 1)[0].decode(errors="replace"),
+                       ifindex=ifindex, btf_id=btf_id, btf_key_type_id=btf_k,
+                       btf_value_type_id=btf_v, btf_vmlinux_value_type_id=vmlinux_vt,
+                       map_extra=extra)
+
+
+_reader = _InfoReader()
+
+
+def map_info(fd: int) -> MapInfo:
+    """BPF_OBJ_GET_INFO_BY_FD for a map fd."""
+    return _reader.map_info(fd)
+
+
+@dataclass(frozen=True)
+class ProgInfo:
+    """The parts of struct bpf_prog_info bpfmem uses."""
+    id: int
+    type: int
+    name: str
+    map_ids: tuple[int, ...]
+
+
+# struct bpf_prog_info prefix up to name: type, id, tag[8], jited_len, xlated_len,
+# jited_insns, xlated_insns, load_time, created_by_uid, nr_map_ids, map_ids, name[16]
+_PROG_INFO = struct.Struct("=II8sIIQQQIIQ16s")
+
+
+def prog_info(fd: int) -> ProgInfo:
+    """BPF_OBJ_GET_INFO_BY_FD for a program fd, with the ids of the maps it uses."""
+    room = 64
+    while True:
+        ids = (ctypes.c_uint32 * room)()
+        info = ctypes.create_string_buffer(_PROG_INFO.size)
+        _PROG_INFO.pack_into(info, 0, 0, 0, b"", 0, 0, 0, 0, 0, 0, room, ctypes.addressof(ids),
+                             b"")
+        _get_info(fd, info, _PROG_INFO.size)
+        ptype, pid, _tag, _jl, _xl, _j, _x, _t, _uid, nr, _p, name = _PROG_INFO.unpack_from(info)
+        if nr <= room:
+            return ProgInfo(id=pid, type=ptype,
+                            name=name.split(b"\0", 1)[0].decode(errors="replace"),
+                            map_ids=tuple(ids[:nr]))
+        room = nr
+
+
+# ---- pins ----
+
+_OBJ_GET_ATTR = struct.Struct("=QII")  # pathname, bpf_fd, file_flags
+
+
+def obj_get(path: str | os.PathLike, flags: int = BPF_F_RDONLY) -> int:
+    """Open a pinned object (BPF_OBJ_GET), read-only by default."""
+    raw = ctypes.create_string_buffer(os.fsencode(path))
+    attr = ctypes.create_string_buffer(_OBJ_GET_ATTR.size)
+    _OBJ_GET_ATTR.pack_into(attr, 0, ctypes.addressof(raw), 0, flags)
+    return _call(OBJ_GET, attr, _OBJ_GET_ATTR.size, os.fsdecode(path))
+
+
+def obj_pin(fd: int, path: str | os.PathLike) -> None:
+    """Pin ``fd`` at ``path`` on a bpffs mount (BPF_OBJ_PIN)."""
+    raw = ctypes.create_string_buffer(os.fsencode(path))
+    attr = ctypes.create_string_buffer(_OBJ_GET_ATTR.size)
+    _OBJ_GET_ATTR.pack_into(attr, 0, ctypes.addressof(raw), fd, 0)
+    _call(OBJ_PIN, attr, _OBJ_GET_ATTR.size, os.fsdecode(path))
+
+
+# ---- elements (read-only) ----
+
+_ELEM_ATTR = struct.Struct("=IIQQQ")  # map_fd, pad, key, value|next_key, flags
+
+
+def map_next_key(fd: int, key: bytes | None, key_size: int) -> bytes | None:
+    """BPF_MAP_GET_NEXT_KEY: the key after ``key`` (None = first), or None at the end."""
+    kbuf = ctypes.create_string_buffer(key or b"", max(key_size, 1)) if key is not None else None
+    nbuf = ctypes.create_string_buffer(max(key_size, 1))
+    attr = ctypes.create_string_buffer(_ELEM_ATTR.size)
+    _ELEM_ATTR.pack_into(attr, 0, fd, 0, ctypes.addressof(kbuf) if kbuf is not None else 0,
+                         ctypes.addressof(nbuf), 0)
+    ret = _syscall(_NR_BPF or -1, MAP_GET_NEXT_KEY, ctypes.addressof(attr), 24)
+    if ret < 0:
+        if ctypes.get_errno() == _errno.ENOENT:
+            return None
+        _call(MAP_GET_NEXT_KEY, attr, 24, f"fd {fd}")
+    return nbuf.raw[:key_size]
+
+
+_BATCH_ATTR = struct.Struct("=QQQQIIQQ")  # in_batch out_batch keys values count map_fd elem_flags flags
+
+
+def map_lookup_batch(fd: int, key_size: int, value_size: int, *, batch: int = 1024,
+                     start: bytes | None = None) -> tuple[int, bytes | None]:
+    """One BPF_MAP_LOOKUP_BATCH step: ``(count, next_token)``; next_token None at the end.
+
+    ``value_size`` must be the per-lookup value size (per-CPU maps: rounded up to 8 times
+    the possible CPUs). Raises HostError with errno EINVAL/ENOTSUPP where the map type has no
+    batch operations.
+    """
+    token = max(key_size, 4)  # hash maps use a u32 bucket index as the batch token
+    in_b = ctypes.create_string_buffer(start or b"", token) if start is not None else None
+    out_b = ctypes.create_string_buffer(token)
+    keys = ctypes.create_string_buffer(max(key_size, 1) * batch)
+    values = ctypes.create_string_buffer(max(value_size, 1) * batch)
+    attr = ctypes.create_string_buffer(_BATCH_ATTR.size)
+    _BATCH_ATTR.pack_into(attr, 0, ctypes.addressof(in_b) if in_b is not None else 0,
+                          ctypes.addressof(out_b), ctypes.addressof(keys),
+                          ctypes.addressof(values), batch, fd, 0, 0)
+    ret = _syscall(_NR_BPF or -1, MAP_LOOKUP_BATCH, ctypes.addressof(attr), _BATCH_ATTR.size)
+    count = struct.unpack_from("=I", attr, 32)[0]
+    if ret < 0:
+        err = ctypes.get_errno()
+        if err == _errno.ENOENT:  # the last batch (count may be > 0)
+            return count, None
+        e = HostError(f"BPF_MAP_LOOKUP_BATCH fd {fd}: {os.strerror(err)}")
+        e.errno = err
+        raise e
+    return count, out_b.raw
+
+
+def count_entries(fd: int, key_size: int, value_size: int, *, deadline: float | None = None,
+                  batch: int = 1024, use_batch: bool = True, clock=None) -> tuple[int, bool, str]:
+    """Count a map's entries without writing to it: ``(count, complete, method)``.
+
+    Uses BPF_MAP_LOOKUP_BATCH when the kernel supports it for the map, else walks keys with
+    BPF_MAP_GET_NEXT_KEY. Stops at ``deadline`` (a ``clock()`` value) with ``complete=False``.
+    A hash map being changed while walked can be counted twice or miss keys, as with bpftool.
+    """
+    import time
+    clock = clock or time.monotonic
+    total = 0
+    if use_batch:
+        try:
+            token = None
+            while True:
+                n, token = map_lookup_batch(fd, key_size, value_size, batch=batch, start=token)
+                total += n
+                if token is None:
+                    return total, True, "batch"
+                if deadline is not None and clock() > deadline:
+                    return total, False, "batch"
+        except HostError as e:
+            if getattr(e, "errno", None) not in (_errno.EINVAL, 524, _errno.EOPNOTSUPP,
+                                                 _errno.ENOSPC, _errno.EFAULT):
+                raise
+            total = 0
+    key = None
+    n = 0
+    while True:
+        key = map_next_key(fd, key, key_size)
+        if key is None:
+            return total, True, "next_key"
+        total += 1
+        n += 1
+        if deadline is not None and n % 256 == 0 and clock() > deadline:
+            return total, False, "next_key"
+
+
+# ---- writes, for tests and fixtures ----
+
+_CREATE_ATTR = struct.Struct("=IIIIIII16s")  # .. map_name; offsetofend(map_name) = 44
+
+
+def map_create(map_type: int, key_size: int, value_size: int, max_entries: int,
+               map_flags: int = 0, name: str = "") -> int:
+    """BPF_MAP_CREATE with the basic attributes; returns the new fd."""
+    attr = ctypes.create_string_buffer(_CREATE_ATTR.size)
+    _CREATE_ATTR.pack_into(attr, 0, map_type, key_size, value_size, max_entries, map_flags,
+                           0, 0, name.encode()[:15])
+    return _call(MAP_CREATE, attr, _CREATE_ATTR.size, name)
+
+
+def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
+    """BPF_MAP_UPDATE_ELEM (only for maps the caller made)."""
+    k = ctypes.create_string_buffer(key, len(key))
+    v = ctypes.create_string_buffer(value, len(value))
+    attr = ctypes.create_string_buffer(_ELEM_ATTR.size)
+    _ELEM_ATTR.pack_into(attr, 0, fd, 0, ctypes.addressof(k), ctypes.addressof(v), flags)
+    _call(MAP_UPDATE_ELEM, attr, 32, f"fd {fd}")

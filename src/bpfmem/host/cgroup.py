@@ -1,0 +1,407 @@
+"""Memory cgroups on v1 and v2: what a cgroup uses, and which cgroup a pid or container is in.
+
+Each ``parse_*`` is pure (text in, values out); each ``read_*``/resolver takes ``root`` (default
+``/``) so tests can point it at a captured tree. Directories returned (``fs_path``) are absolute
+paths *as seen inside root* (``/sys/fs/cgroup/...``); ``path`` is the cgroup as the kernel names
+it in /proc/PID/cgroup (``/kubepods/burstable/pod.../<id>``).
+
+Kernel versions of the v2 fields used (cgroup-v2.rst, mm/memcontrol.c): ``memory.current``,
+``memory.max``, ``memory.stat`` anon/file/kernel_stack/slab_*/sock: 4.x; ``percpu``: 5.9;
+``pagetables``: 5.11; ``kernel``: 5.18; ``memory.peak``: 5.19; ``vmalloc``, ``sec_pagetables``:
+6.0 (the 5.10 capture in tests/data/cgroup has none of pagetables/kernel/vmalloc/peak, the 6.1
+one all of them). Before 5.11 BPF maps are charged to RLIMIT_MEMLOCK, not to the cgroup.
+A v1 memory.stat has none of the kernel parts: only ``memory.kmem.usage_in_bytes`` says how
+much kernel memory a v1 cgroup holds.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import secrets
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from bpfmem.errors import HostError
+from bpfmem.host.probe import _rmdir_cgroup
+from bpfmem.host.procfs import Mount, mounts_of_type, read_mountinfo
+
+__all__ = ["CgroupLine", "CgroupMemory", "parse_memory_stat", "parse_proc_cgroup",
+           "parse_cgroup_procs", "parse_counter", "parse_limit", "parse_cgroup_memory",
+           "memory_hierarchies", "read_cgroup_memory", "read_cgroup_procs",
+           "read_subtree_procs", "cgroup_of_pid", "find_container", "resolve_cgroup",
+           "ScratchCgroup", "scratch_cgroup"]
+
+# A v1 page counter at PAGE_COUNTER_MAX reads as LONG_MAX rounded down to a page
+# (9223372036854771712 with 4 KiB pages); anything this close to LONG_MAX means "no limit".
+_V1_UNLIMITED = 2**63 - 2**16
+
+V2_FILES = ("memory.current", "memory.max", "memory.peak", "memory.stat",
+            "memory.swap.current", "cgroup.procs")
+V1_FILES = ("memory.usage_in_bytes", "memory.limit_in_bytes", "memory.max_usage_in_bytes",
+            "memory.stat", "memory.kmem.usage_in_bytes", "memory.kmem.max_usage_in_bytes",
+            "memory.kmem.limit_in_bytes", "memory.kmem.tcp.usage_in_bytes",
+            "memory.memsw.usage_in_bytes", "cgroup.procs")
+# what v2's "kernel" (5.18+) adds up, for older kernels: a lower bound of it
+_V2_KERNEL_PARTS = ("kernel_stack", "pagetables", "sec_pagetables", "percpu",
+                    "slab_reclaimable", "slab_unreclaimable", "vmalloc")
+_CONTAINER_RE = re.compile(r"^(?:[A-Za-z0-9_.]+-)*([0-9a-f]{64})(?:\.scope)?$")
+
+
+# ---- pure parsers ----
+
+@dataclass(frozen=True)
+class CgroupLine:
+    """One line of /proc/PID/cgroup: v1 ``4:memory:/path``, v2 ``0::/path``."""
+    hierarchy_id: int
+    controllers: tuple[str, ...]  # empty for the v2 line; "name=systemd" for named ones
+    path: str
+
+
+def parse_proc_cgroup(text: str) -> list[CgroupLine]:
+    """/proc/PID/cgroup; malformed lines are skipped (the path may itself contain ':')."""
+    out = []
+    for line in text.splitlines():
+        hid, sep1, rest = line.partition(":")
+        ctrl, sep2, path = rest.partition(":")
+        if sep1 and sep2 and hid.isdigit():
+            out.append(CgroupLine(int(hid), tuple(c for c in ctrl.split(",") if c), path))
+    return out
+
+
+def parse_memory_stat(text: str) -> dict[str, int]:
+    """memory.stat (v1 and v2 alike: ``key value`` lines) as a dict; other lines are skipped."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def parse_cgroup_procs(text: str) -> list[int]:
+    """cgroup.procs (or v1 tasks): one pid a line."""
+    return [int(w) for w in text.split() if w.isdigit()]
+
+
+def parse_counter(text: str) -> int:
+    """A single-number file such as memory.current or memory.usage_in_bytes."""
+    return int(text.strip())
+
+
+def parse_limit(text: str) -> int | None:
+    """memory.max / memory.limit_in_bytes in bytes; None when unlimited (v2 ``max``, v1
+    PAGE_COUNTER_MAX pages, i.e. 9223372036854771712 with 4 KiB pages)."""
+    text = text.strip()
+    if text == "max":
+        return None
+    value = int(text)
+    return None if value >= _V1_UNLIMITED else value
+
+
+@dataclass(frozen=True)
+class CgroupMemory:
+    """What one memory cgroup holds, normalized so that v1 and v2 stack the same way.
+
+    ``usage`` counts the whole subtree on both versions, and so does the breakdown: v2 stat
+    is hierarchical; for v1 the ``total_*`` stat fields (subtree sums, the ones that add up to
+    the hierarchical ``memory.usage_in_bytes``) are used, the bare ones only when absent.
+    ``usage`` ~= anon + file + kernel (+ sock on v2). v1 ``sock`` stays None: its TCP memory
+    is a separate counter (``memory.kmem.tcp.usage_in_bytes``, in ``counters``) that
+    ``usage_in_bytes`` does not include, and v1 stat has none of the kernel parts.
+    """
+    version: int                     # 1 or 2
+    path: str                        # as in /proc/PID/cgroup
+    fs_path: str                     # the directory, as seen inside root
+    usage: int                       # memory.current | memory.usage_in_bytes
+    limit: int | None                # memory.max | memory.limit_in_bytes; None = unlimited
+    peak: int | None                 # memory.peak (5.19+) | memory.max_usage_in_bytes
+    anon: int | None                 # v2 anon | v1 total_rss (anon incl. THP + swap cache)
+    file: int | None                 # v2 file | v1 total_cache (page cache incl. shmem)
+    kernel: int | None               # v2 kernel (5.18+), else the sum of the parts the kernel
+                                     # reports (a lower bound) | v1 memory.kmem.usage_in_bytes
+    kernel_stack: int | None
+    slab_reclaimable: int | None
+    slab_unreclaimable: int | None
+    percpu: int | None               # v2 5.9+
+    sock: int | None                 # v2 only
+    vmalloc: int | None              # v2 6.0+
+    swap: int | None                 # memory.swap.current | v1 total_swap
+    procs: tuple[int, ...]           # direct members only (see read_subtree_procs)
+    stat: dict[str, int] = field(repr=False)       # memory.stat as is
+    counters: dict[str, int] = field(repr=False)   # every single-number file read, as is
+
+
+def parse_cgroup_memory(version: int, files: Mapping[str, str], *, path: str,
+                        fs_path: str) -> CgroupMemory:
+    """A :class:`CgroupMemory` from the texts of a cgroup's files (name -> text).
+
+    Needs memory.current (v2) or memory.usage_in_bytes (v1) and memory.stat; every other
+    file is optional and its field None when absent."""
+    stat = parse_memory_stat(files.get("memory.stat", ""))
+    counters = {n: parse_counter(t) for n, t in files.items()
+                if n.startswith("memory.") and n != "memory.stat" and t.strip().isdigit()}
+    limit_file = "memory.max" if version == 2 else "memory.limit_in_bytes"
+    limit = parse_limit(files[limit_file]) if limit_file in files else None
+    procs = tuple(parse_cgroup_procs(files.get("cgroup.procs", "")))
+    if version == 2:
+        parts = [stat[k] for k in _V2_KERNEL_PARTS if k in stat]
+        kernel = stat.get("kernel", sum(parts) if parts else None)
+        return CgroupMemory(
+            2, path, fs_path, counters["memory.current"], limit, counters.get("memory.peak"),
+            stat.get("anon"), stat.get("file"), kernel, stat.get("kernel_stack"),
+            stat.get("slab_reclaimable"), stat.get("slab_unreclaimable"), stat.get("percpu"),
+            stat.get("sock"), stat.get("vmalloc"), counters.get("memory.swap.current"),
+            procs, stat, counters)
+    if version != 1:
+        raise ValueError(f"cgroup version must be 1 or 2, not {version!r}")
+
+    def total(key: str) -> int | None:
+        return stat.get(f"total_{key}", stat.get(key))
+    return CgroupMemory(
+        1, path, fs_path, counters["memory.usage_in_bytes"], limit,
+        counters.get("memory.max_usage_in_bytes"), total("rss"), total("cache"),
+        counters.get("memory.kmem.usage_in_bytes"), None, None, None, None, None, None,
+        total("swap"), procs, stat, counters)
+
+
+# ---- hierarchies and paths ----
+
+def _join(root: str | os.PathLike, path: str) -> Path:
+    return Path(root) / path.lstrip("/")
+
+
+def _inside(path: str, base: str) -> str | None:
+    """``path`` relative to ``base`` ("." for itself), or None when outside it."""
+    rel = posixpath.relpath(posixpath.normpath(path), posixpath.normpath(base))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _fs_of(cg_path: str, mount: Mount) -> str | None:
+    rel = _inside(cg_path, mount.root)
+    return None if rel is None else posixpath.normpath(posixpath.join(mount.mount_point, rel))
+
+
+def _cg_of(fs_path: str, mount: Mount) -> str | None:
+    rel = _inside(fs_path, mount.mount_point)
+    return None if rel is None else posixpath.normpath(posixpath.join("/", mount.root, rel))
+
+
+def memory_hierarchies(root: str | os.PathLike = "/") -> list[tuple[int, Mount]]:
+    """The mounts holding the memory controller, as seen by this process: cgroup2 mounts
+    whose cgroup.controllers lists ``memory`` first, then v1 mounts with ``memory``."""
+    mounts = read_mountinfo(root)
+    found: list[tuple[int, Mount]] = []
+    for m in mounts_of_type(mounts, "cgroup2"):
+        try:
+            ctrls = (_join(root, m.mount_point) / "cgroup.controllers").read_text().split()
+        except OSError:
+            continue
+        if "memory" in ctrls:
+            found.append((2, m))
+    found += [(1, m) for m in mounts_of_type(mounts, "cgroup")
+              if "memory" in m.super_options.split(",")]
+    return found
+
+
+def _version_of(dir_: Path) -> int | None:
+    if (dir_ / "memory.current").exists():
+        return 2
+    if (dir_ / "memory.usage_in_bytes").exists():
+        return 1
+    return None
+
+
+def _cgroup_dir(cgroup: str, root: str | os.PathLike) -> tuple[int, str, str]:
+    """(version, kernel path, fs dir) of a cgroup given as a directory or a kernel path."""
+    cgroup = posixpath.normpath("/" + cgroup.lstrip("/"))
+    hierarchies = memory_hierarchies(root)
+    for version, m in hierarchies:   # a directory under a memory mount
+        path = _cg_of(cgroup, m)
+        if path is not None and _version_of(_join(root, cgroup)) == version:
+            return version, path, cgroup
+    for version, m in hierarchies:   # a path as /proc/PID/cgroup names it
+        fs = _fs_of(cgroup, m)
+        if fs is not None and _version_of(_join(root, fs)) == version:
+            return version, cgroup, fs
+    raise HostError(f"no memory cgroup {cgroup} (neither a directory with memory.current or "
+                    f"memory.usage_in_bytes nor a cgroup under a memory hierarchy)")
+
+
+def _read_files(dir_: Path, names: tuple[str, ...]) -> dict[str, str]:
+    files = {}
+    for name in names:
+        try:
+            files[name] = (dir_ / name).read_text()
+        except (FileNotFoundError, PermissionError):
+            continue
+        except OSError as e:  # e.g. EOPNOTSUPP from a file the kernel stubs out
+            if name in ("memory.current", "memory.usage_in_bytes", "memory.stat"):
+                raise HostError(f"cannot read {dir_ / name}: {e.strerror}") from None
+    return files
+
+
+def read_cgroup_memory(cgroup: str, root: str | os.PathLike = "/") -> CgroupMemory:
+    """The memory of a cgroup given as its directory (``/sys/fs/cgroup/...``) or as the
+    kernel names it (``/kubepods/...``, mapped to the memory hierarchy)."""
+    version, path, fs = _cgroup_dir(cgroup, root)
+    dir_ = _join(root, fs)
+    files = _read_files(dir_, V2_FILES if version == 2 else V1_FILES)
+    if "memory.stat" not in files:
+        raise HostError(f"cannot read {dir_ / 'memory.stat'}")
+    return parse_cgroup_memory(version, files, path=path, fs_path=fs)
+
+
+def read_cgroup_procs(fs_path: str, root: str | os.PathLike = "/") -> list[int]:
+    """The pids directly in a cgroup directory (not those of its child cgroups)."""
+    return parse_cgroup_procs((_join(root, fs_path) / "cgroup.procs").read_text())
+
+
+def read_subtree_procs(fs_path: str, root: str | os.PathLike = "/") -> list[int]:
+    """The pids of a cgroup directory and all its descendants (cgroup.procs lists only
+    direct members on v1 and v2 alike), sorted; cgroups vanishing meanwhile are skipped."""
+    pids: set[int] = set()
+    for dirpath, _dirs, names in os.walk(_join(root, fs_path)):
+        if "cgroup.procs" in names:
+            try:
+                pids.update(parse_cgroup_procs(Path(dirpath, "cgroup.procs").read_text()))
+            except OSError:
+                continue
+    return sorted(pids)
+
+
+# ---- resolvers ----
+
+def cgroup_of_pid(pid: int, root: str | os.PathLike = "/") -> str:
+    """The memory cgroup directory of ``pid``: its ``0::`` cgroup under a cgroup2 mount with
+    the memory controller, else its ``memory`` line under the v1 memory mount."""
+    try:
+        lines = parse_proc_cgroup(_join(root, f"/proc/{int(pid)}/cgroup").read_text())
+    except (FileNotFoundError, ProcessLookupError):
+        raise HostError(f"no process {pid}") from None
+    for version, m in memory_hierarchies(root):
+        for line in lines:
+            if (line.hierarchy_id == 0) if version == 2 else ("memory" in line.controllers):
+                fs = _fs_of(line.path, m)
+                if fs is not None and _join(root, fs).is_dir():
+                    return fs
+    raise HostError(f"process {pid} is in no memory cgroup visible here")
+
+
+def _normalize_id(container_id: str) -> str:
+    cid = container_id.strip().lower().split("://", 1)[-1]  # containerd://..., docker://...
+    if not re.fullmatch(r"[0-9a-f]{12,64}", cid):
+        raise HostError(f"not a container id: {container_id!r} (want 12 to 64 hex digits)")
+    return cid
+
+
+def find_container(container_id: str, root: str | os.PathLike = "/") -> str:
+    """The memory cgroup directory of a container: a directory named ``<id>``,
+    ``docker-<id>.scope``, ``cri-containerd-<id>.scope``, ``crio-<id>.scope``...
+    (``crio-conmon-*`` excluded). A unique prefix of at least 12 hex digits will do."""
+    cid = _normalize_id(container_id)
+    hierarchies = memory_hierarchies(root)
+    if not hierarchies:
+        raise HostError("no memory cgroup hierarchy mounted")
+    _version, mount = hierarchies[0]
+    base = _join(root, mount.mount_point)
+    hits: list[str] = []
+    for dirpath, dirs, _names in os.walk(base):
+        for d in dirs:
+            m = _CONTAINER_RE.match(d)
+            if m and m.group(1).startswith(cid) and "conmon-" not in d:
+                rel = Path(dirpath, d).relative_to(base).as_posix()
+                hits.append(posixpath.join(mount.mount_point, rel))
+    if not hits:
+        raise HostError(f"no memory cgroup for container {cid} under {mount.mount_point}")
+    if len(hits) > 1:
+        shown = ", ".join(sorted(hits)[:3]) + (", ..." if len(hits) > 3 else "")
+        raise HostError(f"container id {cid} is ambiguous: {len(hits)} cgroups match "
+                        f"({shown}); give more digits")
+    return hits[0]
+
+
+def resolve_cgroup(cgroup: str | None = None, pid: int | None = None,
+                   container: str | None = None, root: str | os.PathLike = "/") -> str:
+    """The memory cgroup directory named by exactly one of a cgroup (directory or kernel
+    path), a pid or a container id."""
+    given = [x is not None for x in (cgroup, pid, container)]
+    if sum(given) != 1:
+        raise ValueError("give exactly one of cgroup, pid, container")
+    if cgroup is not None:
+        return _cgroup_dir(cgroup, root)[2]
+    if pid is not None:
+        return cgroup_of_pid(pid, root)
+    return find_container(container, root)  # type: ignore[arg-type]
+
+
+# ---- a scratch cgroup on this host ----
+
+@dataclass(frozen=True)
+class ScratchCgroup:
+    """A memory cgroup created by :func:`scratch_cgroup`."""
+    version: int
+    fs_path: str
+
+    def add_pid(self, pid: int) -> None:
+        """Move a process (all its threads) into this cgroup."""
+        try:
+            (Path(self.fs_path) / "cgroup.procs").write_text(str(int(pid)))
+        except ProcessLookupError:
+            raise HostError(f"no process {pid}") from None
+
+    def read(self) -> CgroupMemory:
+        return read_cgroup_memory(self.fs_path)
+
+    def procs(self) -> list[int]:
+        return read_subtree_procs(self.fs_path)
+
+
+def _scratch_parent() -> tuple[int, str]:
+    for version, m in memory_hierarchies("/"):
+        if version == 1:
+            return 1, m.mount_point
+        try:  # a child of the mount only has memory files if the parent delegates them
+            if "memory" in Path(m.mount_point, "cgroup.subtree_control").read_text().split():
+                return 2, m.mount_point
+        except OSError:
+            continue
+    raise HostError("no memory cgroup hierarchy to create a cgroup in (no cgroup2 mount "
+                    "delegating +memory, no v1 memory mount)")
+
+
+@contextmanager
+def scratch_cgroup(limit: int | None = None, prefix: str = "bpfmem-pod-",
+                   wait: float = 5.0) -> Iterator[ScratchCgroup]:
+    """Create a memory cgroup ``<prefix><pid>-<random>`` (v2 if a cgroup2 mount delegates
+    memory, else v1), optionally with a limit in bytes; yield a :class:`ScratchCgroup`.
+
+    On exit (also on exceptions) it kills nothing: it waits up to ``wait`` seconds for the
+    cgroup to empty and removes it; :class:`HostError` if processes are still in it."""
+    if os.geteuid() != 0:
+        raise HostError("creating a cgroup needs root")
+    version, parent = _scratch_parent()
+    dir_ = Path(parent) / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        dir_.mkdir()
+    except OSError as e:
+        raise HostError(f"cannot create cgroup {dir_}: {e.strerror}") from None
+    try:
+        if limit is not None:
+            (dir_ / ("memory.max" if version == 2 else "memory.limit_in_bytes")).write_text(
+                str(int(limit)))
+        yield ScratchCgroup(version, str(dir_))
+    finally:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and read_subtree_procs(str(dir_)):
+            time.sleep(0.05)
+        try:
+            _rmdir_cgroup(dir_, attempts=max(1, int(wait * 10)))
+        except OSError as e:
+            left = read_subtree_procs(str(dir_))
+            raise HostError(f"cannot remove cgroup {dir_}: {e.strerror} "
+                            f"(processes still in it: {left})") from None

@@ -1,0 +1,314 @@
+"""Walk the live host: every BPF map, who holds it, which programs use it, where it is pinned.
+
+:func:`scan_maps` never writes to a map: maps are opened read-only by id (or by pin) and
+entries are counted with lookups. A map or process that disappears mid-scan is skipped and
+counted in ``Snapshot.skipped``, never fatal. Lack of privilege is fatal and says which
+capability is needed (from :mod:`bpfmem.host.bpfsys`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from bpfmem.errors import HostError, ObjectGone
+from bpfmem.host import bpfsys, procfs
+from bpfmem.uapi import MapType as T
+
+__all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "COUNTED_TYPES",
+           "ALWAYS_FULL_TYPES", "PERCPU_TYPES"]
+
+# map types whose entries can be walked and whose memory follows them
+COUNTED_TYPES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.LPM_TRIE,
+                           T.HASH_OF_MAPS})
+# map types whose every slot exists from creation: entries == max_entries
+ALWAYS_FULL_TYPES = frozenset({T.ARRAY, T.PERCPU_ARRAY})
+PERCPU_TYPES = frozenset({T.PERCPU_HASH, T.PERCPU_ARRAY, T.LRU_PERCPU_HASH,
+                          T.PERCPU_CGROUP_STORAGE})
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A process holding at least one fd to a map."""
+    pid: int
+    comm: str
+    cgroup: str | None   # the memory cgroup path (v2 unified path, or v1 memory controller)
+    fds: int = 1
+
+
+@dataclass(frozen=True)
+class ProgRef:
+    id: int
+    name: str
+    type: int
+
+
+@dataclass(frozen=True)
+class LiveMap:
+    """One map as the kernel reports it now, with who holds and uses it."""
+    id: int
+    name: str
+    type: int
+    key_size: int
+    value_size: int
+    max_entries: int
+    map_flags: int
+    map_extra: int
+    btf_id: int
+    memlock: int | None            # fdinfo memlock (bytes; meaning depends on the release)
+    frozen: bool | None
+    owners: tuple[Owner, ...] = ()
+    programs: tuple[ProgRef, ...] = ()
+    pins: tuple[str, ...] = ()
+    entries: int | None = None     # None: not counted (not asked, or not countable)
+    entries_complete: bool | None = None  # False: the time bound cut the count short
+    entries_method: str | None = None     # batch | next_key | array
+
+    @property
+    def pressure(self) -> float | None:
+        """entries / max_entries, when both are known."""
+        if self.entries is None or not self.max_entries:
+            return None
+        return self.entries / self.max_entries
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one scan saw."""
+    taken_at: float                 # time.time() at the start
+    duration: float                 # seconds
+    hostname: str
+    kernel: str                     # uname release
+    possible_cpus: int
+    maps: tuple[LiveMap, ...]
+    entries_counted: bool
+    skipped: int = 0                # maps or processes that vanished mid-scan
+    errors: tuple[str, ...] = ()    # non-fatal problems (e.g. a map whose count failed)
+    bpffs: tuple[str, ...] = ()     # bpffs mount points walked for pins
+    pid_cgroups: dict = field(default_factory=dict, compare=False)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def _memory_cgroup(text: str | None) -> str | None:
+    """The memory cgroup path from /proc/PID/cgroup text: v1's memory line, else v2's."""
+    if not text:
+        return None
+    unified = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if "memory" in parts[1].split(","):
+            return parts[2]
+        if parts[0] == "0" and parts[1] == "":
+            unified = parts[2]
+    return unified
+
+
+def _self_fdinfo(fd: int) -> dict[str, str]:
+    try:
+        f = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY)
+    except OSError:
+        return {}
+    try:
+        return procfs.parse_fdinfo(os.read(f, 4096).decode())
+    finally:
+        os.close(f)
+
+
+def _percpu_value_size(value_size: int, cpus: int) -> int:
+    return ((value_size + 7) // 8) * 8 * cpus
+
+
+def _count(fd: int, mtype: int, key_size: int, value_size: int, max_entries: int, cpus: int,
+           bound: float) -> tuple[int | None, bool | None, str | None]:
+    if mtype in ALWAYS_FULL_TYPES:
+        return max_entries, True, "array"
+    if mtype not in COUNTED_TYPES:
+        return None, None, None
+    vsize = _percpu_value_size(value_size, cpus) if mtype in PERCPU_TYPES else value_size
+    n, complete, method = bpfsys.count_entries(
+        fd, key_size, vsize, deadline=time.monotonic() + bound,
+        use_batch=mtype != T.LPM_TRIE)
+    return n, complete, method
+
+
+def _walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]]:
+    pins: dict[int, list[str]] = {}
+    for top in mount_points:
+        for dirpath, _dirs, files in os.walk(top):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                try:
+                    fd = bpfsys.obj_get(path)  # read-only; programs and links refuse this
+                except ObjectGone:
+                    continue
+                except HostError as e:
+                    if getattr(e, "errno", None) not in (22,):  # EINVAL: not a map
+                        errors.append(str(e))
+                    continue
+                try:
+                    pins.setdefault(bpfsys.map_info(fd).id, []).append(path)
+                except HostError:
+                    pass
+                finally:
+                    os.close(fd)
+    return pins
+
+
+def _scan_owners(root: str) -> tuple[dict, dict, dict, dict, int]:
+    """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone."""
+    held: dict[int, dict[int, int]] = {}
+    memlock_of: dict[int, int] = {}
+    frozen_of: dict[int, bool] = {}
+    for mfd in procfs.scan_map_fds(root=root):
+        per = held.setdefault(mfd.map_id, {})
+        per[mfd.pid] = per.get(mfd.pid, 0) + 1
+        if mfd.memlock is not None:
+            memlock_of[mfd.map_id] = mfd.memlock
+        if mfd.frozen is not None:
+            frozen_of[mfd.map_id] = mfd.frozen
+    base = os.path.join(root, "proc")
+    owner_of: dict[int, Owner] = {}
+    gone = 0
+    for pid in {p for per in held.values() for p in per}:
+        comm = _read_text(f"{base}/{pid}/comm")
+        if comm is None:
+            gone += 1
+            continue
+        owner_of[pid] = Owner(pid, comm.rstrip("\n"),
+                              _memory_cgroup(_read_text(f"{base}/{pid}/cgroup")))
+    return held, memlock_of, frozen_of, owner_of, gone
+
+
+def _scan_programs() -> dict[int, list[ProgRef]]:
+    users: dict[int, list[ProgRef]] = {}
+    for prog_id in bpfsys.prog_ids():
+        try:
+            pfd = bpfsys.prog_fd_by_id(prog_id)
+        except ObjectGone:
+            continue
+        try:
+            info = bpfsys.prog_info(pfd)
+        except ObjectGone:
+            continue
+        finally:
+            os.close(pfd)
+        ref = ProgRef(info.id, info.name, info.type)
+        for mid in info.map_ids:
+            users.setdefault(mid, []).append(ref)
+    return users
+
+
+def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str]):
+    """(MapInfo, (entries, complete, method)) for every map id, and how many vanished."""
+    raw: list[tuple] = []
+    gone = 0
+    fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
+    none = (None, None, None)
+    for map_id in bpfsys.map_ids():
+        try:
+            fd = fd_by_id(map_id)
+        except ObjectGone:
+            gone += 1
+            continue
+        try:
+            info = info_of(fd)
+            counted = none
+            if entries:
+                try:
+                    counted = _count(fd, info.type, info.key_size, info.value_size,
+                                     info.max_entries, cpus, bound)
+                except ObjectGone:
+                    raise
+                except HostError as e:
+                    errors.append(f"map {map_id} ({info.name}): counting entries: {e}")
+        except ObjectGone:
+            gone += 1
+            continue
+        finally:
+            close(fd)
+        raw.append((info, counted))
+    return raw, gone
+
+
+def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
+              programs: bool = True, owners: bool = True, root: str = "/",
+              progress: Callable[[int], None] | None = None) -> Snapshot:
+    """Scan every map on the host (needs CAP_SYS_ADMIN; reading other processes' fds needs
+    CAP_SYS_PTRACE or the same user).
+
+    ``entries`` counts each map's entries (batch lookups where the kernel has them, else key
+    walks) for at most ``entry_time_bound`` seconds per map. ``progress`` is called with a
+    short description of the step being taken.
+
+    memlock comes from the fdinfo of a process that holds the map (read anyway to learn
+    which map each fd is), else from the fdinfo of an fd opened by id.
+    """
+    from bpfmem.model.kernel import host_possible_cpus
+    say = progress or (lambda _what: None)
+    start_wall, start = time.time(), time.monotonic()
+    cpus = host_possible_cpus(root)
+    errors: list[str] = []
+    say("processes")
+    held, memlock_of, frozen_of, owner_of, gone = (_scan_owners(root) if owners
+                                                   else ({}, {}, {}, {}, 0))
+    say("programs")
+    users = _scan_programs() if programs else {}
+    bpffs: list[str] = []
+    pinned: dict[int, list[str]] = {}
+    if pins:
+        say("pins")
+        try:
+            bpffs = [m.mount_point for m in
+                     procfs.mounts_of_type(procfs.read_mountinfo(root), "bpf")]
+        except OSError as e:
+            errors.append(f"mountinfo: {e}")
+        pinned = _walk_pins(bpffs, errors)
+    say("maps" + (" and their entries" if entries else ""))
+    raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors)
+    maps: list[LiveMap] = []
+    for info, (n, complete, method) in raw:
+        map_id = info.id
+        memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
+        if memlock is None:  # no process holds it (pinned, or held by programs only)
+            fields = _fdinfo_by_id(map_id)
+            memlock = int(fields["memlock"]) if "memlock" in fields else None
+            frozen = fields["frozen"] == "1" if "frozen" in fields else None
+        own = tuple(Owner(o.pid, o.comm, o.cgroup, fds)
+                    for pid, fds in sorted(held.get(map_id, {}).items())
+                    if (o := owner_of.get(pid)) is not None)
+        maps.append(LiveMap(
+            id=map_id, name=info.name, type=info.type, key_size=info.key_size,
+            value_size=info.value_size, max_entries=info.max_entries, map_flags=info.map_flags,
+            map_extra=info.map_extra, btf_id=info.btf_id, memlock=memlock, frozen=frozen,
+            owners=own, programs=tuple(users.get(map_id, ())),
+            pins=tuple(sorted(pinned.get(map_id, ()))), entries=n, entries_complete=complete,
+            entries_method=method))
+    return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
+                    hostname=socket.gethostname(), kernel=platform.release(),
+                    possible_cpus=cpus, maps=tuple(maps), entries_counted=entries,
+                    skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs))
+
+
+def _fdinfo_by_id(map_id: int) -> dict[str, str]:
+    """fdinfo of a map no process holds (opened again by id; {} if it has gone)."""
+    try:
+        fd = bpfsys.map_fd_by_id(map_id)
+    except ObjectGone:
+        return {}
+    try:
+        return _self_fdinfo(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,236 @@
+"""The live-node report: a scan as the stable JSON document ``bpfmem/snapshot/v1``, read back,
+imported from ``bpftool -j map show``, and rendered as a table.
+
+The document carries, per map, the kernel's figures and the model's prediction for the
+scanning kernel (``model``): a mismatch is shown because it means that either the model or
+the map's state is not what we think.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import IO, Any, Iterable
+
+from ..analysis.live import cgroup_sums, check_map
+from ..host.live import LiveMap, Owner, ProgRef, Snapshot
+from ..uapi import MapType, flag_names, map_type_name, prog_type_name
+from .memory import mib
+
+SCHEMA = "bpfmem/snapshot/v1"
+
+
+def _iso(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def map_record(m: LiveMap, profile=None) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "id": m.id, "name": m.name, "type": map_type_name(m.type), "type_id": m.type,
+        "key_size": m.key_size, "value_size": m.value_size, "max_entries": m.max_entries,
+        "map_flags": m.map_flags, "flags": flag_names(m.map_flags), "map_extra": m.map_extra,
+        "btf_id": m.btf_id, "memlock": m.memlock, "frozen": m.frozen,
+        "entries": m.entries, "entries_complete": m.entries_complete,
+        "entries_method": m.entries_method,
+        "pressure": None if m.pressure is None else round(m.pressure, 6),
+        "owners": [{"pid": o.pid, "comm": o.comm, "cgroup": o.cgroup, "fds": o.fds}
+                   for o in m.owners],
+        "programs": [{"id": p.id, "name": p.name, "type": prog_type_name(p.type)}
+                     for p in m.programs],
+        "pins": list(m.pins),
+    }
+    if profile is not None:
+        c = check_map(m, profile)
+        rec["model"] = {"memlock": c.memlock, "memlock_full": c.memlock_full,
+                        "charged": c.charged, "charged_full": c.charged_full,
+                        "status": c.status, "delta": c.delta, "note": c.note}
+    return rec
+
+
+def build_snapshot_report(snap: Snapshot, profile=None) -> dict[str, Any]:
+    """The JSON document; ``profile`` (the scanning kernel's) adds the model's figures."""
+    maps = [map_record(m, profile) for m in sorted(snap.maps, key=lambda m: m.id)]
+    statuses: dict[str, int] = {}
+    for r in maps:
+        if "model" in r:
+            statuses[r["model"]["status"]] = statuses.get(r["model"]["status"], 0) + 1
+    return {
+        "schema": SCHEMA,
+        "taken_at": _iso(snap.taken_at),
+        "host": {"hostname": snap.hostname, "kernel": snap.kernel,
+                 "possible_cpus": snap.possible_cpus},
+        "model_kernel": None if profile is None else profile.version,
+        "duration_s": round(snap.duration, 3),
+        "entries_counted": snap.entries_counted,
+        "skipped": snap.skipped,
+        "errors": list(snap.errors),
+        "bpffs": list(snap.bpffs),
+        "totals": {
+            "maps": len(maps),
+            "memlock": sum(m.memlock or 0 for m in snap.maps),
+            "charged_model": sum((r.get("model") or {}).get("charged") or 0 for r in maps)
+            if profile is not None else None,
+            "model_status": statuses,
+        },
+        "cgroups": [{"cgroup": s.cgroup, "maps": s.maps, "memlock": s.memlock}
+                    for s in cgroup_sums(snap.maps)],
+        "maps": maps,
+    }
+
+
+def render_json(doc: dict, out: IO[str], indent: int | None = 2) -> None:
+    json.dump(doc, out, indent=indent, sort_keys=False)
+    out.write("\n")
+
+
+# ---- reading back ----
+
+def _type_id(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    return int(MapType.from_name(str(value)))
+
+
+def snapshot_from_dict(doc: dict) -> Snapshot:
+    """A :class:`Snapshot` from a ``bpfmem/snapshot/v1`` document (as written by snapshot)."""
+    if not str(doc.get("schema", "")).startswith("bpfmem/snapshot/"):
+        raise ValueError("not a bpfmem snapshot (no \"schema\": \"bpfmem/snapshot/v1\")")
+    maps = []
+    for r in doc.get("maps", []):
+        maps.append(LiveMap(
+            id=int(r["id"]), name=r.get("name", ""), type=int(r.get("type_id", _type_id(r["type"]))),
+            key_size=int(r["key_size"]), value_size=int(r["value_size"]),
+            max_entries=int(r["max_entries"]), map_flags=int(r.get("map_flags", 0)),
+            map_extra=int(r.get("map_extra", 0)), btf_id=int(r.get("btf_id", 0)),
+            memlock=r.get("memlock"), frozen=r.get("frozen"),
+            owners=tuple(Owner(o["pid"], o["comm"], o.get("cgroup"), o.get("fds", 1))
+                         for o in r.get("owners", [])),
+            programs=tuple(ProgRef(p["id"], p["name"], 0) for p in r.get("programs", [])),
+            pins=tuple(r.get("pins", [])), entries=r.get("entries"),
+            entries_complete=r.get("entries_complete"), entries_method=r.get("entries_method")))
+    host = doc.get("host", {})
+    taken = doc.get("taken_at")
+    t = _dt.datetime.fromisoformat(taken).timestamp() if taken else 0.0
+    return Snapshot(taken_at=t, duration=float(doc.get("duration_s", 0)),
+                    hostname=host.get("hostname", ""), kernel=host.get("kernel", ""),
+                    possible_cpus=int(host.get("possible_cpus", 0) or 0), maps=tuple(maps),
+                    entries_counted=bool(doc.get("entries_counted")),
+                    skipped=int(doc.get("skipped", 0)), errors=tuple(doc.get("errors", [])),
+                    bpffs=tuple(doc.get("bpffs", [])))
+
+
+def snapshot_from_bpftool(data: Any, *, kernel: str = "", cpus: int = 0) -> Snapshot:
+    """A :class:`Snapshot` from the output of ``bpftool -j map show`` (``-f`` adds pins;
+    builds with the pid iterator add ``pids``). bpftool reports neither cgroups nor entries."""
+    if not isinstance(data, list):
+        raise ValueError("expected the JSON list that `bpftool -j map show` prints")
+    maps = []
+    for i, r in enumerate(data):
+        try:
+            maps.append(LiveMap(
+                id=int(r["id"]), name=r.get("name", ""), type=_type_id(r["type"]),
+                key_size=int(r.get("bytes_key", 0)), value_size=int(r.get("bytes_value", 0)),
+                max_entries=int(r.get("max_entries", 0)), map_flags=int(r.get("flags", 0)),
+                map_extra=int(r.get("map_extra", 0)), btf_id=int(r.get("btf_id", 0)),
+                memlock=r.get("bytes_memlock"),
+                frozen=None if "frozen" not in r else bool(r["frozen"]),
+                owners=tuple(Owner(int(p["pid"]), p.get("comm", ""), None)
+                             for p in sorted(r.get("pids", []), key=lambda p: p["pid"])),
+                pins=tuple(r.get("pinned", []))))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"bpftool map #{i}: {e!r} is missing or malformed") from None
+    return Snapshot(taken_at=0.0, duration=0.0, hostname="", kernel=kernel, possible_cpus=cpus,
+                    maps=tuple(maps), entries_counted=False)
+
+
+# ---- table ----
+
+def _b(n: Any) -> str:
+    if n is None:
+        return "-"
+    return f"{n / (1 << 20):,.2f}M" if n >= 1 << 20 else f"{n / 1024:,.1f}K"
+
+
+def _owner_text(rec: dict) -> str:
+    owners = rec["owners"]
+    if not owners:
+        if rec["pins"]:
+            return "(pinned)"
+        return "(programs)" if rec["programs"] else "-"
+    first = owners[0]
+    more = f" +{len(owners) - 1}" if len(owners) > 1 else ""
+    return f"{first['comm']}[{first['pid']}]{more}"
+
+
+def _tail(text: str | None, n: int) -> str:
+    """The end of a long path, which is the part that tells cgroups and pins apart."""
+    if not text:
+        return "-"
+    return text if len(text) <= n else "…" + text[-(n - 1):]
+
+
+def table_rows(doc: dict, limit: int | None = None) -> Iterable[dict]:
+    rows = sorted(doc["maps"], key=lambda r: (-(r["memlock"] or 0), r["id"]))
+    return rows[:limit] if limit else rows
+
+
+def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
+                 width: int | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    console = Console(file=out, width=width or (None if out.isatty() else 160),
+                      highlight=False, soft_wrap=False)
+    t = Table(title=f"{doc['totals']['maps']} maps on {doc['host']['hostname'] or 'the node'} "
+                    f"({doc['host']['kernel'] or 'kernel unknown'}), "
+                    f"memlock {_b(doc['totals']['memlock'])}",
+              title_justify="left")
+    cols = (("id", "right"), ("name", "left"), ("type", "left"), ("key/value", "right"),
+            ("max", "right"), ("entries", "right"), ("pressure", "right"),
+            ("memlock", "right"), ("model", "right"), ("owner", "left"), ("cgroup", "left"),
+            ("pins", "left"))
+    rows = []
+    for r in table_rows(doc, limit):
+        p = r["pressure"]
+        pressure = "-" if p is None else f"{p:.0%}"
+        if p is not None and p >= 0.9:
+            pressure = f"[bold red]{pressure}[/]"
+        elif p is not None and p >= 0.75:
+            pressure = f"[yellow]{pressure}[/]"
+        model = r.get("model")
+        mtxt = "-"
+        if model:
+            mtxt = {"match": "=", "in-range": "~", "unknown": "?"}.get(model["status"], "")
+            if model["status"] == "mismatch":
+                mtxt = f"[red]≠ {model['delta']:+,}[/]" if model["delta"] is not None else "≠"
+        cg = r["owners"][0]["cgroup"] if r["owners"] else None
+        entries = "-" if r["entries"] is None else (
+            f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
+        rows.append((str(r["id"]), r["name"], r["type"], f"{r['key_size']}/{r['value_size']}",
+                     f"{r['max_entries']:,}", entries, pressure, _b(r["memlock"]), mtxt,
+                     _owner_text(r), _tail(cg, 28), _tail(", ".join(r["pins"]), 28)))
+    from rich.text import Text
+    for i, (col, just) in enumerate(cols):
+        widest = max([len(col)] + [Text.from_markup(row[i]).cell_len for row in rows])
+        t.add_column(col, justify=just, overflow="ellipsis", no_wrap=True,
+                     min_width=None if col in ("cgroup", "pins") else widest)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    if doc["cgroups"]:
+        c = Table(title="memlock per cgroup (of each map's lowest-pid holder)",
+                  title_justify="left")
+        c.add_column("cgroup", overflow="fold")
+        c.add_column("maps", justify="right")
+        c.add_column("memlock", justify="right")
+        for s in doc["cgroups"][:15]:
+            c.add_row(s["cgroup"] or "(no process holds them)", str(s["maps"]), _b(s["memlock"]))
+        console.print(c)
+    st = doc["totals"].get("model_status") or {}
+    if st:
+        console.print("model vs kernel memlock: " + ", ".join(
+            f"{n} {k}" for k, n in sorted(st.items())) +
+            ("  (= equal, ~ within empty..full, ≠ differs, ? not modelled)"))
+    if doc["skipped"]:
+        console.print(f"{doc['skipped']} maps or processes vanished during the scan (skipped)")
+    for e in doc["errors"][:10]:
+        console.print(f"[yellow]warning:[/] {e}")

@@ -1,0 +1,61 @@
+"""The ``bpfmem top`` frame: a header with totals and the largest maps, from a snapshot
+document (never from the kernel)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .snapshot import _b, _owner_text, _tail, table_rows
+
+
+def _pressure(p: float | None) -> str:
+    if p is None:
+        return "-"
+    text = f"{p:.0%}"
+    if p >= 0.9:
+        return f"[bold white on red]{text}[/]"
+    if p >= 0.75:
+        return f"[black on yellow]{text}[/]"
+    return text
+
+
+def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
+             interval: float):
+    """A rich renderable: header (totals, filters, scan time) and the top ``rows`` maps."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    t = doc["totals"]
+    shown = t["maps"]
+    flt = "  ".join(f"{k}={v}" for k, v in filters.items())
+    hot = sum(1 for m in doc["maps"] if (m["pressure"] or 0) >= 0.9)
+    mism = (t.get("model_status") or {}).get("mismatch", 0)
+    head = Text.from_markup(
+        f"[bold]bpfmem top[/]  {doc['host']['hostname']}  kernel {doc['host']['kernel']}  "
+        f"{time.strftime('%H:%M:%S')}  every {interval:g}s  scan {doc['duration_s'] * 1000:.0f} ms\n"
+        f"maps [bold]{shown:,}[/]" + (f" of {total_maps:,}" if shown != total_maps else "") +
+        f"   memlock [bold]{_b(t['memlock'])}[/]"
+        + (f"   model charge {_b(t['charged_model'])}" if t.get("charged_model") else "")
+        + (f"   [bold red]{hot} maps ≥90% full[/]" if hot else "")
+        + (f"   [red]{mism} model mismatches[/]" if mism else "")
+        + (f"\nfilter: {flt}" if flt else ""))
+    table = Table(expand=True, box=None, header_style="bold reverse", pad_edge=False)
+    for col, just in (("ID", "right"), ("NAME", "left"), ("TYPE", "left"), ("MAX", "right"),
+                      ("ENTRIES", "right"), ("PRESS", "right"), ("MEMLOCK", "right"),
+                      ("SHARE", "right"), ("OWNER", "left"), ("CGROUP", "left")):
+        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
+    total = t["memlock"] or 1
+    for r in table_rows(doc, rows):
+        entries = "-" if r["entries"] is None else (
+            f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
+        cg = r["owners"][0]["cgroup"] if r["owners"] else None
+        table.add_row(str(r["id"]), r["name"], r["type"], f"{r['max_entries']:,}", entries,
+                      _pressure(r["pressure"]), _b(r["memlock"]),
+                      f"{(r['memlock'] or 0) / total:.1%}", _owner_text(r), _tail(cg, 40))
+    by_cg = doc["cgroups"][:3]
+    foot = Text("top cgroups: " + "   ".join(
+        f"{_tail(c['cgroup'] or '(unheld)', 40)} {_b(c['memlock'])} ({c['maps']})"
+        for c in by_cg), style="dim") if by_cg else Text("")
+    return Group(head, table, foot)
