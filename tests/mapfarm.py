@@ -37,6 +37,7 @@ class FarmMap:
     name: str
     pin: str | None
     fill: int
+    fd: int          # the fd number in the child that holds it
 
 
 @dataclass
@@ -63,7 +64,8 @@ def _child(plans: list[MapPlan], pin_dir: str | None, wfd: int, hold_fd: int,
         if p.pin and pin_dir:
             pin = os.path.join(pin_dir, p.name)
             bpfsys.obj_pin(fd, pin)
-        out.append({"id": bpfsys.map_info(fd).id, "name": p.name, "pin": pin, "fill": p.fill})
+        out.append({"id": bpfsys.map_info(fd).id, "name": p.name, "pin": pin, "fill": p.fill,
+                    "fd": fd})
     os.write(wfd, (json.dumps(out) + "\n").encode())
     os.close(wfd)
     os.read(hold_fd, 1)  # blocks until the farm closes the write end (or kills us)

@@ -332,3 +332,129 @@ def cgroup_memory_of(snap) -> dict:
         except (HostError, OSError):
             continue
     return out
+
+
+# ---- one pod (a memory cgroup): what it uses, over time, after an upgrade ----
+
+def pod_cgroup(*, cgroup: str | None = None, pid: int | None = None,
+               container: str | None = None) -> str:
+    """The memory cgroup directory named by exactly one of a cgroup, a pid, a container id."""
+    from .host.cgroup import resolve_cgroup
+    return resolve_cgroup(cgroup=cgroup, pid=pid, container=container)
+
+
+def pod_view(*, cgroup: str | None = None, pid: int | None = None,
+             container: str | None = None, entries: bool = True, time_bound: float = 0.5,
+             profile=None):
+    """One reading of a pod's memory cgroup split into parts that add up to its usage
+    (:class:`bpfmem.analysis.pod.PodView`): processes with RSS/PSS/USS, page cache, kernel
+    memory, the BPF maps its processes hold (model charge; which are charged elsewhere) and
+    what remains unexplained. Reading other processes' maps needs root."""
+    from .analysis.pod import pod_view as split
+    from .host.podscan import PodSampler
+    from .model.kernel import host_profile
+    fs = pod_cgroup(cgroup=cgroup, pid=pid, container=container)
+    sample = PodSampler(fs, entries=entries, entry_time_bound=time_bound).sample()
+    return split(sample, profile or host_profile())
+
+
+def pod_headroom(view, after, before=None, *, kernel: str | None = None,
+                 cpus: int | None = None, whatif=None):
+    """What the pod's usage becomes when its processes are replaced by the objects ``after``
+    (OLD ``before``, when given, decides which pinned maps are reused, as ``bpfmem diff``
+    does). Returns (Headroom, the diff document it used)."""
+    from .analysis.pod import headroom_after
+    doc = diff_objects(list(before or []), list(after), kernel=kernel, cpus=cpus,
+                       whatif=whatif, limit=view.limit)
+    return headroom_after(view, doc, before_given=bool(before)), doc
+
+
+def pod_document(view, profile=None, *, headroom=None, after=None, before=None) -> dict:
+    """The ``bpfmem/pod/v1`` document of a view (and of an upgrade's headroom)."""
+    from .model.kernel import host_profile
+    from .report.pod import build_pod_report, headroom_record
+    prof = profile or host_profile()
+    up = None if headroom is None else headroom_record(
+        headroom, [str(p) for p in after or []], [str(p) for p in before] if before else None)
+    return build_pod_report(view, prof.describe(), headroom=up)
+
+
+def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
+              container: str | None = None, command=None, duration: float = 60.0,
+              interval: float = 0.1, limit: int | None = None, entries: bool = False,
+              stop_on_exit: bool = True, command_output=None, on_sample=None,
+              profile=None) -> dict:
+    """Sample a pod's memory every ``interval`` seconds for ``duration`` seconds; returns the
+    ``bpfmem/pod-trace/v1`` document (samples, the peak and when it happened, what it
+    settled at).
+
+    With ``command`` (argv), it is started in a fresh scratch memory cgroup (``limit`` bytes)
+    from its first instruction and traced from then on; the trace ends early when it exits
+    (``stop_on_exit``). Whatever it left running is killed and the cgroup removed on the way
+    out, also on errors and Ctrl-C (which ends the trace early, keeping the samples).
+    ``on_sample(PodView, t)`` is called after each sample."""
+    from .analysis.pod import pod_view as split, summarize_trace, trace_point
+    from .host.podscan import PodSampler, launched, sample_loop
+    from .model.kernel import host_profile
+    from .report.pod import build_trace_report
+    prof = profile or host_profile()
+    views: list = []
+    points: list = []
+
+    def run(fs: str, start: float, fresh: bool, stop=None):
+        sampler = PodSampler(fs, entries=entries)
+        firsts: list = []
+
+        def each(s):
+            if not firsts:
+                firsts.append(s)
+            v = split(s, prof)
+            views.append(v)
+            points.append(trace_point(v, s.t - start))
+            if on_sample is not None:
+                on_sample(v, s.t - start)
+
+        _samples, interrupted = sample_loop(sampler.sample, duration, interval, stop=stop,
+                                            on_sample=each)
+        if not firsts:
+            raise KeyboardInterrupt
+        first = firsts[0]
+        summary = summarize_trace(points, kernel_peak_before=None if fresh
+                                  else first.cgroup.peak, fresh_cgroup=fresh)
+        return first, summary, interrupted
+
+    if command:
+        with launched(list(command), limit=limit, stdout=command_output,
+                      stderr=command_output) as job:
+            first, summary, interrupted = run(job.cgroup.fs_path, job.started, True,
+                                              job.exited if stop_on_exit else None)
+            code = job.proc.poll()
+        cg = {"path": first.cgroup.path, "dir": first.cgroup.fs_path,
+              "version": first.cgroup.version, "scratch": True}
+    else:
+        import time
+        fs = pod_cgroup(cgroup=cgroup, pid=pid, container=container)
+        first, summary, interrupted = run(fs, time.monotonic(), False)
+        code = None
+        cg = {"path": first.cgroup.path, "dir": first.cgroup.fs_path,
+              "version": first.cgroup.version, "scratch": False}
+    peak_view = views[summary.peak.index] if summary.peak is not None else None
+    return build_trace_report(points, summary, cgroup=cg, kernel=prof.describe(),
+                              command=list(command) if command else None, interval=interval,
+                              interrupted=interrupted, exit_code=code, peak_view=peak_view)
+
+
+def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 560) -> None:
+    """The trace's stacked chart: ``.html`` a self-contained interactive page, ``.png`` the
+    same chart rendered by headless Chromium."""
+    from .report.pod import render_trace_html
+    p = os.fspath(path)
+    if p.lower().endswith(".png"):
+        from .host.podscan import screenshot_html
+        screenshot_html(render_trace_html(doc, width=width, height=height, static=True), p,
+                        width=width, height=height)
+    elif p.lower().endswith((".html", ".htm")):
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(render_trace_html(doc, width=width, height=height))
+    else:
+        raise ValueError(f"--plot wants a .png or .html file, not {p}")

@@ -1,7 +1,7 @@
 """``bpfmem export``: a Prometheus exporter over the live scan (a thin shell, like the CLI).
 
 One scan serves every scrape within ``interval`` seconds: concurrent scrapes wait for the scan
-in progress instead of starting their own. A failed scan is counted and the previous result
+in progress instead of starting their own, and the page is rendered once per scan. A failed scan is counted and the previous result
 served, so a scrape never fails because of one bad moment.
 
 Metrics (labels in braces):
@@ -27,7 +27,8 @@ from typing import Callable
 from .analysis.live import cgroup_sums, check_map, map_cgroup, primary_owner
 from .errors import BpfmemError
 
-__all__ = ["ScanCache", "BpfmemCollector", "make_registry", "serve", "METRIC_NAMES"]
+__all__ = ["ScanCache", "BpfmemCollector", "Exposition", "make_registry", "serve",
+           "METRIC_NAMES"]
 
 METRIC_NAMES = (
     "bpfmem_map_memlock_bytes", "bpfmem_map_charged_bytes", "bpfmem_map_max_entries",
@@ -164,10 +165,80 @@ def make_registry(cache: ScanCache, profile=None):
     return reg
 
 
+class Exposition:
+    """The /metrics page, rendered once per scan and served as the same bytes to every
+    scraper until the next scan: 50 concurrent scrapers cost one render, not 50."""
+
+    def __init__(self, cache: ScanCache, profile=None):
+        self.cache = cache
+        self.registry = make_registry(cache, profile)
+        self._lock = threading.Lock()
+        self._scan_no = -1
+        self._body = b""
+        self._gzipped = b""
+
+    def page(self) -> tuple[bytes, bytes]:
+        """(text, gzipped text) of the current exposition."""
+        import gzip
+        from prometheus_client import generate_latest
+        with self._lock:
+            self.cache.get()
+            if self.cache.scans != self._scan_no:
+                self._body = generate_latest(self.registry)
+                self._gzipped = gzip.compress(self._body, compresslevel=1)
+                self._scan_no = self.cache.scans
+            return self._body, self._gzipped
+
+
+def _handler(expo: Exposition):
+    from http.server import BaseHTTPRequestHandler
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, gz = expo.page()
+                use_gz = "gzip" in self.headers.get("Accept-Encoding", "")
+                data = gz if use_gz else body
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+                if use_gz:
+                    self.send_header("Content-Encoding", "gzip")
+            elif path == "/":
+                data = (b"<html><body><h1>bpfmem exporter</h1>"
+                        b"<a href='/metrics'>/metrics</a></body></html>")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+            else:
+                data = b"not found\n"
+                self.send_response(404)
+                self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):  # quiet: scrapes are not news
+            pass
+
+    return Handler
+
+
 def serve(host: str, port: int, cache: ScanCache, profile=None):
     """Start the HTTP server in a thread: ``(server, thread)``; ``server.shutdown()`` stops it."""
-    from prometheus_client import start_http_server
-    return start_http_server(port, addr=host, registry=make_registry(cache, profile))
+    import socket
+    from http.server import ThreadingHTTPServer
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    server = Server((host, port), _handler(Exposition(cache, profile)))
+    thread = threading.Thread(target=server.serve_forever, name="bpfmem-export", daemon=True)
+    thread.start()
+    return server, thread
 
 
 def map_cgroups(snap) -> set[str]:

@@ -55,6 +55,11 @@ _CMD_CAPS = {PROG_GET_NEXT_ID: "CAP_SYS_ADMIN", MAP_GET_NEXT_ID: "CAP_SYS_ADMIN"
              PROG_GET_FD_BY_ID: "CAP_SYS_ADMIN", MAP_GET_FD_BY_ID: "CAP_SYS_ADMIN",
              MAP_CREATE: "CAP_BPF", OBJ_GET: "read access to the pinned path"}
 
+_CMD_WHAT = {PROG_GET_NEXT_ID: "listing BPF programs", MAP_GET_NEXT_ID: "listing BPF maps",
+             PROG_GET_FD_BY_ID: "opening a BPF program by id",
+             MAP_GET_FD_BY_ID: "opening a BPF map by id", MAP_CREATE: "creating a BPF map",
+             OBJ_GET: "opening a pinned BPF object"}
+
 _NR_BPF = {"x86_64": 321, "aarch64": 280, "arm64": 280, "riscv64": 280, "ppc64le": 361,
            "s390x": 351, "i686": 357, "i386": 357, "armv7l": 386}.get(platform.machine())
 
@@ -79,7 +84,9 @@ def _call(cmd: int, buf: ctypes.Array, size: int, what: str = "") -> int:
     name = _CMD_NAMES.get(cmd, f"bpf cmd {cmd}")
     where = f"{name}{' ' + what if what else ''}"
     if err in (_errno.EPERM, _errno.EACCES):
-        raise PermissionDenied(where, _CMD_CAPS.get(cmd, "CAP_BPF"))
+        what_ = _CMD_WHAT.get(cmd)
+        raise PermissionDenied(f"{what_} ({where})" if what_ else where,
+                               _CMD_CAPS.get(cmd, "CAP_BPF"))
     if err == _errno.ENOENT and cmd in (MAP_GET_FD_BY_ID, PROG_GET_FD_BY_ID):
         raise ObjectGone(f"{where}: no longer exists")
     if err == _errno.ENOENT and cmd == OBJ_GET:

@@ -19,7 +19,8 @@ from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
 from bpfmem.uapi import MapType as T
 
-__all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "COUNTED_TYPES",
+__all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "maps_held_by",
+           "COUNTED_TYPES",
            "ALWAYS_FULL_TYPES", "PERCPU_TYPES"]
 
 # map types whose entries can be walked and whose memory follows them
@@ -70,8 +71,9 @@ class LiveMap:
 
     @property
     def pressure(self) -> float | None:
-        """entries / max_entries, when both are known."""
-        if self.entries is None or not self.max_entries:
+        """entries / max_entries, when both are known (None for arrays: every slot always
+        exists, so "full" says nothing)."""
+        if self.entries is None or not self.max_entries or self.entries_method == "array":
             return None
         return self.entries / self.max_entries
 
@@ -312,3 +314,63 @@ def _fdinfo_by_id(map_id: int) -> dict[str, str]:
         return _self_fdinfo(fd)
     finally:
         os.close(fd)
+
+
+def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
+                 root: str = "/", known: dict | None = None) -> tuple[tuple[LiveMap, ...], int]:
+    """The maps that the processes ``pids`` hold an fd to (only their fd tables are read, so
+    this is cheap next to :func:`scan_maps`), with those processes as owners; pins and
+    programs are left empty. Returns (maps by id, how many vanished meanwhile).
+
+    ``known`` (map id -> MapInfo), when given, caches the kernel's info between calls (a
+    map's attributes never change) and is updated in place.
+    """
+    from bpfmem.model.kernel import host_possible_cpus
+    held: dict[int, dict[int, int]] = {}
+    memlock_of: dict[int, int | None] = {}
+    frozen_of: dict[int, bool | None] = {}
+    for mfd in procfs.scan_map_fds(pids=list(pids), root=root):
+        per = held.setdefault(mfd.map_id, {})
+        per[mfd.pid] = per.get(mfd.pid, 0) + 1
+        memlock_of[mfd.map_id] = mfd.memlock
+        frozen_of[mfd.map_id] = mfd.frozen
+    cache = known if known is not None else {}
+    base = os.path.join(root, "proc")
+    owner_of: dict[int, Owner] = {}
+    for pid in {p for per in held.values() for p in per}:
+        comm = _read_text(f"{base}/{pid}/comm")
+        owner_of[pid] = Owner(pid, (comm or "?").rstrip("\n"),
+                              _memory_cgroup(_read_text(f"{base}/{pid}/cgroup")))
+    cpus = host_possible_cpus(root) if entries else 0
+    maps: list[LiveMap] = []
+    gone = 0
+    for map_id in sorted(held):
+        info = cache.get(map_id)
+        counted: tuple = (None, None, None)
+        if info is None or entries:
+            try:
+                fd = bpfsys.map_fd_by_id(map_id)
+            except ObjectGone:
+                gone += 1
+                continue
+            try:
+                if info is None:
+                    info = cache[map_id] = bpfsys.map_info(fd)
+                if entries:
+                    counted = _count(fd, info.type, info.key_size, info.value_size,
+                                     info.max_entries, cpus, entry_time_bound)
+            except ObjectGone:
+                gone += 1
+                continue
+            finally:
+                os.close(fd)
+        n, complete, method = counted
+        own = tuple(Owner(o.pid, o.comm, o.cgroup, fds)
+                    for pid, fds in sorted(held[map_id].items()) for o in [owner_of[pid]])
+        maps.append(LiveMap(
+            id=map_id, name=info.name, type=info.type, key_size=info.key_size,
+            value_size=info.value_size, max_entries=info.max_entries, map_flags=info.map_flags,
+            map_extra=info.map_extra, btf_id=info.btf_id, memlock=memlock_of.get(map_id),
+            frozen=frozen_of.get(map_id), owners=own, entries=n, entries_complete=complete,
+            entries_method=method))
+    return tuple(maps), gone

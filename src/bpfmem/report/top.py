@@ -42,18 +42,27 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
         + (f"   [red]{mism} model mismatches[/]" if mism else "")
         + (f"\nfilter: {flt}" if flt else ""))
     table = Table(expand=True, box=None, header_style="bold reverse", pad_edge=False)
-    for col, just in (("ID", "right"), ("NAME", "left"), ("TYPE", "left"), ("MAX", "right"),
-                      ("ENTRIES", "right"), ("PRESS", "right"), ("MEMLOCK", "right"),
-                      ("SHARE", "right"), ("OWNER", "left"), ("CGROUP", "left")):
-        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
     total = t["memlock"] or 1
+    rows_ = []
     for r in table_rows(doc, rows):
         entries = "-" if r["entries"] is None else (
             f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
         cg = r["owners"][0]["cgroup"] if r["owners"] else None
-        table.add_row(str(r["id"]), r["name"], r["type"], f"{r['max_entries']:,}", entries,
+        rows_.append((str(r["id"]), r["name"], r["type"], f"{r['max_entries']:,}", entries,
                       _pressure(r["pressure"]), _b(r["memlock"]),
-                      f"{(r['memlock'] or 0) / total:.1%}", _owner_text(r), _tail(cg, 40))
+                      f"{(r['memlock'] or 0) / total:.1%}", _owner_text(r), _tail(cg, 48)))
+    for i, (col, just) in enumerate((("ID", "right"), ("NAME", "left"), ("TYPE", "left"),
+                                     ("MAX", "right"), ("ENTRIES", "right"),
+                                     ("PRESS", "right"), ("MEMLOCK", "right"),
+                                     ("SHARE", "right"), ("OWNER", "left"),
+                                     ("CGROUP", "left"))):
+        widest = max([len(col)] + [Text.from_markup(row[i]).cell_len for row in rows_])
+        flexible = col in ("NAME", "CGROUP", "OWNER")
+        table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",
+                         min_width=min(widest, 12) if flexible else widest,
+                         ratio=1 if col == "CGROUP" else None)
+    for row in rows_:
+        table.add_row(*row)
     by_cg = doc["cgroups"][:3]
     foot = Text("top cgroups: " + "   ".join(
         f"{_tail(c['cgroup'] or '(unheld)', 40)} {_b(c['memlock'])} ({c['maps']})"

@@ -1,0 +1,441 @@
+"""Pure accounting of one memory cgroup ("a pod"): where its usage goes, which BPF maps it pays
+for, how it moved over time, and what an upgrade would add. No system access: the input is
+one or more :class:`bpfmem.host.podscan.PodSample` readings (or values built like them).
+
+How the usage splits (every part from the cgroup's own counters, so they add up to usage):
+
+==============  ============================================================================
+processes       the cgroup's anonymous memory: v2 ``anon``, v1 ``total_rss``
+page cache      v2 ``file``, v1 ``total_cache`` (includes shmem/tmpfs)
+kernel          the cgroup's kernel memory minus the maps below: v2 ``kernel`` (5.18+, else
+                the sum of its parts), v1 ``memory.kmem.usage_in_bytes``
+maps            the model's memcg charge (:func:`bpfmem.model.estimate.estimate`) of the maps
+                that the cgroup's processes hold and that were (probably) created here
+sock            v2 only (v1 counts TCP buffers apart from usage)
+unexplained     usage minus all of the above: the cgroup's counters are per-CPU batched, so
+                usage and memory.stat disagree by up to a few pages per CPU; and maps whose
+                model charge exceeds the kernel figure push it below zero
+==============  ============================================================================
+
+Where a map is charged: the memory cgroup of the process that *created* it pays, for as long
+as the map lives, whoever holds it later. A map that is pinned in bpffs outlives its creator,
+so a pod that opens a pin left by an earlier incarnation (the previous container of a
+restarted or upgraded pod, or another pod) holds a map it does not pay for: its charge stayed
+with that earlier cgroup (or that cgroup's parent, once it was removed). The kernel does not
+say which cgroup a map is charged to; a pin made before the cgroup's oldest process started is
+the evidence used here: such a map is reported as "charged elsewhere" and left out of the sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.kernel import KernelProfile
+from ..uapi import map_type_name
+from .live import check_map
+
+__all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
+           "TracePoint", "Peak", "TraceSummary", "trace_point", "summarize_trace",
+           "Headroom", "HeadroomLine", "headroom_after", "PIN_COMPAT", "kernel_name"]
+
+# the stacked parts, bottom to top, with their labels
+COMPONENTS = (("processes", "processes (anon)"), ("page_cache", "page cache"),
+              ("kernel", "kernel (not maps)"), ("maps", "BPF maps"), ("sock", "sockets"),
+              ("unexplained", "unexplained"))
+PIN_COMPAT = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
+# BPF_OBJ_NAME_LEN - 1: the kernel keeps 15 characters of a map's name
+_NAME_LEN = 15
+# pins within this long of the oldest process's start (clock tick granularity) are not
+# taken as made "before" it
+_PIN_MARGIN = 0.05
+
+
+@dataclass(frozen=True)
+class ProcRow:
+    pid: int
+    comm: str
+    rss: int | None
+    pss: int | None
+    uss: int | None
+    pss_anon: int | None
+    swap: int | None
+    maps: int                    # maps it holds an fd to
+
+
+@dataclass(frozen=True)
+class MapRow:
+    """A map held by the cgroup's processes, and whether this cgroup pays for it."""
+    id: int
+    name: str
+    type: str
+    key_size: int
+    value_size: int
+    max_entries: int
+    map_flags: int
+    map_extra: int
+    memlock: int | None          # fdinfo
+    charged: int | None          # the model's memcg charge now (None: not modelled)
+    charged_full: int | None
+    tolerance: int               # +- bytes the model's charge is good to
+    entries: int | None
+    holders: tuple[int, ...]     # pids in the cgroup holding it
+    pins: tuple[str, ...]
+    charged_here: bool
+    why: str                     # one line: why here / why elsewhere
+
+
+@dataclass(frozen=True)
+class Component:
+    key: str
+    label: str
+    bytes: int | None
+
+
+@dataclass(frozen=True)
+class PodView:
+    version: int
+    path: str                    # as /proc/PID/cgroup names it
+    fs_path: str
+    usage: int
+    limit: int | None
+    headroom: int | None         # limit - usage
+    peak: int | None             # the kernel's high-water mark (memory.peak/max_usage)
+    components: tuple[Component, ...]    # add up to usage exactly (unexplained: the rest)
+    kernel_kinds: tuple[tuple[str, int], ...]   # what the cgroup reports of its kernel memory
+    processes: tuple[ProcRow, ...]
+    maps: tuple[MapRow, ...]
+    maps_here: int               # model charge of the maps charged here
+    maps_elsewhere: int          # model charge of the held maps charged to another cgroup
+    maps_unknown: int            # held maps the model cannot size
+    totals: dict                 # sums over processes: rss, pss, uss, pss_anon, swap
+    notes: tuple[str, ...]
+
+    def component(self, key: str) -> int | None:
+        return next((c.bytes for c in self.components if c.key == key), None)
+
+    @property
+    def share(self) -> float | None:
+        return self.usage / self.limit if self.limit else None
+
+
+def kernel_name(t: int) -> str:
+    try:
+        return map_type_name(t)
+    except (ValueError, KeyError):
+        return str(t)
+
+
+def _sum(xs) -> int | None:
+    xs = [x for x in xs if x is not None]
+    return sum(xs) if xs else None
+
+
+def _classify(m, pins, oldest_start: float | None) -> tuple[bool, str]:
+    if not pins:
+        return True, "not pinned: created by a process of this cgroup (it dies with its holders)"
+    times = [p.pinned_at for p in pins if p.pinned_at is not None]
+    if oldest_start is not None and times and min(times) < oldest_start - _PIN_MARGIN:
+        ago = oldest_start - min(times)
+        return False, (f"pinned {_ago(ago)} before this cgroup's oldest process started: "
+                       "created by an earlier incarnation (or another pod), whose cgroup "
+                       "(or its parent) still pays for it")
+    if oldest_start is None or not times:
+        return True, "pinned, pin time unknown: assumed created here"
+    return True, "pinned after this cgroup's oldest process started: created here"
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _map_rows(sample, prof: KernelProfile | None, oldest: float | None) -> list[MapRow]:
+    rows = []
+    for m in sample.maps:
+        pins = sample.pins.get(m.id, ())
+        here, why = _classify(m, pins, oldest)
+        charged = charged_full = None
+        tol = 0
+        if prof is not None:
+            chk = check_map(m, prof)
+            charged, charged_full = chk.charged, chk.charged_full
+            if charged is not None:
+                tol = prof.page_size
+        rows.append(MapRow(
+            m.id, m.name, kernel_name(m.type), m.key_size, m.value_size, m.max_entries,
+            m.map_flags, m.map_extra, m.memlock, charged, charged_full, tol, m.entries,
+            tuple(o.pid for o in m.owners), tuple(p.path for p in pins), here, why))
+    return rows
+
+
+def _kernel_kinds(cg) -> list[tuple[str, int]]:
+    if cg.version == 2:
+        keys = ("kernel_stack", "pagetables", "sec_pagetables", "percpu", "slab_reclaimable",
+                "slab_unreclaimable", "vmalloc", "sock")
+        return [(k, cg.stat[k]) for k in keys if k in cg.stat]
+    out = []
+    for key, name in (("memory.kmem.usage_in_bytes", "kmem"),
+                      ("memory.kmem.tcp.usage_in_bytes", "tcp (not in usage)")):
+        if key in cg.counters:
+            out.append((name, cg.counters[key]))
+    return out
+
+
+def pod_view(sample, prof: KernelProfile | None) -> PodView:
+    """Split one reading of a cgroup into parts that add up to its usage.
+
+    ``prof`` is the kernel to model the maps' charges on (the host's); None leaves map
+    charges unknown (then every map's memory stays inside "kernel")."""
+    cg = sample.cgroup
+    starts = [p.started for p in sample.procs if p.started is not None]
+    oldest = min(starts) if starts else None
+    rows = _map_rows(sample, prof, oldest)
+    here = sum(r.charged for r in rows if r.charged_here and r.charged is not None)
+    elsewhere = sum(r.charged for r in rows if not r.charged_here and r.charged is not None)
+    unknown = sum(1 for r in rows if r.charged is None)
+    notes: list[str] = []
+    kernel_other = None
+    maps_part: int | None = here if rows or prof is not None else None
+    if cg.kernel is not None:
+        kernel_other = cg.kernel - here
+        if kernel_other < 0:
+            notes.append(
+                f"the model's charge of the maps held here ({here:,} B) exceeds the cgroup's "
+                f"kernel memory ({cg.kernel:,} B): some of them are charged to another cgroup "
+                "although no pin says so (created elsewhere and passed over, or opened by id)")
+            kernel_other = 0
+    elif here:
+        notes.append("the cgroup reports no kernel memory figure: maps are shown from the "
+                     "model alone")
+    sock = cg.sock if cg.version == 2 else None
+    parts = {"processes": cg.anon, "page_cache": cg.file, "kernel": kernel_other,
+             "maps": maps_part, "sock": sock}
+    known = sum(v for v in parts.values() if v is not None)
+    parts["unexplained"] = cg.usage - known
+    comps = tuple(Component(k, label, parts[k]) for k, label in COMPONENTS
+                  if not (k == "sock" and cg.version == 1))
+    missing = [label for k, label in COMPONENTS if k in ("processes", "page_cache", "kernel")
+               and parts[k] is None and not (k == "kernel" and here)]
+    if missing:
+        notes.append(f"not reported by this cgroup: {', '.join(missing)} (in unexplained)")
+    if unknown:
+        notes.append(f"{unknown} held map(s) the model cannot size: their memory stays in "
+                     "kernel")
+    if any(not r.charged_here for r in rows):
+        notes.append(
+            f"{sum(1 for r in rows if not r.charged_here)} held map(s) ({elsewhere:,} B) were "
+            "pinned before this cgroup's processes started: charged to the cgroup that "
+            "created them, not here")
+    procs = []
+    held_by: dict[int, int] = {}
+    for r in rows:
+        for pid in r.holders:
+            held_by[pid] = held_by.get(pid, 0) + 1
+    for p in sorted(sample.procs, key=lambda p: -(p.pss or p.rss or 0)):
+        procs.append(ProcRow(p.pid, p.comm, p.rss, p.pss, p.uss, p.pss_anon, p.swap,
+                             held_by.get(p.pid, 0)))
+    totals = {k: _sum(getattr(p, k) for p in sample.procs)
+              for k in ("rss", "pss", "uss", "pss_anon", "swap")}
+    return PodView(
+        cg.version, cg.path, cg.fs_path, cg.usage, cg.limit,
+        None if cg.limit is None else cg.limit - cg.usage, cg.peak, comps,
+        tuple(_kernel_kinds(cg)), tuple(procs),
+        tuple(sorted(rows, key=lambda r: (not r.charged_here, -(r.charged or 0), r.id))),
+        here, elsewhere, unknown, totals, tuple(notes))
+
+
+# ---- over time ----
+
+@dataclass(frozen=True)
+class TracePoint:
+    """One sample of a trace: seconds since the trace started, and the parts of usage."""
+    t: float
+    usage: int
+    limit: int | None
+    parts: dict                  # component key -> bytes (None when unknown)
+    procs: int
+    maps: int
+    kernel_peak: int | None      # the cgroup's own high-water mark at that moment
+
+
+def trace_point(view: PodView, t: float) -> TracePoint:
+    return TracePoint(t, view.usage, view.limit, {c.key: c.bytes for c in view.components},
+                      len(view.processes), len(view.maps), view.peak)
+
+
+@dataclass(frozen=True)
+class Peak:
+    t: float
+    usage: int
+    index: int
+    parts: dict
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    samples: int
+    duration: float              # t of the last sample
+    interval: float | None       # median time between samples
+    peak: Peak | None            # the highest sampled usage (first one if tied)
+    kernel_peak: int | None      # the cgroup's own high-water mark at the end
+    kernel_peak_between: bool    # the kernel saw a higher usage than any sample did
+    start: int | None            # usage of the first sample
+    settled: int | None          # median usage over the last tenth of the trace
+    above_settled: int | None    # peak - settled: what a start-up spike costs
+    limit: int | None
+    peak_share: float | None     # peak / limit
+    notes: tuple[str, ...]
+
+
+def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None = None,
+                    fresh_cgroup: bool = False) -> TraceSummary:
+    """The peak of a trace and when it happened; what the usage settled at.
+
+    The cgroup's own high-water mark (memory.peak / max_usage_in_bytes) sees every charge,
+    also between samples. For a cgroup made for the trace (``fresh_cgroup``) it is the true
+    peak; for an existing one it only counts if it rose during the trace (it is above
+    ``kernel_peak_before``)."""
+    if not points:
+        return TraceSummary(0, 0.0, None, None, None, False, None, None, None, None, None,
+                            ("no samples",))
+    i = max(range(len(points)), key=lambda j: (points[j].usage, -j))
+    p = points[i]
+    peak = Peak(p.t, p.usage, i, dict(p.parts))
+    gaps = sorted(b.t - a.t for a, b in zip(points, points[1:]))
+    interval = gaps[len(gaps) // 2] if gaps else None
+    kp = points[-1].kernel_peak
+    rose = kp is not None and (fresh_cgroup or kernel_peak_before is None
+                               or kp > kernel_peak_before)
+    between = bool(rose and kp is not None and kp > p.usage)
+    tail_from = points[-1].t - max(points[-1].t * 0.1, 0.0)
+    tail = sorted(q.usage for q in points if q.t >= tail_from) or [points[-1].usage]
+    settled = tail[len(tail) // 2]
+    notes = []
+    if between:
+        notes.append(f"the cgroup's own high-water mark ({kp:,} B) is above every sample: "
+                     "a shorter spike happened between two samples (sample faster with "
+                     "--interval)")
+    limit = p.limit
+    return TraceSummary(len(points), points[-1].t, interval, peak, kp if rose else None,
+                        between, points[0].usage, settled, p.usage - settled, limit,
+                        p.usage / limit if limit else None, tuple(notes))
+
+
+# ---- an upgrade ----
+
+@dataclass(frozen=True)
+class HeadroomLine:
+    map: str
+    action: str          # create | reuse | release | keep
+    bytes: int           # + for create, - for release, 0 otherwise
+    why: str
+
+
+@dataclass(frozen=True)
+class Headroom:
+    usage: int                   # now
+    limit: int | None
+    upgrade_charge: int          # what NEW's first start charges (diff's figure, or less
+                                 # when the pod's live pins are reused)
+    released: int                # map charges freed when the old processes go
+    projected: int               # usage - released + upgrade_charge
+    share: float | None          # projected / limit
+    headroom: int | None         # limit - projected
+    diff_upgrade_charge: int     # diff's own figure, for comparison
+    lines: tuple[HeadroomLine, ...]
+    notes: tuple[str, ...]
+
+
+def _compatible(row_new: dict, live: MapRow) -> bool:
+    return (row_new.get("type") == live.type and row_new.get("key_size") == live.key_size
+            and row_new.get("value_size") == live.value_size
+            and row_new.get("max_entries") == live.max_entries
+            and (row_new.get("map_flags") or 0) == live.map_flags)
+
+
+def _same_name(spec_name: str, live_name: str) -> bool:
+    if spec_name[:_NAME_LEN] == live_name:
+        return True
+    # global data maps: libbpf names them <object prefix>.<section>; match the section
+    dot = spec_name.rfind(".")
+    return dot > 0 and live_name.endswith(spec_name[dot:]) and "." in live_name
+
+
+def headroom_after(view: PodView, diff_doc: dict, *, before_given: bool) -> Headroom:
+    """Where the pod's usage goes when its processes are replaced by NEW's.
+
+    - Every map NEW creates at start is charged to the pod (``charged_at_create``, the
+      figure ``bpfmem diff`` reports), except pinned maps NEW reuses: with ``--before`` the
+      diff's own verdict (``pin_reused``, from OLD's and NEW's specs); without it, a pinned
+      map the pod holds now with NEW's name and compatible attributes (libbpf's reuse rule).
+    - Maps charged here that the old processes hold go away with them (``released``): the
+      unpinned ones, and pinned ones NEW cannot reuse (recreated: the agent unpins them).
+      Pinned maps NEW does not know stay pinned and stay charged.
+    - Everything else (processes, page cache, other kernel memory) is assumed to come back
+      as it is now: the new release's own process memory is not known from its objects.
+
+    projected = usage - released + upgrade_charge. With ``--before`` and no reuse, the
+    upgrade charge is exactly the diff's ``upgrade_charge``."""
+    rows = [r for r in diff_doc.get("maps", []) if r.get("new") is not None]
+    lines: list[HeadroomLine] = []
+    notes: list[str] = []
+    kept_live: set[int] = set()
+    charge = 0
+    for r in rows:
+        new = r["new"]
+        name = new.get("name") or r["map"]
+        c = new.get("charged_at_create")
+        if c is None:
+            notes.append(f"{name}: the model cannot size it; not counted")
+            c = 0
+        live = [m for m in view.maps if _same_name(name, m.name)]
+        if before_given:
+            reused = bool(r.get("pin_reused"))
+            why = ("pinned by OLD with the same attributes: reused" if reused else
+                   "created at start" + (" (OLD's pin is incompatible: recreated)"
+                                        if r.get("pin_incompatible") else ""))
+        else:
+            match = [m for m in live if m.pins and _compatible(new, m)] if new.get(
+                "pinning") else []
+            reused = bool(match)
+            why = (f"the pod's pinned map {match[0].id} is compatible: reused" if reused
+                   else "created at start")
+        if reused:
+            kept_live.update(m.id for m in live if m.pins)
+            lines.append(HeadroomLine(name, "reuse", 0, why))
+        else:
+            charge += c
+            lines.append(HeadroomLine(name, "create", c, why))
+    released = 0
+    new_names = [(r["new"].get("name") or r["map"]) for r in rows]
+    for m in view.maps:
+        if m.id in kept_live:
+            continue
+        if not m.charged_here:
+            lines.append(HeadroomLine(m.name, "keep", 0, "charged to another cgroup"))
+            continue
+        if m.pins and not any(_same_name(n, m.name) for n in new_names):
+            lines.append(HeadroomLine(m.name, "keep", 0, "pinned, and NEW does not create "
+                                                         "it: stays pinned and charged"))
+            continue
+        freed = m.charged or 0
+        released += freed
+        lines.append(HeadroomLine(
+            m.name, "release", -freed,
+            "pinned but NEW recreates it" if m.pins else "freed when its holders exit"))
+    projected = view.usage - released + charge
+    diff_charge = int(diff_doc.get("upgrade_charge") or 0)
+    if before_given and charge != diff_charge:
+        notes.append("the upgrade charge differs from diff's (model could not size a map)")
+    if not view.maps:
+        notes.append("the pod holds no maps now: nothing is released")
+    limit = view.limit
+    return Headroom(view.usage, limit, charge, released, projected,
+                    projected / limit if limit else None,
+                    None if limit is None else limit - projected, diff_charge,
+                    tuple(lines), tuple(notes))

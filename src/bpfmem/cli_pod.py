@@ -1,0 +1,208 @@
+"""``bpfmem pod``: one pod's memory cgroup now, over time (--trace), and after an upgrade
+(--after). A thin shell over :mod:`bpfmem.api`; registered by :mod:`bpfmem.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .cli_live import EXIT_ERROR, EXIT_OK, Usage, parse_duration
+
+__all__ = ["add_parsers", "cmd_pod", "COMMANDS", "Usage"]
+
+_EPILOG = """\
+what you see:
+  usage, limit and headroom of the cgroup, and its usage split into parts that add up to it:
+    processes (anon)   anonymous memory of its processes (v2 anon, v1 total_rss)
+    page cache         files and shmem (v2 file, v1 total_cache)
+    kernel (not maps)  the cgroup's kernel memory less the maps below
+    BPF maps           the model's memcg charge of the maps its processes hold
+    unexplained        what the counters leave over (per-CPU batching: a few pages)
+  each process with RSS, PSS and USS (smaps_rollup); kernel memory by kind; each held map
+  with memlock and charge. A map is charged to the cgroup of the process that CREATED it:
+  a map pinned before this cgroup's processes started (left by an earlier incarnation of
+  the pod) is held here but "charged elsewhere", and is not in this cgroup's usage.
+
+examples:
+  bpfmem pod --pid $(pidof cilium-agent)
+  bpfmem pod --container 3f2a9c1e7b4d --format json
+  bpfmem pod --cgroup /kubepods/burstable/pod1234/3f2a...   (as /proc/PID/cgroup names it)
+  bpfmem pod --cgroup X --after new/agent.o --before old/agent.o   headroom after upgrading
+  bpfmem pod --pid 4242 --trace 60s --interval 100ms -o trace.jsonl --plot trace.html
+  bpfmem pod --trace 30s --limit 128Mi --plot startup.png -- ./agent --flags
+        (starts ./agent in a fresh scratch cgroup and traces it from its first instant)
+
+exit status: 0 ok; 1 error, or --after projects usage above the limit; 2 usage.
+Needs root (other processes' smaps and fds; creating a cgroup for a command).
+"""
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser(
+        "pod", help="one pod's memory: processes, page cache, kernel, BPF maps (root)",
+        description="One view of a pod's memory cgroup: limit, usage, headroom; its "
+                    "processes (RSS, PSS, USS); kernel memory by kind; the BPF maps its "
+                    "processes hold and what they cost; what remains unexplained. --trace "
+                    "samples it over time and finds the peak; --after adds what a new "
+                    "release's maps charge at start.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    who = p.add_argument_group("which pod (one of these, or a command after --)")
+    who.add_argument("--cgroup", metavar="PATH",
+                     help="a memory cgroup directory, or a cgroup path as /proc/PID/cgroup "
+                          "names it")
+    who.add_argument("--pid", type=int, metavar="PID", help="the cgroup of this process")
+    who.add_argument("--container", metavar="ID",
+                     help="a container id (12+ hex digits; docker://, containerd:// ok)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="output format (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write there instead of stdout (with --trace: FILE.jsonl gets one "
+                        "JSON line per sample, anything else the JSON document)")
+    p.add_argument("--no-entries", action="store_true",
+                   help="do not count the maps' entries (faster; maps that allocate on "
+                        "insert are then sized empty)")
+    up = p.add_argument_group("headroom after an upgrade")
+    up.add_argument("--after", nargs="+", metavar="NEW.o",
+                    help="the new release's object(s): add what its maps charge at start")
+    up.add_argument("--before", nargs="+", metavar="OLD.o",
+                    help="the release running now: decides which pinned maps NEW reuses, "
+                         "as `bpfmem diff OLD NEW` does (default: the pod's live pins)")
+    tr = p.add_argument_group("trace over time")
+    tr.add_argument("--trace", type=parse_duration, metavar="DUR",
+                    help="sample for this long (30s, 2m); with a command after --, until it "
+                         "exits or this long")
+    tr.add_argument("--interval", type=parse_duration, default=None, metavar="DUR",
+                    help="time between samples (default 100ms)")
+    tr.add_argument("--plot", metavar="FILE",
+                    help="stacked chart of the trace against the limit: FILE.html "
+                         "(interactive, offline) or FILE.png (needs Chromium)")
+    tr.add_argument("--limit", metavar="SIZE",
+                    help="memory limit of the scratch cgroup a command runs in (128Mi)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                   help="with --trace: a command to start in a fresh scratch cgroup")
+
+
+def _check(args) -> list[str]:
+    cmd = list(args.command or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    given = [n for n in ("cgroup", "pid", "container") if getattr(args, n) is not None]
+    if cmd:
+        if args.trace is None:
+            raise Usage("a command after -- needs --trace DUR (bpfmem pod --trace 30s -- CMD)")
+        if given:
+            raise Usage(f"give either --{given[0]} or a command after --, not both")
+    elif len(given) != 1:
+        raise Usage("give exactly one of --cgroup, --pid, --container" +
+                    (f" (got {', '.join('--' + g for g in given)})" if given else
+                     " (or --trace DUR -- CMD)"))
+    if args.trace is None:
+        for opt in ("interval", "plot", "limit"):
+            if getattr(args, opt) is not None:
+                raise Usage(f"--{opt} goes with --trace")
+    else:
+        if args.after:
+            raise Usage("--after gives a headroom for one reading: leave out --trace")
+        if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
+            raise Usage(f"--plot wants FILE.png or FILE.html, not {args.plot}")
+    if args.limit is not None and not cmd:
+        raise Usage("--limit sets the scratch cgroup of a command (-- CMD); an existing "
+                    "cgroup keeps its own")
+    if args.before and not args.after:
+        raise Usage("--before goes with --after NEW.o")
+    if args.pid is not None and args.pid < 1:
+        raise Usage(f"not a pid: {args.pid}")
+    return cmd
+
+
+def cmd_pod(args) -> int:
+    cmd = _check(args)
+    if args.trace is not None:
+        return _trace(args, cmd)
+    from . import api
+    from .model.kernel import host_profile
+    prof = host_profile()
+    view = api.pod_view(cgroup=args.cgroup, pid=args.pid, container=args.container,
+                        entries=not args.no_entries, profile=prof)
+    headroom = None
+    if args.after:
+        try:
+            headroom, _diff = api.pod_headroom(view, args.after, args.before)
+        except ValueError as e:
+            raise Usage(str(e)) from None
+    doc = api.pod_document(view, prof, headroom=headroom, after=args.after,
+                           before=args.before)
+    _emit(doc, args, table="view")
+    if headroom is not None and headroom.limit is not None \
+            and headroom.projected > headroom.limit:
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _emit(doc: dict, args, table: str) -> None:
+    from .report import pod as report
+    out = open(args.output, "w") if args.output else sys.stdout
+    try:
+        if args.output and args.output.endswith(".jsonl") and table == "trace":
+            report.render_jsonl(doc, out)
+        elif args.format == "json" or args.output:
+            report.render_json(doc, out, indent=2)
+        elif table == "trace":
+            report.render_trace_table(doc, out)
+        else:
+            report.render_table(doc, out)
+    finally:
+        if args.output:
+            out.close()
+
+
+def _trace(args, cmd: list[str]) -> int:
+    import signal
+    from . import api
+    from .analysis.quantity import parse_size
+    try:
+        limit = parse_size(args.limit) if args.limit is not None else None
+    except ValueError as e:
+        raise Usage(f"--limit: {e}") from None
+    interval = args.interval if args.interval is not None else 0.1
+    status = None
+    say = None
+    if sys.stderr.isatty():
+        from rich.console import Console
+        status = Console(stderr=True).status("tracing")
+        status.start()
+
+        def say(view, t):
+            status.update(f"tracing {t:5.1f}s  usage {view.usage / (1 << 20):.1f} MiB"
+                          + (f" of {view.limit / (1 << 20):.0f} MiB" if view.limit else ""))
+
+    def on_term(_sig, _frame):   # SIGTERM ends the trace like Ctrl-C: clean up, report
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
+                            command=cmd or None, duration=args.trace, interval=interval,
+                            limit=limit, entries=False, command_output=sys.stderr,
+                            on_sample=say)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if status is not None:
+            status.stop()
+    if args.output:
+        _emit(doc, args, table="trace")
+        from .report.pod import trace_headline
+        print(f"bpfmem: {trace_headline(doc)} -> {args.output}", file=sys.stderr)
+    if not args.output or args.format == "table":
+        if args.format == "json" and not args.output:
+            from .report.pod import render_json
+            render_json(doc, sys.stdout)
+        else:
+            from .report.pod import render_trace_table
+            render_trace_table(doc, sys.stdout)
+    if args.plot:
+        api.write_trace_plot(doc, args.plot)
+        print(f"bpfmem: plot -> {args.plot}", file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"pod": cmd_pod}

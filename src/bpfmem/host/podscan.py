@@ -1,0 +1,345 @@
+"""Reading one memory cgroup ("a pod") as it is now, and over time.
+
+One :class:`PodSample` is the cgroup's counters (:mod:`bpfmem.host.cgroup`), every process in
+its subtree with RSS/PSS/USS from ``/proc/PID/smaps_rollup``, and the BPF maps those processes
+hold (their fd tables only: cheap) with where each is pinned and when. The arithmetic on it
+lives in :mod:`bpfmem.analysis.pod`; this module only reads.
+
+:func:`sample_loop` samples on a monotonic clock; :func:`launched` starts a command inside a
+scratch cgroup from its first instruction (the child writes its own pid into ``cgroup.procs``
+between fork and exec), and on the way out (also on errors and Ctrl-C) kills every process
+left in that cgroup by pid and removes the cgroup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+from bpfmem.errors import HostError
+from bpfmem.host import procfs
+from bpfmem.host.cgroup import (CgroupMemory, ScratchCgroup, read_cgroup_memory,
+                                read_subtree_procs, scratch_cgroup)
+from bpfmem.host.live import LiveMap, _walk_pins, maps_held_by
+
+__all__ = ["ProcMem", "Pin", "PodSample", "PodSampler", "read_proc_mem", "boot_seconds",
+           "sample_loop", "launched", "Launched", "screenshot_html"]
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def boot_seconds() -> float:
+    """Now, in seconds since boot (CLOCK_BOOTTIME: what process start times count from)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+@dataclass(frozen=True)
+class ProcMem:
+    """One process of the cgroup (smaps_rollup figures in bytes; None when unreadable)."""
+    pid: int
+    comm: str
+    rss: int | None
+    pss: int | None
+    uss: int | None            # Private_Clean + Private_Dirty (+ Private_Hugetlb)
+    pss_anon: int | None       # 5.8+
+    pss_file: int | None
+    pss_shmem: int | None
+    swap: int | None
+    started: float | None      # seconds since boot (/proc/PID/stat starttime)
+
+
+@dataclass(frozen=True)
+class Pin:
+    path: str
+    pinned_at: float | None    # seconds since boot (the bpffs inode's ctime)
+
+
+@dataclass(frozen=True)
+class PodSample:
+    """Everything read about one cgroup at one instant."""
+    t: float                              # time.monotonic() when the reading started
+    wall: float                           # time.time() then
+    duration: float                       # seconds the reading took
+    cgroup: CgroupMemory
+    procs: tuple[ProcMem, ...]            # the whole subtree
+    maps: tuple[LiveMap, ...]             # held by those processes (owners: them only)
+    pins: dict = field(default_factory=dict)   # map id -> tuple[Pin, ...]
+    skipped: int = 0                      # processes or maps gone meanwhile
+    bpffs: tuple[str, ...] = ()
+
+
+def _start_time(pid: int, root: str) -> float | None:
+    try:
+        with open(os.path.join(root, "proc", str(pid), "stat"), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    rest = raw[raw.rfind(b")") + 2:].split()
+    try:  # field 22 (starttime) is the 20th after "pid (comm)"
+        return int(rest[19]) / _CLK_TCK
+    except (IndexError, ValueError):
+        return None
+
+
+def read_proc_mem(pid: int, root: str = "/", smaps: bool = True) -> ProcMem | None:
+    """A process's memory figures; None when it has gone."""
+    try:
+        comm = procfs.read_comm(pid, root)
+    except OSError:
+        return None
+    r: dict[str, int] = {}
+    if smaps:
+        try:
+            r = procfs.read_smaps_rollup(pid, root)
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+        except OSError:
+            r = {}   # e.g. no ptrace access: the figures stay None
+    uss = None
+    if "Private_Clean" in r and "Private_Dirty" in r:
+        uss = r["Private_Clean"] + r["Private_Dirty"] + r.get("Private_Hugetlb", 0)
+    return ProcMem(pid, comm, r.get("Rss"), r.get("Pss"), uss, r.get("Pss_Anon"),
+                   r.get("Pss_File"), r.get("Pss_Shmem"), r.get("Swap"),
+                   _start_time(pid, root))
+
+
+def _bpffs_mounts(root: str) -> list[str]:
+    try:
+        return [m.mount_point for m in
+                procfs.mounts_of_type(procfs.read_mountinfo(root), "bpf")]
+    except OSError:
+        return []
+
+
+def _pins_of(ids: set[int], mounts: list[str]) -> dict[int, tuple[Pin, ...]]:
+    if not ids or not mounts:
+        return {}
+    offset = time.time() - boot_seconds()   # wall clock - boot clock
+    found = _walk_pins(mounts, [])
+    out: dict[int, tuple[Pin, ...]] = {}
+    for map_id, paths in found.items():
+        if map_id not in ids:
+            continue
+        pins = []
+        for p in sorted(paths):
+            try:
+                pins.append(Pin(p, os.stat(p).st_ctime - offset))
+            except OSError:
+                pins.append(Pin(p, None))
+        out[map_id] = tuple(pins)
+    return out
+
+
+class PodSampler:
+    """Reads one cgroup again and again, caching what does not change between readings (map
+    attributes; pins, walked again only when the set of held maps changes)."""
+
+    def __init__(self, fs_path: str, *, entries: bool = False, entry_time_bound: float = 0.5,
+                 smaps: bool = True, maps: bool = True, pins: bool = True,
+                 root: str = "/"):
+        self.fs_path = fs_path
+        self.entries = entries
+        self.entry_time_bound = entry_time_bound
+        self.smaps = smaps
+        self.maps = maps
+        self.pins = pins
+        self.root = root
+        self._infos: dict = {}
+        self._pin_ids: frozenset[int] | None = None
+        self._pin_cache: dict[int, tuple[Pin, ...]] = {}
+        self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
+
+    def sample(self) -> PodSample:
+        t, wall = time.monotonic(), time.time()
+        cg = read_cgroup_memory(self.fs_path, self.root)
+        pids = read_subtree_procs(self.fs_path, self.root)
+        procs, skipped = [], 0
+        for pid in pids:
+            pm = read_proc_mem(pid, self.root, self.smaps)
+            if pm is None:
+                skipped += 1
+            else:
+                procs.append(pm)
+        maps: tuple[LiveMap, ...] = ()
+        if self.maps and pids:
+            maps, gone = maps_held_by(pids, entries=self.entries,
+                                      entry_time_bound=self.entry_time_bound,
+                                      root=self.root, known=self._infos)
+            skipped += gone
+        pins: dict = {}
+        if self.pins and maps:
+            ids = frozenset(m.id for m in maps)
+            if ids != self._pin_ids:
+                self._pin_cache = _pins_of(set(ids), self._bpffs)
+                self._pin_ids = ids
+            pins = {i: p for i, p in self._pin_cache.items() if i in ids}
+        return PodSample(t, wall, time.monotonic() - t, cg, tuple(procs), maps, pins,
+                         skipped, tuple(self._bpffs))
+
+
+def sample_loop(sample: Callable[[], PodSample], duration: float, interval: float, *,
+                stop: Callable[[], bool] | None = None,
+                on_sample: Callable[[PodSample], None] | None = None) -> tuple[list[PodSample], bool]:
+    """Samples every ``interval`` seconds (ticks on the monotonic clock from the first; a tick
+    missed because a reading took longer is skipped, not made up) for ``duration`` seconds, or
+    until ``stop()`` says so (then one last sample is taken). Ctrl-C ends the loop early and
+    keeps what was sampled. Returns (samples, interrupted)."""
+    out: list[PodSample] = []
+    start = time.monotonic()
+    end = start + duration
+    k = 0
+    try:
+        while True:
+            stopping = stop is not None and stop()   # checked before: the last sample is after
+            s = sample()
+            out.append(s)
+            if on_sample is not None:
+                on_sample(s)
+            now = time.monotonic()
+            if now >= end or stopping:
+                break
+            k = max(k + 1, int((now - start) / interval) + 1)
+            time.sleep(max(0.0, min(start + k * interval, end) - time.monotonic()))
+    except KeyboardInterrupt:
+        return out, True
+    return out, False
+
+
+# ---- launching a command in a scratch cgroup ----
+
+@dataclass
+class Launched:
+    """A command started by :func:`launched`, in ``cgroup`` from its first instruction."""
+    proc: subprocess.Popen
+    cgroup: ScratchCgroup
+    started: float            # time.monotonic() just before the fork
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def exited(self) -> bool:
+        return self.proc.poll() is not None
+
+
+def _kill_all(cg: ScratchCgroup, main: subprocess.Popen, grace: float) -> None:
+    """End the command: SIGTERM to it, then SIGKILL to every process still in the cgroup
+    (all of them descend from it: the cgroup was made for it), by pid."""
+    if main.poll() is None:
+        try:
+            os.kill(main.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            main.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = read_subtree_procs(cg.fs_path)
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        main.poll()   # reap our child
+        time.sleep(0.05)
+    try:
+        main.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+@contextmanager
+def launched(argv: Sequence[str], *, limit: int | None = None, grace: float = 2.0,
+             stdout=None, stderr=None) -> Iterator[Launched]:
+    """Run ``argv`` in a fresh scratch memory cgroup (``limit`` bytes, or unlimited): the
+    forked child moves itself into the cgroup before exec, so everything the command ever
+    allocates, and every map it creates, is charged there. On exit the command and whatever
+    it left in the cgroup are killed by pid and the cgroup is removed."""
+    if not argv:
+        raise ValueError("no command to launch")
+    with scratch_cgroup(limit=limit, prefix="bpfmem-trace-") as cg:
+        procs_file = os.path.join(cg.fs_path, "cgroup.procs")
+
+        def enter() -> None:  # runs in the child between fork and exec
+            fd = os.open(procs_file, os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(list(argv), preexec_fn=enter, stdin=subprocess.DEVNULL,
+                                    stdout=stdout, stderr=stderr)
+        except FileNotFoundError:
+            raise HostError(f"no such command: {argv[0]}") from None
+        except PermissionError:
+            raise HostError(f"cannot run {argv[0]}: permission denied") from None
+        except subprocess.SubprocessError as e:
+            raise HostError(f"cannot start {argv[0]} in {cg.fs_path}: {e}") from None
+        try:
+            yield Launched(proc, cg, started)
+        finally:
+            _kill_all(cg, proc, grace)
+
+
+# ---- pictures ----
+
+def _chromium() -> str | None:
+    import shutil
+    for c in (os.environ.get("BPFMEM_CHROMIUM"), shutil.which("chromium"),
+              shutil.which("chromium-browser"), shutil.which("google-chrome")):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def screenshot_html(html: str, png_path: str, *, width: int, height: int,
+                    timeout: float = 60) -> None:
+    """Render a self-contained HTML page to a PNG with headless Chromium (the same engine
+    that shows the --plot .html), offline: the page loads nothing from anywhere."""
+    import shutil
+    import tempfile
+    exe = _chromium()
+    if exe is None:
+        from bpfmem.errors import UnsupportedError
+        raise UnsupportedError("a PNG plot needs Chromium (apt-get install chromium, or "
+                               "BPFMEM_CHROMIUM=/path); --plot FILE.html needs nothing")
+    tmp = tempfile.mkdtemp(prefix="bpfmem-plot-")
+    try:
+        page = os.path.join(tmp, "plot.html")
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(html)
+        out = os.path.join(tmp, "plot.png")
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--no-first-run", "--disable-extensions", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--mute-audio",
+               "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp}/profile",
+               f"--window-size={int(width)},{int(height)}", "--virtual-time-budget=5000",
+               f"--screenshot={out}", "file://" + page]
+        try:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as e:
+            raise HostError(f"cannot run {exe}: {e.strerror or e}") from None
+        try:
+            _out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)   # the browser we started and its helpers
+            p.wait()
+            raise HostError(f"{exe} did not render the plot within {timeout:g}s") from None
+        if not os.path.exists(out) or os.path.getsize(out) == 0:
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise HostError(f"{exe} made no PNG: {tail[0]}")
+        shutil.copyfile(out, png_path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,360 @@
+"""The pod view as documents, tables and pictures: ``bpfmem/pod/v1`` (one reading, with an
+optional upgrade headroom), ``bpfmem/pod-trace/v1`` (a trace: JSON or JSON lines), a rich
+table, and a stacked chart of a trace (plotly: a self-contained HTML page, or a PNG made
+from it). Pure: it reads no file and no kernel."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import IO, Any
+
+from ..analysis.pod import COMPONENTS, Headroom, PodView, TracePoint, TraceSummary
+
+SCHEMA = "bpfmem/pod/v1"
+TRACE_SCHEMA = "bpfmem/pod-trace/v1"
+MiB = 1 << 20
+
+# the chart's parts, bottom to top (sockets go with kernel; unexplained on top)
+_PLOT_PARTS = (("processes", "processes (anon)", "#4C78A8"),
+               ("page_cache", "page cache", "#72B7B2"),
+               ("kernel", "kernel (not maps)", "#B279A2"),
+               ("maps", "BPF maps", "#F58518"),
+               ("unexplained", "unexplained", "#BAB0AC"))
+
+
+def _mib(n: int | None, signed: bool = False) -> str:
+    if n is None:
+        return "?"
+    return f"{n / MiB:+.1f} MiB" if signed else f"{n / MiB:.1f} MiB"
+
+
+def _pct(x: float | None) -> str:
+    return "?" if x is None else f"{x * 100:.0f}%"
+
+
+# ---- documents ----
+
+def view_record(view: PodView) -> dict:
+    return {
+        "cgroup": {"path": view.path, "dir": view.fs_path, "version": view.version},
+        "usage": view.usage, "limit": view.limit, "headroom": view.headroom,
+        "share_of_limit": view.share, "peak": view.peak,
+        "components": {c.key: c.bytes for c in view.components},
+        "kernel_kinds": dict(view.kernel_kinds),
+        "processes": [asdict(p) for p in view.processes],
+        "process_totals": view.totals,
+        "maps": [asdict(m) | {"holders": list(m.holders), "pins": list(m.pins)}
+                 for m in view.maps],
+        "maps_charged_here": view.maps_here, "maps_charged_elsewhere": view.maps_elsewhere,
+        "maps_not_modelled": view.maps_unknown,
+        "notes": list(view.notes),
+    }
+
+
+def headroom_record(h: Headroom, after: list[str], before: list[str] | None) -> dict:
+    return {"after": after, "before": before, "usage_now": h.usage, "limit": h.limit,
+            "upgrade_charge": h.upgrade_charge, "diff_upgrade_charge": h.diff_upgrade_charge,
+            "released": h.released, "projected": h.projected, "share_of_limit": h.share,
+            "headroom": h.headroom, "lines": [asdict(x) for x in h.lines],
+            "notes": list(h.notes)}
+
+
+def build_pod_report(view: PodView, kernel: dict, *, headroom: dict | None = None) -> dict:
+    doc = {"schema": SCHEMA, "kernel": kernel} | view_record(view)
+    if headroom is not None:
+        doc["upgrade"] = headroom
+    return doc
+
+
+def point_record(p: TracePoint) -> dict:
+    return {"t": round(p.t, 4), "usage": p.usage, "limit": p.limit, "parts": p.parts,
+            "procs": p.procs, "maps": p.maps, "kernel_peak": p.kernel_peak}
+
+
+def summary_record(s: TraceSummary) -> dict:
+    d = asdict(s)
+    d["notes"] = list(s.notes)
+    return d
+
+
+def build_trace_report(points: list[TracePoint], summary: TraceSummary, *, cgroup: dict,
+                       kernel: dict, command: list[str] | None, interval: float,
+                       interrupted: bool, exit_code: int | None = None,
+                       last: PodView | None = None, peak_view: PodView | None = None) -> dict:
+    return {"schema": TRACE_SCHEMA, "kernel": kernel, "cgroup": cgroup, "command": command,
+            "exit_code": exit_code, "interval": interval, "interrupted": interrupted,
+            "summary": summary_record(summary),
+            "at_peak": view_record(peak_view) if peak_view is not None else None,
+            "samples": [point_record(p) for p in points]}
+
+
+def render_json(doc: dict, out: IO[str], indent: int | None = 2) -> None:
+    json.dump(doc, out, indent=indent, sort_keys=False, default=str)
+    out.write("\n")
+
+
+def render_jsonl(doc: dict, out: IO[str]) -> None:
+    """A trace as JSON lines: a header, one line per sample, the summary last."""
+    head = {k: v for k, v in doc.items() if k not in ("samples", "summary", "at_peak")}
+    out.write(json.dumps({"kind": "header"} | head) + "\n")
+    for s in doc["samples"]:
+        out.write(json.dumps({"kind": "sample"} | s) + "\n")
+    out.write(json.dumps({"kind": "summary", "summary": doc["summary"],
+                          "at_peak": doc.get("at_peak")}) + "\n")
+
+
+def load_jsonl(lines) -> dict:
+    """The trace document back from its JSON lines."""
+    doc: dict[str, Any] = {"samples": []}
+    for line in lines:
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        kind = d.pop("kind", None)
+        if kind == "header":
+            doc.update(d)
+        elif kind == "sample":
+            doc["samples"].append(d)
+        elif kind == "summary":
+            doc["summary"] = d.get("summary")
+            doc["at_peak"] = d.get("at_peak")
+    return doc
+
+
+# ---- tables ----
+
+def _console(out: IO[str], width: int | None = None):
+    from rich.console import Console
+    return Console(file=out, width=width or (None if out.isatty() else 100),
+                   highlight=False, soft_wrap=False)
+
+
+def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
+    """One reading: header, the parts of usage, processes, maps, and the upgrade."""
+    from rich.table import Table
+    con = _console(out, width)
+    cg = doc["cgroup"]
+    lim = doc["limit"]
+    head = (f"{cg['path']}  (cgroup v{cg['version']}, {cg['dir']})\n"
+            f"usage {_mib(doc['usage'])}"
+            + (f" of {_mib(lim)} limit = {_pct(doc['share_of_limit'])}, headroom "
+               f"{_mib(doc['headroom'])}" if lim is not None else " (no limit)")
+            + (f"; peak so far {_mib(doc['peak'])}" if doc.get("peak") is not None else ""))
+    con.print(head)
+    t = Table(title="where the usage goes", title_justify="left", box=None, pad_edge=False)
+    t.add_column("part")
+    t.add_column("bytes", justify="right")
+    t.add_column("MiB", justify="right")
+    t.add_column("of usage", justify="right")
+    labels = dict(COMPONENTS)
+    for key, val in doc["components"].items():
+        share = None if val is None or not doc["usage"] else val / doc["usage"]
+        t.add_row(labels.get(key, key), "?" if val is None else f"{val:,}",
+                  "?" if val is None else f"{val / MiB:.1f}", _pct(share))
+    t.add_row("[b]usage[/b]", f"[b]{doc['usage']:,}[/b]", f"[b]{doc['usage'] / MiB:.1f}[/b]",
+              "100%")
+    con.print(t)
+    if doc["kernel_kinds"]:
+        con.print("kernel memory by kind: " + ", ".join(
+            f"{k} {_mib(v)}" for k, v in doc["kernel_kinds"].items()))
+    p = Table(title="processes (smaps_rollup)", title_justify="left", box=None,
+              pad_edge=False)
+    for c, j in (("pid", "right"), ("comm", "left"), ("RSS", "right"), ("PSS", "right"),
+                 ("USS", "right"), ("anon PSS", "right"), ("maps", "right")):
+        p.add_column(c, justify=j)
+    for r in doc["processes"][:30]:
+        p.add_row(str(r["pid"]), r["comm"], _mib(r["rss"]), _mib(r["pss"]), _mib(r["uss"]),
+                  _mib(r["pss_anon"]), str(r["maps"]))
+    if len(doc["processes"]) > 30:
+        p.add_row("", f"... {len(doc['processes']) - 30} more", "", "", "", "", "")
+    tot = doc["process_totals"]
+    p.add_row("", "[b]total[/b]", _mib(tot.get("rss")), _mib(tot.get("pss")),
+              _mib(tot.get("uss")), _mib(tot.get("pss_anon")), "")
+    con.print(p)
+    if doc["maps"]:
+        m = Table(title="BPF maps held by these processes", title_justify="left", box=None,
+                  pad_edge=False)
+        for c, j in (("id", "right"), ("name", "left"), ("type", "left"),
+                     ("memlock", "right"), ("charged (model)", "right"),
+                     ("charged to", "left")):
+            m.add_column(c, justify=j)
+        for r in doc["maps"]:
+            m.add_row(str(r["id"]), r["name"], r["type"], _mib(r["memlock"]),
+                      _mib(r["charged"]),
+                      "this cgroup" if r["charged_here"] else "[yellow]elsewhere[/yellow]")
+        con.print(m)
+        con.print(f"maps charged here {_mib(doc['maps_charged_here'])}"
+                  + (f"; held but charged elsewhere {_mib(doc['maps_charged_elsewhere'])}"
+                     if doc["maps_charged_elsewhere"] else ""))
+        for r in doc["maps"]:
+            if not r["charged_here"]:
+                con.print(f"  [yellow]{r['name']}[/yellow] (id {r['id']}, "
+                          f"{', '.join(r['pins'])}): {r['why']}")
+    else:
+        con.print("no BPF maps held by these processes")
+    for n in doc["notes"]:
+        con.print(f"note: {n}")
+    up = doc.get("upgrade")
+    if up:
+        con.print()
+        con.print(f"[b]after upgrading to {', '.join(up['after'])}[/b]"
+                  + (f" (from {', '.join(up['before'])})" if up.get("before") else ""))
+        con.print(f"  usage now {_mib(up['usage_now'])} - maps released "
+                  f"{_mib(up['released'])} + charged at first start "
+                  f"{_mib(up['upgrade_charge'])} = [b]{_mib(up['projected'])}[/b]"
+                  + (f" = [b]{_pct(up['share_of_limit'])} of the {_mib(up['limit'])} "
+                     f"limit[/b], headroom {_mib(up['headroom'])}"
+                     if up["limit"] is not None else ""))
+        for n in up["notes"]:
+            con.print(f"  note: {n}")
+
+
+def trace_headline(doc: dict) -> str:
+    s = doc["summary"]
+    pk = s.get("peak")
+    if not pk:
+        return "no samples"
+    lim = s.get("limit")
+    text = (f"peak {_mib(pk['usage'])} at {pk['t']:.2f}s"
+            + (f" = {_pct(s['peak_share'])} of the {_mib(lim)} limit" if lim else "")
+            + f"; started at {_mib(s['start'])}, settled at {_mib(s['settled'])}"
+            + f" ({s['samples']} samples over {s['duration']:.1f}s)")
+    if s.get("kernel_peak_between"):
+        text += f"; the kernel's high-water mark was {_mib(s['kernel_peak'])}"
+    return text
+
+
+def render_trace_table(doc: dict, out: IO[str], width: int | None = None) -> None:
+    from rich.table import Table
+    con = _console(out, width)
+    cg = doc["cgroup"]
+    con.print(f"{cg.get('path')} (cgroup v{cg.get('version')})"
+              + (f": {' '.join(doc['command'])}" if doc.get("command") else ""))
+    con.print(trace_headline(doc))
+    pk = (doc["summary"] or {}).get("peak")
+    if pk:
+        t = Table(title=f"at the peak ({pk['t']:.2f}s)", title_justify="left", box=None,
+                  pad_edge=False)
+        t.add_column("part")
+        t.add_column("MiB", justify="right")
+        labels = dict(COMPONENTS)
+        for k, v in pk["parts"].items():
+            t.add_row(labels.get(k, k), "?" if v is None else f"{v / MiB:.1f}")
+        con.print(t)
+    for n in (doc["summary"] or {}).get("notes", []):
+        con.print(f"note: {n}")
+    if doc.get("interrupted"):
+        con.print("note: interrupted: the trace is shorter than asked")
+    if doc.get("exit_code") is not None:
+        con.print(f"the command exited with {doc['exit_code']}")
+
+
+# ---- the chart ----
+
+def _plotly():
+    try:
+        import plotly.graph_objects as go
+        import plotly.io as pio
+        from plotly.offline import get_plotlyjs
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        from ..errors import UnsupportedError
+        raise UnsupportedError("plots need plotly: pip install 'bpfmem[html]'") from e
+    return go, pio, get_plotlyjs
+
+
+def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
+    """The stacked chart of a trace: usage split into its parts over time, the limit, and
+    the peak marked."""
+    go, _pio, _ = _plotly()
+    samples = doc["samples"]
+    ts = [s["t"] for s in samples]
+    fig = go.Figure()
+    for key, label, color in _PLOT_PARTS:
+        ys = []
+        for s in samples:
+            v = s["parts"].get(key) or 0
+            if key == "kernel":
+                v += s["parts"].get("sock") or 0
+            ys.append(max(v, 0) / MiB)
+        if key == "unexplained" and not any(y > 0.05 for y in ys):
+            continue
+        fig.add_trace(go.Scatter(
+            x=ts, y=ys, name=label + (" + sockets" if key == "kernel" and any(
+                s["parts"].get("sock") for s in samples) else ""),
+            mode="lines", line=dict(width=0.5, color=color), stackgroup="usage",
+            fillcolor=color, hovertemplate="%{y:.1f} MiB<extra>" + label + "</extra>"))
+    fig.add_trace(go.Scatter(x=ts, y=[s["usage"] / MiB for s in samples], name="usage",
+                             mode="lines", line=dict(width=1.5, color="#222"),
+                             hovertemplate="%{y:.1f} MiB<extra>usage</extra>"))
+    s = doc["summary"] or {}
+    limit = s.get("limit") or next((x["limit"] for x in samples if x.get("limit")), None)
+    top = max([x["usage"] for x in samples] + [0]) / MiB
+    if limit:
+        fig.add_trace(go.Scatter(x=[ts[0], ts[-1]] if ts else [0, 1],
+                                 y=[limit / MiB] * 2, name=f"limit {limit / MiB:.0f} MiB",
+                                 mode="lines", line=dict(color="#D62728", width=2, dash="dash"),
+                                 hoverinfo="skip"))
+        top = max(top, limit / MiB)
+    pk = s.get("peak")
+    if pk:
+        share = f" ({s['peak_share'] * 100:.0f}% of limit)" if s.get("peak_share") else ""
+        fig.add_trace(go.Scatter(
+            x=[pk["t"]], y=[pk["usage"] / MiB], name="peak", mode="markers",
+            marker=dict(size=11, color="#D62728", symbol="diamond",
+                        line=dict(color="white", width=1.5)),
+            hovertemplate="peak %{y:.1f} MiB at %{x:.2f}s<extra></extra>"))
+        fig.add_annotation(x=pk["t"], y=pk["usage"] / MiB, ax=40, ay=-36,
+                           text=f"peak {pk['usage'] / MiB:.1f} MiB at {pk['t']:.2f}s{share}",
+                           showarrow=True, arrowhead=2, arrowcolor="#D62728",
+                           font=dict(color="#D62728", size=13), bgcolor="rgba(255,255,255,0.85)",
+                           xanchor="left")
+    cg = doc.get("cgroup") or {}
+    cmd = " ".join(doc.get("command") or [])
+    title = f"bpfmem pod --trace: {cmd or cg.get('path', '')}"
+    if len(title) > 110:
+        title = title[:107] + "..."
+    fig.update_layout(
+        template="none", width=width, height=height, paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13,
+                  color="#222"),
+        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=16)),
+        margin=dict(l=70, r=20, t=60, b=55),
+        xaxis=dict(title="seconds since the trace started", rangemode="tozero",
+                   showgrid=True, gridcolor="#eee", zeroline=False),
+        yaxis=dict(title="MiB", rangemode="tozero", range=[0, top * 1.12 if top else 1],
+                   showgrid=True, gridcolor="#eee", zeroline=False),
+        legend=dict(orientation="h", x=0, y=-0.14, xanchor="left", yanchor="top",
+                    traceorder="normal"),
+        hovermode="x unified")
+    fig.update_layout(margin=dict(b=95))
+    return fig
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; connect-src 'none'">
+<style>html,body{{margin:0;padding:0;background:white;font-family:Inter,Segoe UI,Helvetica,Arial,sans-serif;color:#222}}
+p{{margin:4px 16px 8px;font-size:14px}}</style>
+<script>window.PlotlyConfig={{MathJaxConfig:"local"}};</script>
+<script>{plotlyjs}</script></head>
+<body>{headline}<div id="bpfmem-pod-trace" style="width:{width}px;height:{height}px"></div>
+<script>(function(){{var f={fig};Plotly.newPlot("bpfmem-pod-trace",f.data,f.layout,{config});}})();</script>
+</body></html>
+"""
+
+
+def render_trace_html(doc: dict, *, width: int = 1100, height: int = 560,
+                      static: bool = False) -> str:
+    """A self-contained page (plotly.js inline: works offline) with the trace's chart;
+    ``static`` leaves out the headline and the plot's toolbar (for a PNG)."""
+    import html as _html
+    go, pio, get_plotlyjs = _plotly()
+    fig = trace_figure(doc, width=width, height=height)
+    config = {"displaylogo": False, "responsive": False, "staticPlot": static,
+              "displayModeBar": not static}
+    headline = "" if static else f"<p>{_html.escape(trace_headline(doc))}</p>"
+    return _PAGE.format(title="bpfmem pod trace", plotlyjs=get_plotlyjs(), headline=headline,
+                        width=width, height=height, fig=pio.to_json(fig, validate=True),
+                        config=json.dumps(config))

@@ -1,0 +1,293 @@
+"""The live node view against real maps: scan_maps, snapshot, maps --from-bpftool, top.
+
+Maps are created by forked children (tests/mapfarm.py), some pinned under a scratch bpffs
+mount, some filled; every child, pin and mount is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from conftest import is_root
+from mapfarm import MapFarm, MapPlan
+
+from bpfmem.analysis.live import check_map, filter_maps
+from bpfmem.errors import ObjectGone
+from bpfmem.host import bpfsys, live, procfs
+from bpfmem.model.kernel import host_profile
+from bpfmem.uapi import MapType as T
+
+kernel = pytest.mark.kernel
+needs_root = pytest.mark.skipif(not is_root(), reason="needs root (CAP_SYS_ADMIN)")
+pytestmark = [kernel, needs_root]
+
+
+@contextmanager
+def bpffs():
+    d = tempfile.mkdtemp(prefix="bpfmem-test-bpffs-")
+    subprocess.run(["mount", "-t", "bpf", "bpf", d], check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", d], check=False)
+        os.rmdir(d)
+
+
+PLANS = [
+    [MapPlan("lt_hash", T.HASH, 8, 16, 1000, fill=123, pin=True),
+     MapPlan("lt_array", T.ARRAY, 4, 64, 32),
+     MapPlan("lt_lru", T.LRU_HASH, 16, 40, 2048, fill=500)],
+    [MapPlan("lt_pcpu_hash", T.PERCPU_HASH, 4, 8, 256, fill=77, pin=True),
+     MapPlan("lt_nopre", T.HASH, 4, 100, 4096, map_flags=1, fill=1000),
+     MapPlan("lt_lpm", T.LPM_TRIE, 8, 8, 100, map_flags=1, fill=9),
+     MapPlan("lt_queue", T.QUEUE, 0, 8, 16)],
+]
+
+
+@pytest.fixture(scope="module")
+def farm():
+    with bpffs() as pins, MapFarm(PLANS, pin_dir=pins) as f:
+        yield f, pins
+
+
+@pytest.fixture(scope="module")
+def snap(farm):
+    return live.scan_maps(entries=True)
+
+
+def _fdinfo(pid: int, fd: int) -> dict:
+    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+        return procfs.parse_fdinfo(f.read())
+
+
+def test_scan_finds_every_farm_map_with_owner_pin_memlock_entries(farm, snap):
+    f, pins = farm
+    by_id = {m.id: m for m in snap.maps}
+    for child in f.children:
+        for fm in child.maps:
+            m = by_id[fm.id]
+            assert m.name == fm.name
+            assert [o.pid for o in m.owners] == [child.pid]
+            assert m.owners[0].comm == open(f"/proc/{child.pid}/comm").read().strip()
+            info = _fdinfo(child.pid, fm.fd)
+            assert m.memlock == int(info["memlock"])          # equal to the kernel's fdinfo
+            assert int(info["map_id"]) == m.id
+            assert m.pins == ((os.path.join(pins, fm.name),) if fm.pin else ())
+            if m.type in (T.ARRAY,):
+                assert m.entries == m.max_entries and m.pressure is None
+            elif m.type == T.QUEUE:
+                assert m.entries is None                      # no keys to count
+            else:
+                assert m.entries == fm.fill and m.entries_complete
+                assert m.pressure == pytest.approx(fm.fill / m.max_entries)
+    assert set(snap.bpffs) >= {pins}
+
+
+def test_owner_cgroup_is_the_processes_memory_cgroup(farm, snap):
+    f, _ = farm
+    pid = f.children[0].pid
+    text = open(f"/proc/{pid}/cgroup").read()
+    from bpfmem.host.cgroup import parse_proc_cgroup
+    lines = parse_proc_cgroup(text)
+    want = next((l.path for l in lines if "memory" in l.controllers),
+                next(l.path for l in lines if l.hierarchy_id == 0))
+    m = next(m for m in snap.maps if m.name == "lt_hash" and m.owners[0].pid == pid)
+    assert m.owners[0].cgroup == want
+
+
+def test_model_matches_the_kernel_for_every_farm_map(farm, snap):
+    prof = host_profile()
+    ids = {fm.id for fm in farm[0].maps}
+    checks = {m.name: check_map(m, prof) for m in snap.maps if m.id in ids}
+    assert {n: c.status for n, c in checks.items()} == {n: "match" for n in checks}
+    assert all(c.charged is not None for c in checks.values())
+
+
+def test_kernel_memlock_sum_equals_fdinfo_sum(farm, snap):
+    ids = {fm.id: (c.pid, fm.fd) for c in farm[0].children for fm in c.maps}
+    ours = sum(m.memlock for m in snap.maps if m.id in ids)
+    theirs = sum(int(_fdinfo(pid, fd)["memlock"]) for pid, fd in ids.values())
+    assert ours == theirs > 0
+
+
+def test_filters(farm, snap):
+    pid = farm[0].children[1].pid
+    assert {m.name for m in filter_maps(snap.maps, name="lt_*", pid=pid)} == {
+        "lt_pcpu_hash", "lt_nopre", "lt_lpm", "lt_queue"}
+    assert {m.name for m in filter_maps(snap.maps, name="lt_*", type="lru_hash")} == {"lt_lru"}
+    assert filter_maps(snap.maps, name="lt_*", owner="no-such-comm*") == []
+
+
+def test_pinned_map_without_holder_still_has_memlock():
+    with bpffs() as pins:
+        fd = bpfsys.map_create(T.HASH, 4, 4, 64, 0, "lt_orphan")
+        try:
+            bpfsys.obj_pin(fd, f"{pins}/orphan")
+            expected = int(procfs.parse_fdinfo(open(f"/proc/self/fdinfo/{fd}").read())["memlock"])
+            map_id = bpfsys.map_info(fd).id
+        finally:
+            os.close(fd)           # now only the pin holds it
+        try:
+            s = live.scan_maps()
+            m = next(m for m in s.maps if m.id == map_id)
+            assert m.owners == () and m.pins == (f"{pins}/orphan",)
+            assert m.memlock == expected
+        finally:
+            os.unlink(f"{pins}/orphan")
+
+
+def test_a_map_vanishing_mid_scan_is_skipped(farm, monkeypatch):
+    victim = farm[0].children[0].maps[0].id
+    real = bpfsys.map_fd_by_id
+
+    def flaky(map_id, flags=bpfsys.BPF_F_RDONLY):
+        if map_id == victim:
+            raise ObjectGone("gone")
+        return real(map_id, flags)
+
+    monkeypatch.setattr(bpfsys, "map_fd_by_id", flaky)
+    s = live.scan_maps()
+    assert victim not in {m.id for m in s.maps} and s.skipped >= 1
+    assert {fm.id for fm in farm[0].maps} - {victim} <= {m.id for m in s.maps}
+
+
+def test_scans_survive_maps_coming_and_going():
+    stop = threading.Event()
+    made = [0]
+
+    def churn():
+        while not stop.is_set():
+            fds = [bpfsys.map_create(T.HASH, 4, 4, 8, 0, "lt_churn") for _ in range(20)]
+            for fd in fds:
+                os.close(fd)
+            made[0] += 20
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for _ in range(15):
+            live.scan_maps(entries=True)
+    finally:
+        stop.set()
+        t.join()
+    assert made[0] > 0
+
+
+def test_never_writes_to_a_map(farm):
+    """Entry counting uses lookups only: contents and counts are unchanged by a scan."""
+    f, _ = farm
+    before = live.scan_maps(entries=True)
+    after = live.scan_maps(entries=True)
+    ids = {fm.id for fm in f.maps}
+    pick = lambda s: {m.id: (m.entries, m.memlock) for m in s.maps if m.id in ids}
+    assert pick(before) == pick(after)
+
+
+# ---- the CLI ----
+
+def _bpfmem(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "bpfmem", *args], capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+def test_snapshot_cli_json_and_bpftool_agree(farm, tmp_path):
+    out = tmp_path / "snap.json"
+    r = _bpfmem("snapshot", "--entries", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "bpfmem/snapshot/v1"
+    ours = {m["id"]: m for m in doc["maps"]}
+    bt = json.loads(subprocess.run(["bpftool", "-j", "-f", "map", "show"], capture_output=True,
+                                   text=True, check=True).stdout)
+    farm_ids = {fm.id for fm in farm[0].maps}
+    theirs = {m["id"]: m for m in bt if m["id"] in farm_ids}
+    assert set(theirs) == farm_ids
+    for i, b in theirs.items():
+        o = ours[i]
+        assert (o["name"], o["type"], o["key_size"], o["value_size"], o["max_entries"],
+                o["map_flags"], o["memlock"]) == (
+            b["name"], b["type"], b["bytes_key"], b["bytes_value"], b["max_entries"],
+            b["flags"], b["bytes_memlock"])
+        assert sorted(o["pins"]) == sorted(b.get("pinned", []))
+        assert o["model"]["status"] == "match"
+    assert doc["totals"]["memlock"] == sum(m["memlock"] or 0 for m in doc["maps"])
+
+
+def test_maps_from_bpftool_reads_a_saved_bpftool_dump(farm, tmp_path):
+    dump = tmp_path / "bt.json"
+    dump.write_text(subprocess.run(["bpftool", "-j", "-f", "map", "show"], capture_output=True,
+                                   text=True, check=True).stdout)
+    r = _bpfmem("maps", "--from-bpftool", str(dump), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    names = {m["name"]: m for m in doc["maps"]}
+    for fm in farm[0].maps:
+        assert names[fm.name]["model"]["status"] in ("match", "in-range")
+    r = _bpfmem("maps", "--from-bpftool", str(dump))
+    assert r.returncode == 0 and "lt_nopre" in r.stdout
+
+
+def test_advise_takes_a_snapshot_as_occupancy(farm, tmp_path):
+    out = tmp_path / "snap.json"
+    assert _bpfmem("snapshot", "--entries", "--name", "lt_*", "-o", str(out)).returncode == 0
+    from bpfmem.api import load_occupancy
+    occ = load_occupancy(str(out))
+    assert occ["lt_hash"] == 123 and occ["lt_lru"] == 500
+
+
+def test_without_cap_sys_admin_one_line_and_exit_1():
+    r = subprocess.run(["capsh", "--drop=cap_sys_admin,cap_bpf,cap_perfmon", "--",
+                        "-c", f"{sys.executable} -m bpfmem snapshot"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "CAP_SYS_ADMIN" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_top_in_tmux(farm):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux not installed")
+    session = f"bpfmem-top-{os.getpid()}"
+    cmd = f"{sys.executable} -m bpfmem top --interval 300ms --entries --name 'lt_*'"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "30", cmd],
+                   check=True)
+    try:
+        screen = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
+                                    capture_output=True, text=True).stdout
+            if "lt_lru" in screen and "maps 7" in screen:
+                break
+        assert "bpfmem top" in screen
+        assert "maps 7" in screen, screen            # the filter keeps the 7 farm maps
+        assert "filter: name=lt_*" in screen
+        for name in ("lt_hash", "lt_lru", "lt_nopre", "lt_pcpu_hash"):
+            assert name in screen
+        lines = [l for l in screen.splitlines() if " lt_" in l]
+        memlock_order = [l.split()[1] for l in lines]
+        # sorted by memlock, largest first: compare with the scan
+        s = live.scan_maps()
+        ours = [m.name for m in sorted((m for m in s.maps if m.name.startswith("lt_")),
+                                       key=lambda m: (-(m.memlock or 0), m.id))]
+        assert memlock_order == ours[:len(memlock_order)]
+        # a refresh happens: the clock in the header changes
+        first = screen.splitlines()[0]
+        time.sleep(1.5)
+        again = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
+                               capture_output=True, text=True).stdout.splitlines()[0]
+        assert again != first
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
