@@ -184,10 +184,22 @@ class Exposition:
         with self._lock:
             self.cache.get()
             if self.cache.scans != self._scan_no:
+                self._body = self._gzipped = b""
                 self._body = generate_latest(self.registry)
                 self._gzipped = gzip.compress(self._body, compresslevel=1)
                 self._scan_no = self.cache.scans
+                _trim()
             return self._body, self._gzipped
+
+
+def _trim() -> None:
+    """Hand memory freed by the last scan and render back to the OS (glibc keeps freed heap
+    otherwise, and the exporter's RSS would creep up to its worst moment)."""
+    import ctypes
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _handler(expo: Exposition):

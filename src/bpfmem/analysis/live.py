@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..model import formulas as fm
 from ..model.estimate import estimate
@@ -35,16 +36,25 @@ class ModelCheck:
 
 def check_map(m, prof: KernelProfile) -> ModelCheck:
     """Compare a live map (anything with kernel attribute names, ``memlock``, ``entries``)."""
-    try:
-        shape = MapShape.of(m)
-    except ValueError:
-        return ModelCheck(None, None, None, None, "unknown", note="unknown map type")
-    counted = m.entries is not None
-    fp = estimate(shape, prof, m.entries or 0)
+    return _check(m.type, m.key_size, m.value_size, m.max_entries, m.map_flags or 0,
+                  m.map_extra or 0, m.entries, bool(getattr(m, "entries_complete", True)),
+                  m.memlock, prof)
+
+
+@lru_cache(maxsize=1 << 14)
+def _check(type_: int, key_size: int, value_size: int, max_entries: int, map_flags: int,
+           map_extra: int, entries: int | None, complete: bool, kernel: int | None,
+           prof: KernelProfile) -> ModelCheck:
+    # nodes run many maps of the same shape and fill (one per pod, per interface...):
+    # the comparison is worked out once per distinct input
+    shape = MapShape(int(type_), key_size, value_size, max_entries, map_flags, map_extra)
+    counted = entries is not None
+    fp = estimate(shape, prof, entries or 0)
     if fp.rejected is not None:
-        return ModelCheck(None, None, None, None, "unknown",
-                          note=f"the model says the kernel refuses this shape: {fp.rejected}")
-    kernel = m.memlock
+        note = (f"map type {type_} is not modelled (newer than bpfmem?)"
+                if "unknown map type" in fp.rejected else
+                f"the model says the kernel refuses this shape: {fp.rejected}")
+        return ModelCheck(None, None, None, None, "unknown", note=note)
     if fp.memlock is None or kernel is None:
         return ModelCheck(fp.memlock, fp.memlock_full, fp.charged, fp.charged_full, "unknown",
                           note="no memlock figure" if kernel is None else
@@ -54,7 +64,7 @@ def check_map(m, prof: KernelProfile) -> ModelCheck:
         delta = kernel - fp.memlock
         status = "match" if delta == 0 else "mismatch"
         note = None
-        if status == "mismatch" and grows and not getattr(m, "entries_complete", True):
+        if status == "mismatch" and grows and not complete:
             note = "entry count cut short by the time bound"
         return ModelCheck(fp.memlock, fp.memlock_full, fp.charged, fp.charged_full, status,
                           delta, note)

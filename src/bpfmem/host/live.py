@@ -9,8 +9,6 @@ capability is needed (from :mod:`bpfmem.host.bpfsys`).
 from __future__ import annotations
 
 import os
-import platform
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -194,6 +192,49 @@ def _scan_owners(root: str) -> tuple[dict, dict, dict, dict, int]:
     return held, memlock_of, frozen_of, owner_of, gone
 
 
+def _owners_in_child(root: str):
+    """Run :func:`_scan_owners` in a forked child, beside the caller's own work; returns a
+    function that collects the result. The walk of every process's fds is mostly kernel time
+    (procfs lookups), so on a host with two or more CPUs it overlaps the map walk."""
+    import pickle
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: only procfs reads and a pickle, then _exit (no atexit, no flush)
+        code = 0
+        try:
+            os.close(r)
+            try:
+                payload = pickle.dumps(("ok", _scan_owners(root)), protocol=5)
+            except BaseException as e:  # noqa: BLE001 - handed to the parent
+                payload, code = pickle.dumps(("error", HostError(f"owner scan: {e}"))), 1
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view):]
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def collect():
+        chunks = []
+        try:
+            while True:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+            os.waitpid(pid, 0)
+        if not chunks:
+            raise HostError("owner scan: the helper process died")
+        kind, value = pickle.loads(b"".join(chunks))
+        if kind == "error":
+            raise value
+        return value
+
+    return collect
+
+
 def _scan_programs() -> dict[int, list[ProgRef]]:
     users: dict[int, list[ProgRef]] = {}
     for prog_id in bpfsys.prog_ids():
@@ -213,8 +254,10 @@ def _scan_programs() -> dict[int, list[ProgRef]]:
     return users
 
 
-def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str]):
-    """(MapInfo, (entries, complete, method)) for every map id, and how many vanished."""
+def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
+                    fdinfo: bool = False):
+    """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
+    vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand."""
     raw: list[tuple] = []
     gone = 0
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
@@ -227,6 +270,7 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str]):
             continue
         try:
             info = info_of(fd)
+            fields = _self_fdinfo(fd) if fdinfo else None
             counted = none
             if entries:
                 try:
@@ -241,13 +285,14 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str]):
             continue
         finally:
             close(fd)
-        raw.append((info, counted))
+        raw.append((info, counted, fields))
     return raw, gone
 
 
 def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
               programs: bool = True, owners: bool = True, root: str = "/",
-              progress: Callable[[int], None] | None = None) -> Snapshot:
+              progress: Callable[[str], None] | None = None,
+              parallel: bool = False) -> Snapshot:
     """Scan every map on the host (needs CAP_SYS_ADMIN; reading other processes' fds needs
     CAP_SYS_PTRACE or the same user).
 
@@ -257,15 +302,21 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
 
     memlock comes from the fdinfo of a process that holds the map (read anyway to learn
     which map each fd is), else from the fdinfo of an fd opened by id.
+
+    ``parallel`` walks the processes' fds in a forked child while this process walks the
+    maps (for command-line use; a library caller with threads should leave it off).
     """
     from bpfmem.model.kernel import host_possible_cpus
     say = progress or (lambda _what: None)
     start_wall, start = time.time(), time.monotonic()
     cpus = host_possible_cpus(root)
     errors: list[str] = []
-    say("processes")
-    held, memlock_of, frozen_of, owner_of, gone = (_scan_owners(root) if owners
-                                                   else ({}, {}, {}, {}, 0))
+    collect = None
+    if owners and parallel and (os.cpu_count() or 1) > 1:
+        collect = _owners_in_child(root)
+    elif owners:
+        say("processes")
+        owner_scan = _scan_owners(root)
     say("programs")
     users = _scan_programs() if programs else {}
     bpffs: list[str] = []
@@ -279,18 +330,34 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             errors.append(f"mountinfo: {e}")
         pinned = _walk_pins(bpffs, errors)
     say("maps" + (" and their entries" if entries else ""))
-    raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors)
+    raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
+                                    fdinfo=not owners)
+    if collect is not None:
+        say("processes")
+        owner_scan = collect()
+    held, memlock_of, frozen_of, owner_of, gone = (owner_scan if owners
+                                                   else ({}, {}, {}, {}, 0))
     maps: list[LiveMap] = []
-    for info, (n, complete, method) in raw:
+    owners_seen: dict[tuple[int, int], Owner] = {}
+
+    def _owner(pid: int, fds: int) -> Owner:  # one Owner per (process, fd count), shared
+        o = owners_seen.get((pid, fds))
+        if o is None:
+            base = owner_of[pid]
+            o = owners_seen[(pid, fds)] = Owner(pid, base.comm, base.cgroup, fds)
+        return o
+
+    for info, (n, complete, method), fields in raw:
         map_id = info.id
         memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
         if memlock is None:  # no process holds it (pinned, or held by programs only)
-            fields = _fdinfo_by_id(map_id)
+            if fields is None:
+                fields = _fdinfo_by_id(map_id)
             memlock = int(fields["memlock"]) if "memlock" in fields else None
             frozen = fields["frozen"] == "1" if "frozen" in fields else None
-        own = tuple(Owner(o.pid, o.comm, o.cgroup, fds)
-                    for pid, fds in sorted(held.get(map_id, {}).items())
-                    if (o := owner_of.get(pid)) is not None)
+        per = held.get(map_id)
+        own = () if not per else tuple(
+            _owner(pid, fds) for pid, fds in sorted(per.items()) if pid in owner_of)
         maps.append(LiveMap(
             id=map_id, name=info.name, type=info.type, key_size=info.key_size,
             value_size=info.value_size, max_entries=info.max_entries, map_flags=info.map_flags,
@@ -299,7 +366,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             pins=tuple(sorted(pinned.get(map_id, ()))), entries=n, entries_complete=complete,
             entries_method=method))
     return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
-                    hostname=socket.gethostname(), kernel=platform.release(),
+                    hostname=os.uname().nodename, kernel=os.uname().release,
                     possible_cpus=cpus, maps=tuple(maps), entries_counted=entries,
                     skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs))
 

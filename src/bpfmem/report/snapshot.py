@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from functools import lru_cache
 from typing import IO, Any, Iterable
 
 from ..analysis.live import cgroup_sums, check_map
@@ -24,11 +25,21 @@ def _iso(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
+@lru_cache(maxsize=256)
+def _type_name(t: int) -> str:
+    return map_type_name(t)
+
+
+@lru_cache(maxsize=1024)
+def _flags(value: int) -> tuple[str, ...]:
+    return tuple(flag_names(value))
+
+
 def map_record(m: LiveMap, profile=None) -> dict[str, Any]:
     rec: dict[str, Any] = {
-        "id": m.id, "name": m.name, "type": map_type_name(m.type), "type_id": m.type,
+        "id": m.id, "name": m.name, "type": _type_name(m.type), "type_id": m.type,
         "key_size": m.key_size, "value_size": m.value_size, "max_entries": m.max_entries,
-        "map_flags": m.map_flags, "flags": flag_names(m.map_flags), "map_extra": m.map_extra,
+        "map_flags": m.map_flags, "flags": list(_flags(m.map_flags)), "map_extra": m.map_extra,
         "btf_id": m.btf_id, "memlock": m.memlock, "frozen": m.frozen,
         "entries": m.entries, "entries_complete": m.entries_complete,
         "entries_method": m.entries_method,
@@ -40,11 +51,16 @@ def map_record(m: LiveMap, profile=None) -> dict[str, Any]:
         "pins": list(m.pins),
     }
     if profile is not None:
-        c = check_map(m, profile)
-        rec["model"] = {"memlock": c.memlock, "memlock_full": c.memlock_full,
-                        "charged": c.charged, "charged_full": c.charged_full,
-                        "status": c.status, "delta": c.delta, "note": c.note}
+        rec["model"] = _model_record(check_map(m, profile))
     return rec
+
+
+@lru_cache(maxsize=1 << 14)
+def _model_record(c) -> dict[str, Any]:
+    # shared between maps with the same check (the caller never mutates it)
+    return {"memlock": c.memlock, "memlock_full": c.memlock_full, "charged": c.charged,
+            "charged_full": c.charged_full, "status": c.status, "delta": c.delta,
+            "note": c.note}
 
 
 def build_snapshot_report(snap: Snapshot, profile=None) -> dict[str, Any]:
@@ -79,8 +95,18 @@ def build_snapshot_report(snap: Snapshot, profile=None) -> dict[str, Any]:
 
 
 def render_json(doc: dict, out: IO[str], indent: int | None = 2) -> None:
-    json.dump(doc, out, indent=indent, sort_keys=False)
-    out.write("\n")
+    """Write the document. With ``indent`` the top level is indented and every map is one
+    line (readable, diffable with line tools, and fast: each line goes through the C
+    encoder); without, one compact line."""
+    if indent is None:
+        out.write(json.dumps(doc))
+        out.write("\n")
+        return
+    pad = " " * indent
+    parts = [f"{pad}{json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items() if k != "maps"]
+    maps = f",\n{pad}{pad}".join(json.dumps(m) for m in doc.get("maps", []))
+    parts.append(f"{pad}\"maps\": [" + (f"\n{pad}{pad}{maps}\n{pad}" if maps else "") + "]")
+    out.write("{\n" + ",\n".join(parts) + "\n}\n")
 
 
 # ---- reading back ----
