@@ -291,3 +291,49 @@ def test_top_in_tmux(farm):
         assert again != first
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+def test_owner_cgroups_are_host_paths_from_inside_a_cgroup_namespace():
+    """In a cgroup namespace (a DaemonSet pod on cgroup v2) the kernel shows other
+    processes' cgroups as /../..; the scan resolves them to host paths."""
+    from pathlib import Path
+    from bpfmem.host.probe import _rmdir_cgroup
+    mem = Path("/sys/fs/cgroup/memory")
+    if not (mem / "cgroup.procs").exists() or shutil.which("unshare") is None:
+        pytest.skip("needs the cgroup v1 memory hierarchy and unshare")
+    base = mem / f"bpfmem-ns-{os.getpid()}"
+    scanner, holder_cg = base / "scanner", base / "holder"
+    holder = None
+    try:
+        for d in (base, scanner, holder_cg):
+            d.mkdir()
+
+        def enter_holder_cgroup():
+            (holder_cg / "cgroup.procs").write_text(str(os.getpid()))
+
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from bpfmem.host import bpfsys; "
+             "fd = bpfsys.map_create(1, 4, 4, 8, 0, 'ns_probe'); print('ok', flush=True); "
+             "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            preexec_fn=enter_holder_cgroup)
+        assert holder.stdout.readline().strip() == "ok"
+        inside = (f"echo $$ > {scanner}/cgroup.procs && exec unshare -C sh -c "
+                  f"'cat /proc/{holder.pid}/cgroup; {sys.executable} -m bpfmem snapshot "
+                  f"--name ns_probe'")
+        r = subprocess.run(["sh", "-c", inside], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        seen, _, snapshot = r.stdout.partition("{")
+        # the namespace really hides the host path ...
+        assert f":memory:/../holder" in seen
+        doc = json.loads("{" + snapshot)
+        (m,) = doc["maps"]
+        # ... and the scan reports the host path all the same
+        assert m["owners"][0]["pid"] == holder.pid
+        assert m["owners"][0]["cgroup"] == f"/{base.name}/holder"
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+        for d in (scanner, holder_cg, base):
+            if d.exists():
+                _rmdir_cgroup(d)

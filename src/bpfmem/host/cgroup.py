@@ -191,9 +191,80 @@ def _cg_of(fs_path: str, mount: Mount) -> str | None:
     return None if rel is None else posixpath.normpath(posixpath.join("/", mount.root, rel))
 
 
+def _ups(path: str) -> int:
+    """How many leading ``..`` a path from a cgroup namespace has (0 outside namespaces)."""
+    n = 0
+    for part in path.strip("/").split("/"):
+        if part != "..":
+            break
+        n += 1
+    return n
+
+
+def _namespace_root(mount: Mount, own: str, root: str | os.PathLike) -> str:
+    """The host path of this process's cgroup namespace root in ``mount``'s hierarchy.
+
+    Inside a cgroup namespace (containers on cgroup v2 get one by default) the kernel shows
+    every cgroup path relative to the namespace root: a mount of the host's hierarchy has
+    root ``/../../..`` and other processes' cgroups read ``/../../kubepods/...``. The number
+    of ``..`` says how deep the namespace root is, not where: it is found as the directory
+    at that depth (plus ``own``, this process's path inside the namespace) whose
+    ``cgroup.procs`` lists this process."""
+    ups = _ups(mount.root)
+    if ups == 0:
+        return "/"
+    own_parts = [p for p in own.strip("/").split("/") if p and p != ".."]
+    depth = ups + len(own_parts)
+    me = str(os.getpid())
+    top = _join(root, mount.mount_point)
+    level = [top]
+    for _ in range(depth):
+        nxt = []
+        for d in level:
+            try:
+                nxt += [e.path for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+        level = [Path(p) for p in nxt]
+    for d in level:
+        try:
+            if me in (d / "cgroup.procs").read_text().split():
+                rel = d.relative_to(top).parts
+                return "/" + "/".join(rel[:ups])
+        except OSError:
+            continue
+    raise HostError(f"cannot place this process's cgroup namespace in the hierarchy at "
+                    f"{mount.mount_point} (mounted root {mount.root})")
+
+
+_NS_ROOTS: dict[tuple, str] = {}
+
+
+def _host_mount(version: int, m: Mount, root: str | os.PathLike) -> Mount:
+    """``m`` with its root as a host path (resolving a cgroup namespace, once per process)."""
+    if _ups(m.root) == 0:
+        return m
+    key = (os.fspath(root), m.mount_id, m.root, os.getpid())
+    ns = _NS_ROOTS.get(key)
+    if ns is None:
+        lines = parse_proc_cgroup(_join(root, "/proc/self/cgroup").read_text())
+        own = next((l.path for l in lines if ((l.hierarchy_id == 0) if version == 2
+                                             else ("memory" in l.controllers))), "/")
+        ns = _NS_ROOTS[key] = _namespace_root(m, own, root)
+    return Mount(m.mount_id, m.parent_id, host_path(m.root, ns), m.mount_point, m.options,
+                 m.fs_type, m.source, m.super_options)
+
+
+def host_path(path: str, namespace_root: str) -> str:
+    """A cgroup path as the kernel showed it inside a namespace, as a host path."""
+    return posixpath.normpath(posixpath.join(namespace_root, path.lstrip("/"))) \
+        if _ups(path) else path
+
+
 def memory_hierarchies(root: str | os.PathLike = "/") -> list[tuple[int, Mount]]:
     """The mounts holding the memory controller, as seen by this process: cgroup2 mounts
-    whose cgroup.controllers lists ``memory`` first, then v1 mounts with ``memory``."""
+    whose cgroup.controllers lists ``memory`` first, then v1 mounts with ``memory``. Mount
+    roots are host paths, also when this process is in a cgroup namespace."""
     mounts = read_mountinfo(root)
     found: list[tuple[int, Mount]] = []
     for m in mounts_of_type(mounts, "cgroup2"):
@@ -202,10 +273,38 @@ def memory_hierarchies(root: str | os.PathLike = "/") -> list[tuple[int, Mount]]
         except OSError:
             continue
         if "memory" in ctrls:
-            found.append((2, m))
-    found += [(1, m) for m in mounts_of_type(mounts, "cgroup")
+            found.append((2, _host_mount(2, m, root)))
+    found += [(1, _host_mount(1, m, root)) for m in mounts_of_type(mounts, "cgroup")
               if "memory" in m.super_options.split(",")]
     return found
+
+
+def namespace_roots(root: str | os.PathLike = "/") -> dict[int, str]:
+    """{version: host path of this process's cgroup namespace root} for the memory
+    hierarchies ("/" outside namespaces)."""
+    out = {}
+    for version, m in memory_hierarchies(root):
+        raw = next(x for x in mounts_of_type(read_mountinfo(root),
+                                             "cgroup2" if version == 2 else "cgroup")
+                   if x.mount_id == m.mount_id)
+        out.setdefault(version, _NS_ROOTS.get((os.fspath(root), raw.mount_id, raw.root,
+                                               os.getpid()), "/"))
+    return out
+
+
+def memory_cgroup_path(proc_cgroup_text: str, ns_roots: Mapping[int, str] | None = None
+                       ) -> str | None:
+    """The memory cgroup of a process, from its /proc/PID/cgroup text, as a host path: the
+    v1 ``memory`` line, else the v2 ``0::`` line (the two never both hold memory)."""
+    lines = parse_proc_cgroup(proc_cgroup_text)
+    roots = ns_roots or {}
+    for l in lines:
+        if "memory" in l.controllers:
+            return host_path(l.path, roots.get(1, "/"))
+    for l in lines:
+        if l.hierarchy_id == 0:
+            return host_path(l.path, roots.get(2, "/"))
+    return None
 
 
 def _version_of(dir_: Path) -> int | None:
@@ -283,10 +382,11 @@ def cgroup_of_pid(pid: int, root: str | os.PathLike = "/") -> str:
         lines = parse_proc_cgroup(_join(root, f"/proc/{int(pid)}/cgroup").read_text())
     except (FileNotFoundError, ProcessLookupError):
         raise HostError(f"no process {pid}") from None
+    roots = namespace_roots(root)
     for version, m in memory_hierarchies(root):
         for line in lines:
             if (line.hierarchy_id == 0) if version == 2 else ("memory" in line.controllers):
-                fs = _fs_of(line.path, m)
+                fs = _fs_of(host_path(line.path, roots.get(version, "/")), m)
                 if fs is not None and _join(root, fs).is_dir():
                     return fs
     raise HostError(f"process {pid} is in no memory cgroup visible here")

@@ -15,6 +15,7 @@ from typing import Callable
 
 from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
+from bpfmem.host.cgroup import memory_cgroup_path, namespace_roots
 from bpfmem.uapi import MapType as T
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "maps_held_by",
@@ -100,22 +101,6 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def _memory_cgroup(text: str | None) -> str | None:
-    """The memory cgroup path from /proc/PID/cgroup text: v1's memory line, else v2's."""
-    if not text:
-        return None
-    unified = None
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if "memory" in parts[1].split(","):
-            return parts[2]
-        if parts[0] == "0" and parts[1] == "":
-            unified = parts[2]
-    return unified
-
-
 def _self_fdinfo(fd: int) -> dict[str, str]:
     try:
         f = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY)
@@ -180,6 +165,10 @@ def _scan_owners(root: str) -> tuple[dict, dict, dict, dict, int]:
         if mfd.frozen is not None:
             frozen_of[mfd.map_id] = mfd.frozen
     base = os.path.join(root, "proc")
+    try:
+        ns_roots = namespace_roots(root)
+    except (OSError, HostError):
+        ns_roots = {}
     owner_of: dict[int, Owner] = {}
     gone = 0
     for pid in {p for per in held.values() for p in per}:
@@ -187,8 +176,9 @@ def _scan_owners(root: str) -> tuple[dict, dict, dict, dict, int]:
         if comm is None:
             gone += 1
             continue
+        cg = _read_text(f"{base}/{pid}/cgroup")
         owner_of[pid] = Owner(pid, comm.rstrip("\n"),
-                              _memory_cgroup(_read_text(f"{base}/{pid}/cgroup")))
+                              memory_cgroup_path(cg, ns_roots) if cg else None)
     return held, memlock_of, frozen_of, owner_of, gone
 
 
@@ -403,11 +393,16 @@ def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
         frozen_of[mfd.map_id] = mfd.frozen
     cache = known if known is not None else {}
     base = os.path.join(root, "proc")
+    try:
+        ns_roots = namespace_roots(root)
+    except (OSError, HostError):
+        ns_roots = {}
     owner_of: dict[int, Owner] = {}
     for pid in {p for per in held.values() for p in per}:
         comm = _read_text(f"{base}/{pid}/comm")
+        cg = _read_text(f"{base}/{pid}/cgroup")
         owner_of[pid] = Owner(pid, (comm or "?").rstrip("\n"),
-                              _memory_cgroup(_read_text(f"{base}/{pid}/cgroup")))
+                              memory_cgroup_path(cg, ns_roots) if cg else None)
     cpus = host_possible_cpus(root) if entries else 0
     maps: list[LiveMap] = []
     gone = 0
