@@ -47,7 +47,10 @@ class Child:
 
 
 def _child(plans: list[MapPlan], pin_dir: str | None, wfd: int, hold_fd: int,
-           cpus: int) -> None:
+           cpus: int, comm: str | None = None) -> None:
+    if comm:  # prctl(PR_SET_NAME): what /proc/PID/comm and the scan's owner show
+        import ctypes
+        ctypes.CDLL(None).prctl(15, comm.encode()[:15], 0, 0, 0)
     out = []
     for p in plans:
         fd = bpfsys.map_create(p.type, p.key_size, p.value_size, p.max_entries, p.map_flags,
@@ -72,9 +75,11 @@ def _child(plans: list[MapPlan], pin_dir: str | None, wfd: int, hold_fd: int,
 
 
 class MapFarm:
-    def __init__(self, plans_per_child: list[list[MapPlan]], pin_dir: str | None = None):
+    def __init__(self, plans_per_child: list[list[MapPlan]], pin_dir: str | None = None,
+                 comms: list[str] | None = None):
         self.plans = plans_per_child
         self.pin_dir = pin_dir
+        self.comms = comms or [None] * len(plans_per_child)
         self.children: list[Child] = []
         self._hold_w: int | None = None
 
@@ -84,7 +89,7 @@ class MapFarm:
         hold_r, self._hold_w = os.pipe()
         try:
             pending = []
-            for plans in self.plans:
+            for plans, comm in zip(self.plans, self.comms):
                 r, w = os.pipe()
                 pid = os.fork()
                 if pid == 0:  # child
@@ -92,7 +97,7 @@ class MapFarm:
                     try:
                         os.close(r)
                         os.close(self._hold_w)
-                        _child(plans, self.pin_dir, w, hold_r, cpus)
+                        _child(plans, self.pin_dir, w, hold_r, cpus, comm)
                     except BaseException as e:  # report and die quietly
                         try:
                             os.write(w, (json.dumps({"error": str(e)}) + "\n").encode())
