@@ -185,6 +185,8 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
         epilog="""examples:
   bpfmem diff old/agent.o new/agent.o --limit 128Mi
   bpfmem diff 'base/*.o' 'build/*.o' --format markdown -o comment.md
+  bpfmem diff before.json after.json     two `bpfmem snapshot`s (or bpftool dumps) of a node:
+                                         maps added, removed, recreated, grown
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed)")
     d.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed)")
@@ -400,6 +402,20 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from . import api
     from .analysis.quantity import parse_size
 
+    if api.is_snapshot_file(args.old) and api.is_snapshot_file(args.new):
+        from .report.snapshot import render_snapshot_diff
+        if args.format not in ("table", "json", "markdown"):
+            raise _Usage(f"two snapshots diff as table, json or markdown, not {args.format}")
+        try:
+            doc = api.diff_snapshots(args.old, args.new)
+        except ValueError as e:
+            raise _Usage(str(e)) from None
+        if args.output:
+            with open(args.output, "w") as f:
+                render_snapshot_diff(doc, args.format, f)
+        else:
+            render_snapshot_diff(doc, args.format, sys.stdout)
+        return EXIT_OK
     try:
         cfg = _config(args)
         limit = parse_size(args.limit) if args.limit else cfg.limit

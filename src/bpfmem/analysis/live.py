@@ -129,3 +129,70 @@ def cgroup_sums(maps) -> list[CgroupSum]:
         a[1] += m.memlock or 0
     return sorted((CgroupSum(c, n, b) for c, (n, b) in acc.items()),
                   key=lambda s: (-s.memlock, s.cgroup or ""))
+
+
+SNAPSHOT_DIFF_SCHEMA = "bpfmem/snapshot-diff/v1"
+
+
+def _identity(m) -> tuple:
+    o = primary_owner(m)
+    return (m.name, m.type, m.key_size, m.value_size, m.max_entries, o.comm if o else "")
+
+
+def diff_snapshots(old, new) -> dict:
+    """What changed on a node between two snapshots: maps that appeared, went away, were
+    recreated (same name, shape and owner comm, new id: an agent restart), and how memlock
+    and entries moved; totals and per-cgroup deltas. Maps are matched by id first (ids are
+    never reused while the kernel runs), then by identity."""
+    a = {m.id: m for m in old.maps}
+    b = {m.id: m for m in new.maps}
+    rows = []
+    gone = [a[i] for i in sorted(set(a) - set(b))]
+    came = [b[i] for i in sorted(set(b) - set(a))]
+    spare: dict[tuple, list] = {}
+    for m in gone:
+        spare.setdefault(_identity(m), []).append(m)
+    for i in sorted(set(a) & set(b)):
+        rows.append(("same", a[i], b[i]))
+    for m in came:
+        pool = spare.get(_identity(m))
+        rows.append(("recreated", pool.pop(0), m) if pool else ("added", None, m))
+    rows += [("removed", m, None) for pool in spare.values() for m in pool]
+
+    def side(m):
+        if m is None:
+            return None
+        o = primary_owner(m)
+        return {"id": m.id, "memlock": m.memlock, "entries": m.entries,
+                "owner": None if o is None else {"pid": o.pid, "comm": o.comm,
+                                                 "cgroup": o.cgroup}}
+
+    out = []
+    for status, x, y in rows:
+        ml = (y.memlock or 0 if y else 0) - (x.memlock or 0 if x else 0)
+        ent = (None if (x is None or y is None or x.entries is None or y.entries is None)
+               else y.entries - x.entries)
+        if status == "same" and ml == 0 and not ent:
+            status = "unchanged"
+        elif status == "same":
+            status = "changed"
+        m = y or x
+        out.append({"name": m.name, "type": map_type_name(m.type), "status": status,
+                    "old": side(x), "new": side(y), "delta_memlock": ml,
+                    "delta_entries": ent})
+    order = {"added": 0, "removed": 1, "recreated": 2, "changed": 3, "unchanged": 4}
+    out.sort(key=lambda r: (order[r["status"]], -abs(r["delta_memlock"]), r["name"]))
+    ca = {s.cgroup: s.memlock for s in cgroup_sums(old.maps)}
+    cb = {s.cgroup: s.memlock for s in cgroup_sums(new.maps)}
+    cg = [{"cgroup": c, "old": ca.get(c, 0), "new": cb.get(c, 0),
+           "delta": cb.get(c, 0) - ca.get(c, 0)} for c in set(ca) | set(cb)]
+    cg.sort(key=lambda r: (-abs(r["delta"]), r["cgroup"] or ""))
+    count = {k: sum(1 for r in out if r["status"] == k) for k in order}
+    return {"schema": SNAPSHOT_DIFF_SCHEMA,
+            "old": {"taken_at": old.taken_at, "hostname": old.hostname, "maps": len(a),
+                    "memlock": sum(m.memlock or 0 for m in old.maps)},
+            "new": {"taken_at": new.taken_at, "hostname": new.hostname, "maps": len(b),
+                    "memlock": sum(m.memlock or 0 for m in new.maps)},
+            "delta_memlock": sum(m.memlock or 0 for m in new.maps)
+            - sum(m.memlock or 0 for m in old.maps),
+            "counts": count, "cgroups": cg, "maps": out}

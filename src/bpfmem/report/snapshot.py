@@ -15,7 +15,7 @@ from typing import IO, Any, Iterable
 
 from ..analysis.live import cgroup_sums, check_map
 from ..host.live import LiveMap, Owner, ProgRef, Snapshot
-from ..uapi import MapType, flag_names, map_type_name, prog_type_name
+from ..uapi import MapType, ProgType, flag_names, map_type_name, prog_type_name
 from .memory import mib
 
 SCHEMA = "bpfmem/snapshot/v1"
@@ -117,23 +117,36 @@ def _type_id(value: Any) -> int:
     return int(MapType.from_name(str(value)))
 
 
+def _prog_type_id(value: Any) -> int:
+    try:
+        return value if isinstance(value, int) else int(ProgType.from_name(str(value)))
+    except (KeyError, ValueError):
+        return 0
+
+
 def snapshot_from_dict(doc: dict) -> Snapshot:
     """A :class:`Snapshot` from a ``bpfmem/snapshot/v1`` document (as written by snapshot)."""
     if not str(doc.get("schema", "")).startswith("bpfmem/snapshot/"):
         raise ValueError("not a bpfmem snapshot (no \"schema\": \"bpfmem/snapshot/v1\")")
     maps = []
-    for r in doc.get("maps", []):
-        maps.append(LiveMap(
-            id=int(r["id"]), name=r.get("name", ""), type=int(r.get("type_id", _type_id(r["type"]))),
-            key_size=int(r["key_size"]), value_size=int(r["value_size"]),
-            max_entries=int(r["max_entries"]), map_flags=int(r.get("map_flags", 0)),
-            map_extra=int(r.get("map_extra", 0)), btf_id=int(r.get("btf_id", 0)),
-            memlock=r.get("memlock"), frozen=r.get("frozen"),
-            owners=tuple(Owner(o["pid"], o["comm"], o.get("cgroup"), o.get("fds", 1))
-                         for o in r.get("owners", [])),
-            programs=tuple(ProgRef(p["id"], p["name"], 0) for p in r.get("programs", [])),
-            pins=tuple(r.get("pins", [])), entries=r.get("entries"),
-            entries_complete=r.get("entries_complete"), entries_method=r.get("entries_method")))
+    for i, r in enumerate(doc.get("maps", [])):
+        try:
+            maps.append(LiveMap(
+                id=int(r["id"]), name=r.get("name", ""),
+                type=int(r["type_id"]) if "type_id" in r else _type_id(r["type"]),
+                key_size=int(r["key_size"]), value_size=int(r["value_size"]),
+                max_entries=int(r["max_entries"]), map_flags=int(r.get("map_flags", 0)),
+                map_extra=int(r.get("map_extra", 0)), btf_id=int(r.get("btf_id", 0)),
+                memlock=r.get("memlock"), frozen=r.get("frozen"),
+                owners=tuple(Owner(o["pid"], o["comm"], o.get("cgroup"), o.get("fds", 1))
+                             for o in r.get("owners", [])),
+                programs=tuple(ProgRef(p["id"], p["name"], _prog_type_id(p.get("type")))
+                               for p in r.get("programs", [])),
+                pins=tuple(r.get("pins", [])), entries=r.get("entries"),
+                entries_complete=r.get("entries_complete"),
+                entries_method=r.get("entries_method")))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"snapshot map #{i}: {e!r} is missing or malformed") from None
     host = doc.get("host", {})
     taken = doc.get("taken_at")
     t = _dt.datetime.fromisoformat(taken).timestamp() if taken else 0.0
@@ -260,3 +273,70 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
         console.print(f"{doc['skipped']} maps or processes vanished during the scan (skipped)")
     for e in doc["errors"][:10]:
         console.print(f"[yellow]warning:[/] {e}")
+
+
+# ---- two moments of a node ----
+
+def _sb(n: int) -> str:
+    sign = "+" if n > 0 else "-" if n < 0 else "±"
+    return sign + _b(abs(n))
+
+
+def _owner_of(side: dict | None) -> str:
+    o = (side or {}).get("owner")
+    return f"{o['comm']}[{o['pid']}]" if o else "-"
+
+
+def snapshot_diff_markdown(doc: dict) -> str:
+    c = doc["counts"]
+    lines = [f"### bpfmem: node maps {_b(doc['old']['memlock'])} → {_b(doc['new']['memlock'])} "
+             f"({_sb(doc['delta_memlock'])})", "",
+             f"{c['added']} added, {c['removed']} removed, {c['recreated']} recreated, "
+             f"{c['changed']} changed, {c['unchanged']} unchanged", "",
+             "| map | type | status | memlock | Δ memlock | Δ entries | owner |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for r in doc["maps"]:
+        if r["status"] == "unchanged":
+            continue
+        side = r["new"] or r["old"]
+        de = "" if r["delta_entries"] is None else f"{r['delta_entries']:+,}"
+        lines.append(f"| `{r['name']}` | {r['type']} | {r['status']} | {_b(side['memlock'])} "
+                     f"| {_sb(r['delta_memlock'])} | {de} | {_owner_of(side)} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
+    if fmt == "json":
+        render_json(doc, out)
+        return
+    if fmt == "markdown":
+        out.write(snapshot_diff_markdown(doc))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    console = Console(file=out, width=None if out.isatty() else 140, highlight=False)
+    c = doc["counts"]
+    t = Table(title=f"node maps {_b(doc['old']['memlock'])} -> {_b(doc['new']['memlock'])} "
+                    f"({_sb(doc['delta_memlock'])}): {c['added']} added, {c['removed']} "
+                    f"removed, {c['recreated']} recreated, {c['changed']} changed, "
+                    f"{c['unchanged']} unchanged", title_justify="left")
+    for col in ("map", "type", "status", "memlock", "Δ memlock", "Δ entries", "owner"):
+        t.add_column(col, justify="right" if col.startswith(("memlock", "Δ")) else "left",
+                     no_wrap=True)
+    for r in doc["maps"]:
+        if r["status"] == "unchanged":
+            continue
+        side = r["new"] or r["old"]
+        de = "" if r["delta_entries"] is None else f"{r['delta_entries']:+,}"
+        t.add_row(r["name"], r["type"], r["status"], _b(side["memlock"]),
+                  _sb(r["delta_memlock"]), de, _owner_of(side))
+    console.print(t)
+    moved = [g for g in doc["cgroups"] if g["delta"]][:10]
+    if moved:
+        g = Table(title="memlock per cgroup", title_justify="left")
+        for col in ("cgroup", "old", "new", "Δ"):
+            g.add_column(col, justify="left" if col == "cgroup" else "right")
+        for r in moved:
+            g.add_row(r["cgroup"] or "(no process holds them)", _b(r["old"]), _b(r["new"]),
+                      _sb(r["delta"]))
+        console.print(g)
