@@ -10,8 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from .errors import ParseError
-from .parse.objspec import ObjectSpec, parse_object
+
+if TYPE_CHECKING:  # the live-node commands never import the object parser
+    from .parse.objspec import ObjectSpec
 
 EXAMPLE_OBJECT = "cni_datapath.bpf.o"
 
@@ -21,12 +25,13 @@ def example_object_path() -> Path:
     return Path(__file__).resolve().parent / "examples" / EXAMPLE_OBJECT
 
 
-def load_object(source: str | os.PathLike | bytes, *, name: str | None = None) -> ObjectSpec:
+def load_object(source: str | os.PathLike | bytes, *, name: str | None = None) -> "ObjectSpec":
     """Parse a compiled BPF object from a path or from its bytes.
 
     Raises :class:`bpfmem.errors.ParseError` (naming the file) for anything that is not a
     BPF object a loader would accept, and ``OSError`` when the file cannot be read.
     """
+    from .parse.objspec import parse_object
     if isinstance(source, (bytes, bytearray, memoryview)):
         return parse_object(bytes(source), name=name)
     path = os.fspath(source)
@@ -254,6 +259,24 @@ def diff_objects(old, new, *, kernel: str | None = None, cpus: int | None = None
                 default_profile(kernel, cpus), whatif, limit)
 
 
+def is_snapshot_file(path: str) -> bool:
+    """Whether ``path`` is a saved ``bpfmem snapshot`` or ``bpftool -j map show`` (JSON)."""
+    if not str(path).endswith(".json"):
+        return False
+    try:
+        with open(path) as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return False
+    return head.startswith("[") or "bpfmem/snapshot/" in head
+
+
+def diff_snapshots(old: str, new: str) -> dict:
+    """What changed on a node between two saved snapshots (``bpfmem/snapshot-diff/v1``)."""
+    from .analysis.live import diff_snapshots as diff
+    return diff(load_snapshot(old), load_snapshot(new))
+
+
 # -- advisor --------------------------------------------------------------------------------
 def advise_objects(sources, *, kernel: str | None = None, cpus: int | None = None,
                    occupancy: dict[str, int] | None = None) -> dict:
@@ -288,11 +311,12 @@ def load_occupancy(path: str) -> dict[str, int]:
 # ---- the live node ----
 
 def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
-              owners: bool = True, progress=None):
-    """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`."""
+              owners: bool = True, progress=None, parallel: bool = False):
+    """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`.
+    ``parallel`` forks a helper for the walk of processes (not from threaded programs)."""
     from .host.live import scan_maps
     return scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
-                     progress=progress)
+                     progress=progress, parallel=parallel)
 
 
 def snapshot_document(snap, profile=None) -> dict:
@@ -401,7 +425,10 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
     views: list = []
     points: list = []
 
+    origin: list = []
+
     def run(fs: str, start: float, fresh: bool, stop=None):
+        origin.append(start)
         sampler = PodSampler(fs, entries=entries)
         firsts: list = []
 
@@ -439,9 +466,11 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
         cg = {"path": first.cgroup.path, "dir": first.cgroup.fs_path,
               "version": first.cgroup.version, "scratch": False}
     peak_view = views[summary.peak.index] if summary.peak is not None else None
-    return build_trace_report(points, summary, cgroup=cg, kernel=prof.describe(),
-                              command=list(command) if command else None, interval=interval,
-                              interrupted=interrupted, exit_code=code, peak_view=peak_view)
+    doc = build_trace_report(points, summary, cgroup=cg, kernel=prof.describe(),
+                             command=list(command) if command else None, interval=interval,
+                             interrupted=interrupted, exit_code=code, peak_view=peak_view)
+    doc["t0_monotonic"] = origin[0]   # t = 0 on this host's CLOCK_MONOTONIC
+    return doc
 
 
 def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 560) -> None:

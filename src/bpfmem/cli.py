@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
   bpfmem diff old.o new.o --format markdown    what a release changes, as a PR comment
   bpfmem estimate --type lru_hash --key-size 16 --value-size 40 --max-entries 65536
   bpfmem measure agent.bpf.o                   the kernel's own figures (root)
+  bpfmem top --entries                         every map on this node, largest first (root)
+  bpfmem pod --pid PID                         where a pod's memory goes, maps included (root)
   bpfmem COMMAND --help                        more on each
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -232,8 +234,9 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
                          "once and cached) or a vmlinuz path")
     ms.add_argument("--cpus", type=_positive, default=2, help="VM CPUs (default 2)")
     ms.add_argument("--format", choices=("table", "json"), default="table")
-    from . import cli_live
+    from . import cli_live, cli_pod
     cli_live.add_parsers(sub)
+    cli_pod.add_parsers(sub)
     return p
 
 
@@ -490,9 +493,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_advise(args)
         if args.command == "diff":
             return cmd_diff(args)
-        from . import cli_live
+        from . import cli_live, cli_pod
         if args.command in cli_live.COMMANDS:
             return cli_live.COMMANDS[args.command](args)
+        if args.command in cli_pod.COMMANDS:
+            return cli_pod.COMMANDS[args.command](args)
     except (_Usage, _live_usage()) as e:
         print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE

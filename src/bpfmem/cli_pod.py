@@ -78,12 +78,12 @@ def add_parsers(sub) -> None:
                          "(interactive, offline) or FILE.png (needs Chromium)")
     tr.add_argument("--limit", metavar="SIZE",
                     help="memory limit of the scratch cgroup a command runs in (128Mi)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                    help="with --trace: a command to start in a fresh scratch cgroup")
 
 
 def _check(args) -> list[str]:
-    cmd = list(args.command or [])
+    cmd = list(args.argv or [])
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     given = [n for n in ("cgroup", "pid", "container") if getattr(args, n) is not None]
@@ -182,7 +182,7 @@ def _trace(args, cmd: list[str]) -> int:
     try:
         doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
                             command=cmd or None, duration=args.trace, interval=interval,
-                            limit=limit, entries=False, command_output=sys.stderr,
+                            limit=limit, entries=False, command_output=_stderr_fd(),
                             on_sample=say)
     finally:
         signal.signal(signal.SIGTERM, old)
@@ -203,6 +203,14 @@ def _trace(args, cmd: list[str]) -> int:
         api.write_trace_plot(doc, args.plot)
         print(f"bpfmem: plot -> {args.plot}", file=sys.stderr)
     return EXIT_OK
+
+
+def _stderr_fd() -> int | None:
+    """The command's output goes to our stderr: stdout is the report's."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 2
 
 
 COMMANDS = {"pod": cmd_pod}

@@ -201,7 +201,12 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     notes: list[str] = []
     kernel_other = None
     maps_part: int | None = here if rows or prof is not None else None
-    if cg.kernel is not None:
+    v1_root = cg.version == 1 and cg.path == "/"
+    if v1_root:   # mem_cgroup_usage() of the v1 root: anon + page cache (+ swap), no kmem
+        notes.append("the v1 root cgroup's usage counts only anon and page cache: its "
+                     "kernel memory (and any map) is not in it")
+        maps_part = None
+    elif cg.kernel is not None:
         kernel_other = cg.kernel - here
         if kernel_other < 0:
             notes.append(

@@ -155,22 +155,26 @@ class PodSampler:
         self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
 
     def sample(self) -> PodSample:
+        # maps before the cgroup's counters: a map created in between is then in the
+        # cgroup's kernel memory but not yet among the maps (parts still add up) rather than
+        # counted as a map the usage does not hold yet
         t, wall = time.monotonic(), time.time()
-        cg = read_cgroup_memory(self.fs_path, self.root)
         pids = read_subtree_procs(self.fs_path, self.root)
-        procs, skipped = [], 0
+        maps: tuple[LiveMap, ...] = ()
+        skipped = 0
+        if self.maps and pids:
+            maps, gone = maps_held_by(pids, entries=self.entries,
+                                      entry_time_bound=self.entry_time_bound,
+                                      root=self.root, known=self._infos)
+            skipped += gone
+        cg = read_cgroup_memory(self.fs_path, self.root)
+        procs = []
         for pid in pids:
             pm = read_proc_mem(pid, self.root, self.smaps)
             if pm is None:
                 skipped += 1
             else:
                 procs.append(pm)
-        maps: tuple[LiveMap, ...] = ()
-        if self.maps and pids:
-            maps, gone = maps_held_by(pids, entries=self.entries,
-                                      entry_time_bound=self.entry_time_bound,
-                                      root=self.root, known=self._infos)
-            skipped += gone
         pins: dict = {}
         if self.pins and maps:
             ids = frozenset(m.id for m in maps)

@@ -304,31 +304,40 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
             marker=dict(size=11, color="#D62728", symbol="diamond",
                         line=dict(color="white", width=1.5)),
             hovertemplate="peak %{y:.1f} MiB at %{x:.2f}s<extra></extra>"))
-        fig.add_annotation(x=pk["t"], y=pk["usage"] / MiB, ax=40, ay=-36,
+        fig.add_annotation(x=pk["t"], y=pk["usage"] / MiB, ax=70, ay=40,
                            text=f"peak {pk['usage'] / MiB:.1f} MiB at {pk['t']:.2f}s{share}",
                            showarrow=True, arrowhead=2, arrowcolor="#D62728",
-                           font=dict(color="#D62728", size=13), bgcolor="rgba(255,255,255,0.85)",
-                           xanchor="left")
+                           font=dict(color="#D62728", size=13), bgcolor="rgba(255,255,255,0.9)",
+                           bordercolor="#D62728", borderpad=3, xanchor="left")
+    if doc.get("exit_code") is not None and ts:
+        fig.add_vline(x=ts[-1], line=dict(color="#888", width=1, dash="dot"))
+        fig.add_annotation(x=ts[-1], y=1, yref="paper", text="command exited",
+                           showarrow=False, xanchor="right", yanchor="top",
+                           font=dict(color="#666", size=12))
     cg = doc.get("cgroup") or {}
     cmd = " ".join(doc.get("command") or [])
     title = f"bpfmem pod --trace: {cmd or cg.get('path', '')}"
     if len(title) > 110:
         title = title[:107] + "..."
+    import html as _html
+    title = (_html.escape(title) + "<br><span style='font-size:13px;color:#555'>"
+             + _html.escape(trace_headline(doc)) + "</span>")
     fig.update_layout(
         template="none", width=width, height=height, paper_bgcolor="white",
         plot_bgcolor="white",
         font=dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13,
                   color="#222"),
-        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=16)),
-        margin=dict(l=70, r=20, t=60, b=55),
-        xaxis=dict(title="seconds since the trace started", rangemode="tozero",
+        title=dict(text=title, x=0.01, xanchor="left", y=0.955, yanchor="top",
+                   font=dict(size=16)),
+        margin=dict(l=70, r=20, t=88, b=90),
+        xaxis=dict(title=dict(text="seconds since the trace started", standoff=6),
+                   rangemode="tozero",
                    showgrid=True, gridcolor="#eee", zeroline=False),
         yaxis=dict(title="MiB", rangemode="tozero", range=[0, top * 1.12 if top else 1],
                    showgrid=True, gridcolor="#eee", zeroline=False),
-        legend=dict(orientation="h", x=0, y=-0.14, xanchor="left", yanchor="top",
+        legend=dict(orientation="h", x=0, y=-0.13, xanchor="left", yanchor="top",
                     traceorder="normal"),
         hovermode="x unified")
-    fig.update_layout(margin=dict(b=95))
     return fig
 
 
