@@ -129,7 +129,7 @@ def _count(fd: int, mtype: int, key_size: int, value_size: int, max_entries: int
     return n, complete, method
 
 
-def _walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]]:
+def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]]:
     pins: dict[int, list[str]] = {}
     for top in mount_points:
         for dirpath, _dirs, files in os.walk(top):
@@ -152,12 +152,14 @@ def _walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str
     return pins
 
 
-def _scan_owners(root: str) -> tuple[dict, dict, dict, dict, int]:
-    """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone."""
+def _scan_owners(root: str, pids: list[int] | None = None
+                 ) -> tuple[dict, dict, dict, dict, int]:
+    """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone;
+    over every process, or only ``pids``."""
     held: dict[int, dict[int, int]] = {}
     memlock_of: dict[int, int] = {}
     frozen_of: dict[int, bool] = {}
-    for mfd in procfs.scan_map_fds(root=root):
+    for mfd in procfs.scan_map_fds(pids=pids, root=root):
         per = held.setdefault(mfd.map_id, {})
         per[mfd.pid] = per.get(mfd.pid, 0) + 1
         if mfd.memlock is not None:
@@ -318,7 +320,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                      procfs.mounts_of_type(procfs.read_mountinfo(root), "bpf")]
         except OSError as e:
             errors.append(f"mountinfo: {e}")
-        pinned = _walk_pins(bpffs, errors)
+        pinned = walk_pins(bpffs, errors)
     say("maps" + (" and their entries" if entries else ""))
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
                                     fdinfo=not owners)
@@ -383,29 +385,10 @@ def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
     map's attributes never change) and is updated in place.
     """
     from bpfmem.model.kernel import host_possible_cpus
-    held: dict[int, dict[int, int]] = {}
-    memlock_of: dict[int, int | None] = {}
-    frozen_of: dict[int, bool | None] = {}
-    for mfd in procfs.scan_map_fds(pids=list(pids), root=root):
-        per = held.setdefault(mfd.map_id, {})
-        per[mfd.pid] = per.get(mfd.pid, 0) + 1
-        memlock_of[mfd.map_id] = mfd.memlock
-        frozen_of[mfd.map_id] = mfd.frozen
+    held, memlock_of, frozen_of, owner_of, gone = _scan_owners(root, list(pids))
     cache = known if known is not None else {}
-    base = os.path.join(root, "proc")
-    try:
-        ns_roots = namespace_roots(root)
-    except (OSError, HostError):
-        ns_roots = {}
-    owner_of: dict[int, Owner] = {}
-    for pid in {p for per in held.values() for p in per}:
-        comm = _read_text(f"{base}/{pid}/comm")
-        cg = _read_text(f"{base}/{pid}/cgroup")
-        owner_of[pid] = Owner(pid, (comm or "?").rstrip("\n"),
-                              memory_cgroup_path(cg, ns_roots) if cg else None)
     cpus = host_possible_cpus(root) if entries else 0
     maps: list[LiveMap] = []
-    gone = 0
     for map_id in sorted(held):
         info = cache.get(map_id)
         counted: tuple = (None, None, None)
@@ -428,7 +411,8 @@ def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
                 os.close(fd)
         n, complete, method = counted
         own = tuple(Owner(o.pid, o.comm, o.cgroup, fds)
-                    for pid, fds in sorted(held[map_id].items()) for o in [owner_of[pid]])
+                    for pid, fds in sorted(held[map_id].items())
+                    if (o := owner_of.get(pid)) is not None)
         maps.append(LiveMap(
             id=map_id, name=info.name, type=info.type, key_size=info.key_size,
             value_size=info.value_size, max_entries=info.max_entries, map_flags=info.map_flags,

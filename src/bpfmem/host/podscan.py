@@ -25,7 +25,7 @@ from bpfmem.errors import HostError
 from bpfmem.host import procfs
 from bpfmem.host.cgroup import (CgroupMemory, ScratchCgroup, read_cgroup_memory,
                                 read_subtree_procs, scratch_cgroup)
-from bpfmem.host.live import LiveMap, _walk_pins, maps_held_by
+from bpfmem.host.live import LiveMap, walk_pins, maps_held_by
 
 __all__ = ["ProcMem", "Pin", "PodSample", "PodSampler", "read_proc_mem", "boot_seconds",
            "sample_loop", "launched", "Launched", "screenshot_html"]
@@ -120,7 +120,7 @@ def _pins_of(ids: set[int], mounts: list[str]) -> dict[int, tuple[Pin, ...]]:
     if not ids or not mounts:
         return {}
     offset = time.time() - boot_seconds()   # wall clock - boot clock
-    found = _walk_pins(mounts, [])
+    found = walk_pins(mounts, [])
     out: dict[int, tuple[Pin, ...]] = {}
     for map_id, paths in found.items():
         if map_id not in ids:
