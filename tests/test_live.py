@@ -337,3 +337,37 @@ def test_owner_cgroups_are_host_paths_from_inside_a_cgroup_namespace():
         for d in (scanner, holder_cg, base):
             if d.exists():
                 _rmdir_cgroup(d)
+
+
+def test_programs_that_use_each_map_and_maps_held_only_by_programs():
+    """The bundled example loaded by bpftool (programs pinned on a scratch bpffs): each
+    map lists the programs whose used_maps include it; nobody else holds these maps."""
+    from bpfmem.api import example_object_path
+    with bpffs() as d:
+        r = subprocess.run(["bpftool", "prog", "loadall", str(example_object_path()),
+                            f"{d}/progs"], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"bpftool cannot load the example here: {r.stderr.strip()[-200:]}")
+        try:
+            progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"],
+                                              capture_output=True, text=True,
+                                              check=True).stdout)
+            ours = {p["id"]: p for p in progs
+                    if p.get("name") in ("cni_xdp_ingress", "cni_tc_egress")}
+            assert len(ours) == 2
+            s = live.scan_maps()
+            by_id = {m.id: m for m in s.maps}
+            want: dict[int, set[int]] = {}
+            for p in ours.values():
+                for mid in p["map_ids"]:
+                    want.setdefault(mid, set()).add(p["id"])
+            for mid, pids in want.items():
+                m = by_id[mid]
+                assert {p.id for p in m.programs} >= pids
+                assert {p.name for p in m.programs if p.id in pids} <= {
+                    "cni_xdp_ingress", "cni_tc_egress"}
+                assert m.owners == ()          # bpftool has exited: only programs hold them
+                assert m.memlock is not None and m.memlock > 0
+                assert m.pins == ()            # program pins are not map pins
+        finally:
+            shutil.rmtree(f"{d}/progs", ignore_errors=True)
