@@ -151,3 +151,26 @@ def test_maps_from_bpftool_bad_file_is_one_line(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "not JSON" in r.stderr
+
+
+def test_snapshot_html_page_is_self_contained_and_shows_every_map():
+    pytest.importorskip("plotly")
+    import re as _re
+    from bpfmem.report.node_html import NODE_TOP_ID, NODE_TREEMAP_ID, render_snapshot_html
+    snap = _snap([_m(1, "lb_services", memlock=7 << 20, entries=990, max_entries=1000),
+                  _m(2, "ct", memlock=3 << 20, owners=(("agent", 5, "/kubepods/p/c"),)),
+                  _m(3, "orphan", memlock=4096, owners=(), pins=("/sys/fs/bpf/o",))])
+    page = render_snapshot_html(report.build_snapshot_report(snap, PROF))
+    assert NODE_TREEMAP_ID in page and NODE_TOP_ID in page
+    from bpfmem.report.html import _bytes
+    for name in ("lb_services", "ct", "orphan", _bytes(7 << 20), "1 ≥90% full"):
+        assert name in page
+    assert "(held by no process: pinned or programs only)" in page
+    # nothing to fetch: no http(s) URL outside plotly.js's own strings is loaded
+    assert 'src="http' not in page and "<link" not in page
+
+
+def test_snapshot_html_needs_an_output_file():
+    r = subprocess.run([sys.executable, "-m", "bpfmem", "snapshot", "--format", "html"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "-o FILE.html" in r.stderr

@@ -511,6 +511,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bpfmem: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # the reader went away (`bpfmem ... | head`): not an error; keep Python's exit-time
+        # flush from failing on the closed pipe too
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     parser.error(f"unknown command {args.command}")
     return EXIT_USAGE

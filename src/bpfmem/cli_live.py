@@ -76,13 +76,15 @@ def add_parsers(sub) -> None:
         epilog="""examples:
   bpfmem snapshot -o node.json                    save for later (schema bpfmem/snapshot/v1)
   bpfmem snapshot --entries --format table        how full is every map, now
+  bpfmem snapshot --entries --format html -o node.html    the same as a picture
   bpfmem advise agent.o --occupancy node.json     size maps from what they really hold
   bpfmem maps --from-bpftool bpftool.json         a node where only bpftool can run:
                                                   bpftool -j -f map show > bpftool.json
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_scan_args(s)
-    s.add_argument("--format", choices=("json", "table"), default="json",
-                   help="json (default) or a table sorted by memlock")
+    s.add_argument("--format", choices=("json", "table", "html"), default="json",
+                   help="json (default), a table sorted by memlock, or a self-contained HTML "
+                        "page (treemap cgroup -> process -> map; needs -o and plotly)")
     s.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
     _add_filter_args(s)
 
@@ -149,6 +151,8 @@ def _progress():
 def cmd_snapshot(args) -> int:
     from . import api
     from .model.kernel import host_profile
+    if args.format == "html" and not args.output:
+        raise Usage("--format html writes a page: give -o FILE.html")
     status, say = _progress()
     try:
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
@@ -162,6 +166,9 @@ def cmd_snapshot(args) -> int:
     try:
         if args.format == "table":
             report.render_table(doc, out)
+        elif args.format == "html":
+            from .report.node_html import render_snapshot_html
+            out.write(render_snapshot_html(doc))
         else:
             report.render_json(doc, out, indent=2 if out.isatty() or args.output else None)
     finally:

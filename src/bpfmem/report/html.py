@@ -685,7 +685,12 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
             "</div>"
             f'<h2>Maps</h2><div class="table-wrap">{_diff_table(diff_doc)}</div></section>')
 
-    plotlyjs = get_plotlyjs()
+    return page(title, _header(title, check_doc, diff_doc), sections, scripts)
+
+
+def page(title: str, header: str, sections: list[str], scripts: list[str]) -> str:
+    """The self-contained page around ``sections`` (plotly.js inline, no URL anywhere)."""
+    _go, _pio, get_plotlyjs = _plotly()
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -695,9 +700,9 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
         "img-src data: blob:; font-src data:; connect-src 'none'\">"
         f"<title>{_esc(title)}</title><style>{_CSS}</style>"
         '<script>window.PlotlyConfig={MathJaxConfig:"local"};</script>'
-        f'<script id="{PLOTLYJS_ID}">{plotlyjs}</script>'
+        f'<script id="{PLOTLYJS_ID}">{get_plotlyjs()}</script>'
         "</head><body><main>"
-        f"{_header(title, check_doc, diff_doc)}"
+        f"{header}"
         f"{''.join(sections)}"
         '<footer>bpfmem · self-contained report: works offline</footer>'
         f"</main><script>{''.join(scripts)}</script></body></html>\n"
