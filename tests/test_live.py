@@ -289,6 +289,30 @@ def test_top_in_tmux(farm):
         again = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
                                capture_output=True, text=True).stdout.splitlines()[0]
         assert again != first
+        assert "sort: memlock" in screen and "q: quit" in screen
+        # s re-sorts by pressure: the fullest farm map comes first
+        subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
+                                    capture_output=True, text=True).stdout
+            if "sort: pressure" in screen:
+                break
+        assert "sort: pressure" in screen
+        rows = [l.split()[1] for l in screen.splitlines() if " lt_" in l]
+        s = live.scan_maps(entries=True)
+        fullest = max((m for m in s.maps if m.name.startswith("lt_") and m.pressure is not None),
+                      key=lambda m: m.pressure)
+        assert rows[0] == fullest.name
+        # q quits: the session's only window closes
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and subprocess.run(
+                ["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
+            time.sleep(0.2)
+        assert subprocess.run(["tmux", "has-session", "-t", session],
+                              capture_output=True).returncode != 0
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
 

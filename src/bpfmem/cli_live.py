@@ -92,7 +92,8 @@ def add_parsers(sub) -> None:
         "top", help="live view of the node's maps, largest first (root)",
         description="A refreshing terminal view of every BPF map on this host, sorted by "
                     "memlock, with totals, owners, cgroups and (with --entries) pressure "
-                    "highlighted: yellow from 75%%, red from 90%%. Ctrl-C quits.",
+                    "highlighted: yellow from 75%%, red from 90%%. Keys: s changes the order "
+                    "(memlock, pressure, entries, name), q quits.",
         epilog="""examples:
   bpfmem top
   bpfmem top --entries --owner cilium-agent
@@ -102,6 +103,9 @@ def add_parsers(sub) -> None:
     _add_filter_args(t)
     t.add_argument("--interval", type=parse_duration, default=2.0, metavar="DUR",
                    help="time between refreshes (default 2s)")
+    t.add_argument("--sort", choices=("memlock", "pressure", "entries", "name"),
+                   default="memlock", help="order of the rows (default memlock; the s key "
+                                           "cycles through them)")
     t.add_argument("--rows", type=int, default=None, metavar="N",
                    help="rows to show (default: what fits the terminal)")
     t.add_argument("--once", action="store_true", help="print one frame and exit")
@@ -180,32 +184,83 @@ def cmd_snapshot(args) -> int:
     return EXIT_OK
 
 
+class _Keys:
+    """Single key presses from a terminal (cbreak mode, restored on exit); inert otherwise."""
+
+    def __init__(self) -> None:
+        self.fd = sys.stdin.fileno() if sys.stdin.isatty() else None
+        self._saved = None
+
+    def __enter__(self) -> "_Keys":
+        if self.fd is not None:
+            import termios
+            import tty
+            self._saved = termios.tcgetattr(self.fd)
+            tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._saved is not None:
+            import termios
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+
+    def wait(self, seconds: float) -> str | None:
+        """A key pressed within ``seconds``, or None when the time is up."""
+        import os
+        import select
+        import time
+        if self.fd is None:
+            time.sleep(seconds)
+            return None
+        ready, _, _ = select.select([self.fd], [], [], max(seconds, 0))
+        return os.read(self.fd, 1).decode(errors="replace") if ready else None
+
+
 def cmd_top(args) -> int:
     import time
     from rich.console import Console
     from rich.live import Live
     from . import api
     from .model.kernel import host_profile
-    from .report.top import top_view
+    from .report.top import SORTS, top_view
     prof = host_profile()
     console = Console()
+    sorts = list(SORTS)
+    state = {"sort": args.sort, "doc": None, "total": 0}
 
-    def frame():
+    def scan() -> None:
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
                              pins=not args.no_pins, owners=not args.no_owners, parallel=True)
-        rows = args.rows or max(console.size.height - 9, 5)
-        return top_view(api.snapshot_document(_filtered(snap, args), prof),
-                        total_maps=len(snap.maps), rows=rows, filters=_filters(args),
-                        interval=args.interval)
+        state["doc"] = api.snapshot_document(_filtered(snap, args), prof)
+        state["total"] = len(snap.maps)
 
+    def frame(keys: bool = False):
+        rows = args.rows or max(console.size.height - 10, 5)
+        return top_view(state["doc"], total_maps=state["total"], rows=rows,
+                        filters=_filters(args), interval=args.interval, sort=state["sort"],
+                        keys=keys)
+
+    scan()
     if args.once:
         console.print(frame())
         return EXIT_OK
     n = 0
-    with Live(frame(), console=console, screen=True, auto_refresh=False) as live:
+    with _Keys() as keys, Live(frame(keys.fd is not None), console=console, screen=True,
+                               auto_refresh=False) as live:
+        due = time.monotonic() + args.interval
         while args.iterations is None or n < args.iterations:
-            time.sleep(args.interval)
-            live.update(frame(), refresh=True)
+            key = keys.wait(due - time.monotonic())
+            if key in ("q", "Q"):
+                break
+            if key in ("s", "S"):   # re-sort what is on screen, no rescan
+                state["sort"] = sorts[(sorts.index(state["sort"]) + 1) % len(sorts)]
+                live.update(frame(True), refresh=True)
+                continue
+            if key is not None:
+                continue
+            scan()
+            live.update(frame(keys.fd is not None), refresh=True)
+            due = time.monotonic() + args.interval
             n += 1
     return EXIT_OK
 
@@ -219,7 +274,7 @@ def cmd_export(args) -> int:
 
     def scan():
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
-                             pins=not args.no_pins)
+                             pins=not args.no_pins, owners=not args.no_owners)
         return snap, api.cgroup_memory_of(snap)
 
     cache = ScanCache(scan, args.interval)

@@ -208,8 +208,17 @@ def _tail(text: str | None, n: int) -> str:
     return text if len(text) <= n else "…" + text[-(n - 1):]
 
 
-def table_rows(doc: dict, limit: int | None = None) -> Iterable[dict]:
-    rows = sorted(doc["maps"], key=lambda r: (-(r["memlock"] or 0), r["id"]))
+SORTS = {
+    "memlock": lambda r: (-(r["memlock"] or 0), r["id"]),
+    "pressure": lambda r: (-(r["pressure"] if r["pressure"] is not None else -1),
+                           -(r["memlock"] or 0), r["id"]),
+    "entries": lambda r: (-(r["entries"] if r["entries"] is not None else -1), r["id"]),
+    "name": lambda r: (r["name"], r["id"]),
+}
+
+
+def table_rows(doc: dict, limit: int | None = None, sort: str = "memlock") -> Iterable[dict]:
+    rows = sorted(doc["maps"], key=SORTS[sort])
     return rows[:limit] if limit else rows
 
 

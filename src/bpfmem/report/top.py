@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .snapshot import _b, _owner_text, _tail, table_rows
+from .snapshot import SORTS, _b, _owner_text, _tail, table_rows
+
+__all__ = ["top_view", "SORTS"]
 
 
 def _pressure(p: float | None) -> str:
@@ -21,7 +23,7 @@ def _pressure(p: float | None) -> str:
 
 
 def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
-             interval: float):
+             interval: float, sort: str = "memlock", keys: bool = False):
     """A rich renderable: header (totals, filters, scan time) and the top ``rows`` maps."""
     from rich.console import Group
     from rich.table import Table
@@ -40,11 +42,13 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
         + (f"   model charge {_b(t['charged_model'])}" if t.get("charged_model") else "")
         + (f"   [bold red]{hot} maps ≥90% full[/]" if hot else "")
         + (f"   [red]{mism} model mismatches[/]" if mism else "")
-        + (f"\nfilter: {flt}" if flt else ""))
+        + (f"\nfilter: {flt}" if flt else "")
+        + f"\nsort: {sort}" + ("   [dim](s: sort by memlock/pressure/entries/name, q: quit)[/]"
+                                if keys else ""))
     table = Table(expand=True, box=None, header_style="bold reverse", pad_edge=False)
     total = t["memlock"] or 1
     rows_ = []
-    for r in table_rows(doc, rows):
+    for r in table_rows(doc, rows, sort):
         entries = "-" if r["entries"] is None else (
             f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
         cg = r["owners"][0]["cgroup"] if r["owners"] else None
