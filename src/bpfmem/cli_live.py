@@ -56,8 +56,8 @@ def _add_scan_args(p: argparse.ArgumentParser) -> None:
                         "a cut-short count is shown with a '+'")
     p.add_argument("--no-pins", action="store_true", help="do not walk bpffs mounts for pins")
     p.add_argument("--no-owners", action="store_true",
-                   help="do not walk the processes' fds (faster on busy nodes; no owners, "
-                        "no cgroups)")
+                   help="do not walk the processes' fds: no owners and no cgroups, and no "
+                        "need for CAP_SYS_PTRACE (memlock is read through bpfmem's own fds)")
 
 
 def _add_filter_args(p: argparse.ArgumentParser) -> None:

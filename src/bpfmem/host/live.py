@@ -101,15 +101,20 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def _self_fdinfo(fd: int) -> dict[str, str]:
+def _self_fdinfo(fd: int) -> tuple[int | None, bool | None]:
+    """(memlock, frozen) from this process's fdinfo of ``fd`` ((None, None) if unreadable)."""
     try:
         f = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY)
     except OSError:
-        return {}
+        return None, None
     try:
-        return procfs.parse_fdinfo(os.read(f, 4096).decode())
+        raw = os.read(f, 4096)
     finally:
         os.close(f)
+    memlock = procfs.fdinfo_field(raw, b"\nmemlock:")
+    frozen = procfs.fdinfo_field(raw, b"\nfrozen:")
+    return (None if memlock is None else int(memlock),
+            None if frozen is None else frozen == b"1")
 
 
 def _percpu_value_size(value_size: int, cpus: int) -> int:
@@ -343,10 +348,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         map_id = info.id
         memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
         if memlock is None:  # no process holds it (pinned, or held by programs only)
-            if fields is None:
-                fields = _fdinfo_by_id(map_id)
-            memlock = int(fields["memlock"]) if "memlock" in fields else None
-            frozen = fields["frozen"] == "1" if "frozen" in fields else None
+            memlock, frozen = fields if fields is not None else _fdinfo_by_id(map_id)
         per = held.get(map_id)
         own = () if not per else tuple(
             _owner(pid, fds) for pid, fds in sorted(per.items()) if pid in owner_of)
@@ -363,12 +365,12 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                     skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs))
 
 
-def _fdinfo_by_id(map_id: int) -> dict[str, str]:
-    """fdinfo of a map no process holds (opened again by id; {} if it has gone)."""
+def _fdinfo_by_id(map_id: int) -> tuple[int | None, bool | None]:
+    """(memlock, frozen) of a map no process holds (opened again by id)."""
     try:
         fd = bpfsys.map_fd_by_id(map_id)
     except ObjectGone:
-        return {}
+        return None, None
     try:
         return _self_fdinfo(fd)
     finally:

@@ -121,7 +121,8 @@ class MapFd:
     frozen: bool | None    # fdinfo "frozen" (5.2+), None when absent
 
 
-def _field(raw: bytes, key: bytes) -> bytes | None:
+def fdinfo_field(raw: bytes, key: bytes) -> bytes | None:
+    """The value of ``key`` (e.g. ``b"\\nmemlock:"``) in raw fdinfo bytes, stripped."""
     i = raw.find(key)
     if i < 0:
         return None
@@ -165,11 +166,11 @@ def scan_map_fds(pids: list[int] | None = None, root: str | os.PathLike = "/",
                     close(f)
             except OSError:
                 continue
-            map_id = _field(raw, b"\nmap_id:")
+            map_id = fdinfo_field(raw, b"\nmap_id:")
             if map_id is None:
                 continue
-            memlock = _field(raw, b"\nmemlock:")
-            frozen = _field(raw, b"\nfrozen:")
+            memlock = fdinfo_field(raw, b"\nmemlock:")
+            frozen = fdinfo_field(raw, b"\nfrozen:")
             found.append(MapFd(pid=pid, fd=int(name), map_id=int(map_id),
                                memlock=int(memlock) if memlock is not None else None,
                                frozen=None if frozen is None else frozen == b"1"))
