@@ -395,3 +395,29 @@ def test_programs_that_use_each_map_and_maps_held_only_by_programs():
                 assert m.pins == ()            # program pins are not map pins
         finally:
             shutil.rmtree(f"{d}/progs", ignore_errors=True)
+
+
+def test_a_live_snapshot_sizes_the_advice_even_for_truncated_names(tmp_path):
+    """The example loaded for real; its snapshot (kernel names: at most 15 characters, so
+    service_route_table is service_route_t) is the occupancy input of `bpfmem advise`."""
+    from bpfmem.api import example_object_path
+    with bpffs() as d:
+        r = subprocess.run(["bpftool", "prog", "loadall", str(example_object_path()),
+                            f"{d}/progs"], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"bpftool cannot load the example here: {r.stderr.strip()[-200:]}")
+        try:
+            snap = tmp_path / "node.json"
+            assert _bpfmem("snapshot", "--entries", "--name", "service_*", "-o",
+                           str(snap)).returncode == 0
+            names = {m["name"] for m in json.loads(snap.read_text())["maps"]}
+            assert "service_route_t" in names            # the kernel's 15 characters
+        finally:
+            shutil.rmtree(f"{d}/progs", ignore_errors=True)
+    r = _bpfmem("advise", str(example_object_path()), "--occupancy", str(snap), "--format",
+                "json")
+    assert r.returncode == 0, r.stderr
+    advice = json.loads(r.stdout)["objects"][0]["advice"]
+    resized = {a["map"] for a in advice if a["kind"] == "resize"}
+    # freshly loaded: every service table is empty, so each is worth shrinking
+    assert {"service_route_table", "service_deny_table"} <= resized

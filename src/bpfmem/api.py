@@ -301,8 +301,11 @@ def load_occupancy(path: str) -> dict[str, int]:
     with open(path) as f:
         data = json.load(f)
     if isinstance(data, dict) and data.get("schema", "").startswith("bpfmem/snapshot"):
-        return {m["name"]: int(m["entries"]) for m in data.get("maps", [])
-                if m.get("entries") is not None}
+        peaks: dict[str, int] = {}   # a name seen on several maps (one per pod...): the fullest
+        for m in data.get("maps", []):
+            if m.get("entries") is not None:
+                peaks[m["name"]] = max(peaks.get(m["name"], 0), int(m["entries"]))
+        return peaks
     if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
         raise ValueError(f"{path}: expected {{\"map name\": entries, ...}}")
     return data

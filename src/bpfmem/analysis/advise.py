@@ -143,9 +143,11 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
                 "Per-CPU memory is allocated for every possible CPU "
                 "(/sys/devices/system/cpu/possible), online or not; on 6.0+ the part allocated "
                 "at create is not charged to any memory cgroup."))
-        if occupancy and m.name in occupancy and m.type in (T.HASH, T.PERCPU_HASH, T.LRU_HASH,
-                                                              T.LRU_PERCPU_HASH, T.LPM_TRIE):
-            peak = occupancy[m.name]
+        # a live snapshot knows maps by the kernel's name: at most 15 characters
+        peak = None if not occupancy else occupancy.get(
+            m.name, occupancy.get(getattr(m, "kernel_name", None) or m.name))
+        if peak is not None and m.type in (T.HASH, T.PERCPU_HASH, T.LRU_HASH,
+                                           T.LRU_PERCPU_HASH, T.LPM_TRIE):
             if peak * 4 < shape.max_entries:
                 suggested = 1 << max(0, (2 * max(peak, 1) - 1).bit_length())
                 after = estimate(replace(shape, max_entries=suggested), prof)
