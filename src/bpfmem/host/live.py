@@ -8,9 +8,10 @@ capability is needed (from :mod:`bpfmem.host.bpfsys`).
 
 from __future__ import annotations
 
+import errno
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from bpfmem.errors import HostError, ObjectGone
@@ -19,8 +20,7 @@ from bpfmem.host.cgroup import memory_cgroup_path, namespace_roots
 from bpfmem.uapi import MapType as T
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "maps_held_by",
-           "COUNTED_TYPES",
-           "ALWAYS_FULL_TYPES", "PERCPU_TYPES"]
+           "walk_pins", "COUNTED_TYPES", "ALWAYS_FULL_TYPES", "PERCPU_TYPES"]
 
 # map types whose entries can be walked and whose memory follows them
 COUNTED_TYPES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.LPM_TRIE,
@@ -36,7 +36,7 @@ class Owner:
     """A process holding at least one fd to a map."""
     pid: int
     comm: str
-    cgroup: str | None   # the memory cgroup path (v2 unified path, or v1 memory controller)
+    cgroup: str | None   # its memory cgroup (v1 memory line, else v2), as a host path
     fds: int = 1
 
 
@@ -90,7 +90,6 @@ class Snapshot:
     skipped: int = 0                # maps or processes that vanished mid-scan
     errors: tuple[str, ...] = ()    # non-fatal problems (e.g. a map whose count failed)
     bpffs: tuple[str, ...] = ()     # bpffs mount points walked for pins
-    pid_cgroups: dict = field(default_factory=dict, compare=False)
 
 
 def _read_text(path: str) -> str | None:
@@ -135,6 +134,9 @@ def _count(fd: int, mtype: int, key_size: int, value_size: int, max_entries: int
 
 
 def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]]:
+    """{map id: pin paths} over every file under the bpffs ``mount_points``. Pins that are
+    not maps (programs, links, the kernel's own iterator files) are passed over; problems
+    other than that are appended to ``errors``."""
     pins: dict[int, list[str]] = {}
     for top in mount_points:
         for dirpath, _dirs, files in os.walk(top):
@@ -145,7 +147,7 @@ def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]
                 except ObjectGone:
                     continue
                 except HostError as e:
-                    if getattr(e, "errno", None) not in (22,):  # EINVAL: not a map
+                    if getattr(e, "errno", None) != errno.EINVAL:  # EINVAL: not a map
                         errors.append(str(e))
                     continue
                 try:
