@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Callable
 
-from .analysis.live import cgroup_sums, check_map, map_cgroup, primary_owner
+from .analysis.live import cgroup_sums, check_map, primary_owner
 from .errors import BpfmemError
 
 __all__ = ["ScanCache", "BpfmemCollector", "Exposition", "make_registry", "serve",
@@ -251,7 +251,3 @@ def serve(host: str, port: int, cache: ScanCache, profile=None):
     thread = threading.Thread(target=server.serve_forever, name="bpfmem-export", daemon=True)
     thread.start()
     return server, thread
-
-
-def map_cgroups(snap) -> set[str]:
-    return {c for m in snap.maps if (c := map_cgroup(m))}
