@@ -348,7 +348,7 @@ def test_owner_cgroups_are_host_paths_from_inside_a_cgroup_namespace():
         assert r.returncode == 0, r.stderr
         seen, _, snapshot = r.stdout.partition("{")
         # the namespace really hides the host path ...
-        assert f":memory:/../holder" in seen
+        assert ":memory:/../holder" in seen
         doc = json.loads("{" + snapshot)
         (m,) = doc["maps"]
         # ... and the scan reports the host path all the same
@@ -363,9 +363,10 @@ def test_owner_cgroups_are_host_paths_from_inside_a_cgroup_namespace():
                 _rmdir_cgroup(d)
 
 
-def test_programs_that_use_each_map_and_maps_held_only_by_programs():
-    """The bundled example loaded by bpftool (programs pinned on a scratch bpffs): each
-    map lists the programs whose used_maps include it; nobody else holds these maps."""
+@pytest.fixture
+def loaded_example():
+    """The bundled example loaded by bpftool: its programs pinned on a scratch bpffs (they
+    hold the maps; no process does). Unpinned and unmounted afterwards."""
     from bpfmem.api import example_object_path
     with bpffs() as d:
         r = subprocess.run(["bpftool", "prog", "loadall", str(example_object_path()),
@@ -373,47 +374,45 @@ def test_programs_that_use_each_map_and_maps_held_only_by_programs():
         if r.returncode != 0:
             pytest.skip(f"bpftool cannot load the example here: {r.stderr.strip()[-200:]}")
         try:
-            progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"],
-                                              capture_output=True, text=True,
-                                              check=True).stdout)
-            ours = {p["id"]: p for p in progs
-                    if p.get("name") in ("cni_xdp_ingress", "cni_tc_egress")}
-            assert len(ours) == 2
-            s = live.scan_maps()
-            by_id = {m.id: m for m in s.maps}
-            want: dict[int, set[int]] = {}
-            for p in ours.values():
-                for mid in p["map_ids"]:
-                    want.setdefault(mid, set()).add(p["id"])
-            for mid, pids in want.items():
-                m = by_id[mid]
-                assert {p.id for p in m.programs} >= pids
-                assert {p.name for p in m.programs if p.id in pids} <= {
-                    "cni_xdp_ingress", "cni_tc_egress"}
-                assert m.owners == ()          # bpftool has exited: only programs hold them
-                assert m.memlock is not None and m.memlock > 0
-                assert m.pins == ()            # program pins are not map pins
+            yield d
         finally:
             shutil.rmtree(f"{d}/progs", ignore_errors=True)
 
 
-def test_a_live_snapshot_sizes_the_advice_even_for_truncated_names(tmp_path):
+def test_programs_that_use_each_map_and_maps_held_only_by_programs(loaded_example):
+    """The bundled example loaded by bpftool (programs pinned on a scratch bpffs): each
+    map lists the programs whose used_maps include it; nobody else holds these maps."""
+    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"],
+                                      capture_output=True, text=True,
+                                      check=True).stdout)
+    ours = {p["id"]: p for p in progs
+            if p.get("name") in ("cni_xdp_ingress", "cni_tc_egress")}
+    assert len(ours) == 2
+    s = live.scan_maps()
+    by_id = {m.id: m for m in s.maps}
+    want: dict[int, set[int]] = {}
+    for p in ours.values():
+        for mid in p["map_ids"]:
+            want.setdefault(mid, set()).add(p["id"])
+    for mid, pids in want.items():
+        m = by_id[mid]
+        assert {p.id for p in m.programs} >= pids
+        assert {p.name for p in m.programs if p.id in pids} <= {
+            "cni_xdp_ingress", "cni_tc_egress"}
+        assert m.owners == ()          # bpftool has exited: only programs hold them
+        assert m.memlock is not None and m.memlock > 0
+        assert m.pins == ()            # program pins are not map pins
+
+
+def test_a_live_snapshot_sizes_the_advice_even_for_truncated_names(loaded_example, tmp_path):
     """The example loaded for real; its snapshot (kernel names: at most 15 characters, so
     service_route_table is service_route_t) is the occupancy input of `bpfmem advise`."""
     from bpfmem.api import example_object_path
-    with bpffs() as d:
-        r = subprocess.run(["bpftool", "prog", "loadall", str(example_object_path()),
-                            f"{d}/progs"], capture_output=True, text=True)
-        if r.returncode != 0:
-            pytest.skip(f"bpftool cannot load the example here: {r.stderr.strip()[-200:]}")
-        try:
-            snap = tmp_path / "node.json"
-            assert _bpfmem("snapshot", "--entries", "--name", "service_*", "-o",
-                           str(snap)).returncode == 0
-            names = {m["name"] for m in json.loads(snap.read_text())["maps"]}
-            assert "service_route_t" in names            # the kernel's 15 characters
-        finally:
-            shutil.rmtree(f"{d}/progs", ignore_errors=True)
+    snap = tmp_path / "node.json"
+    assert _bpfmem("snapshot", "--entries", "--name", "service_*", "-o",
+                   str(snap)).returncode == 0
+    names = {m["name"] for m in json.loads(snap.read_text())["maps"]}
+    assert "service_route_t" in names            # the kernel's 15 characters
     r = _bpfmem("advise", str(example_object_path()), "--occupancy", str(snap), "--format",
                 "json")
     assert r.returncode == 0, r.stderr

@@ -155,7 +155,6 @@ def test_maps_from_bpftool_bad_file_is_one_line(tmp_path):
 
 def test_snapshot_html_page_is_self_contained_and_shows_every_map():
     pytest.importorskip("plotly")
-    import re as _re
     from bpfmem.report.node_html import NODE_TOP_ID, NODE_TREEMAP_ID, render_snapshot_html
     snap = _snap([_m(1, "lb_services", memlock=7 << 20, entries=990, max_entries=1000),
                   _m(2, "ct", memlock=3 << 20, owners=(("agent", 5, "/kubepods/p/c"),)),

@@ -24,7 +24,7 @@ import pytest
 from conftest import is_root
 from bpfmem import api, cli_pod
 from bpfmem.analysis import pod as ap
-from bpfmem.errors import BpfmemError, HostError
+from bpfmem.errors import BpfmemError
 from bpfmem.host.cgroup import parse_cgroup_memory
 from bpfmem.host.live import LiveMap, Owner
 from bpfmem.host.podscan import Pin, PodSample, ProcMem
@@ -598,7 +598,6 @@ def test_upgrade_headroom_matches_a_real_upgrade(tmp_path):
     after upgrading to v0.6.0; then do the upgrade for real (the old process goes, a new one
     creates v0.6.0's maps in the same cgroup) and compare. Measured here: within 0.3 MiB.
     Asserted: 2 MiB."""
-    from bpfmem.host.podscan import launched
     from bpfmem.host.cgroup import scratch_cgroup
     from bpfmem.model.estimate import shape_of_spec
 

@@ -323,8 +323,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     if pins:
         say("pins")
         try:
-            bpffs = [m.mount_point for m in
-                     procfs.mounts_of_type(procfs.read_mountinfo(root), "bpf")]
+            bpffs = procfs.bpffs_mounts(root)
         except OSError as e:
             errors.append(f"mountinfo: {e}")
         pinned = walk_pins(bpffs, errors)

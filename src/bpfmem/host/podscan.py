@@ -110,8 +110,7 @@ def read_proc_mem(pid: int, root: str = "/", smaps: bool = True) -> ProcMem | No
 
 def _bpffs_mounts(root: str) -> list[str]:
     try:
-        return [m.mount_point for m in
-                procfs.mounts_of_type(procfs.read_mountinfo(root), "bpf")]
+        return procfs.bpffs_mounts(root)
     except OSError:
         return []
 

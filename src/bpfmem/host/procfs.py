@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type",
+__all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type", "bpffs_mounts",
            "parse_fdinfo", "parse_smaps_rollup", "read_smaps_rollup", "read_comm",
            "list_pids", "MapFd", "scan_map_fds"]
 
@@ -75,6 +75,11 @@ def mounts_of_type(mounts: list[Mount], fs_type: str) -> list[Mount]:
         elif m.mount_point in by_point:
             del by_point[m.mount_point]  # shadowed by a later mount of another type
     return list(by_point.values())
+
+
+def bpffs_mounts(root: str | os.PathLike = "/") -> list[str]:
+    """Mount points of every bpffs this process sees (pins live there)."""
+    return [m.mount_point for m in mounts_of_type(read_mountinfo(root), "bpf")]
 
 
 def parse_fdinfo(text: str) -> dict[str, str]:

@@ -16,7 +16,6 @@ from typing import IO, Any, Iterable
 from ..analysis.live import cgroup_sums, check_map
 from ..host.live import LiveMap, Owner, ProgRef, Snapshot
 from ..uapi import MapType, ProgType, flag_names, map_type_name, prog_type_name
-from .memory import mib
 
 SCHEMA = "bpfmem/snapshot/v1"
 
@@ -296,6 +295,18 @@ def _owner_of(side: dict | None) -> str:
     return f"{o['comm']}[{o['pid']}]" if o else "-"
 
 
+def _diff_rows(doc: dict):
+    """The cells of every map that moved: name, type, status, memlock, Δ memlock, Δ entries,
+    owner."""
+    for r in doc["maps"]:
+        if r["status"] == "unchanged":
+            continue
+        side = r["new"] or r["old"]
+        de = "" if r["delta_entries"] is None else f"{r['delta_entries']:+,}"
+        yield (r["name"], r["type"], r["status"], _b(side["memlock"]),
+               _sb(r["delta_memlock"]), de, _owner_of(side))
+
+
 def snapshot_diff_markdown(doc: dict) -> str:
     c = doc["counts"]
     lines = [f"### bpfmem: node maps {_b(doc['old']['memlock'])} → {_b(doc['new']['memlock'])} "
@@ -304,13 +315,8 @@ def snapshot_diff_markdown(doc: dict) -> str:
              f"{c['changed']} changed, {c['unchanged']} unchanged", "",
              "| map | type | status | memlock | Δ memlock | Δ entries | owner |",
              "|---|---|---|---:|---:|---:|---|"]
-    for r in doc["maps"]:
-        if r["status"] == "unchanged":
-            continue
-        side = r["new"] or r["old"]
-        de = "" if r["delta_entries"] is None else f"{r['delta_entries']:+,}"
-        lines.append(f"| `{r['name']}` | {r['type']} | {r['status']} | {_b(side['memlock'])} "
-                     f"| {_sb(r['delta_memlock'])} | {de} | {_owner_of(side)} |")
+    for name, type_, status, memlock, dm, de, owner in _diff_rows(doc):
+        lines.append(f"| `{name}` | {type_} | {status} | {memlock} | {dm} | {de} | {owner} |")
     return "\n".join(lines) + "\n"
 
 
@@ -332,13 +338,8 @@ def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
     for col in ("map", "type", "status", "memlock", "Δ memlock", "Δ entries", "owner"):
         t.add_column(col, justify="right" if col.startswith(("memlock", "Δ")) else "left",
                      no_wrap=True)
-    for r in doc["maps"]:
-        if r["status"] == "unchanged":
-            continue
-        side = r["new"] or r["old"]
-        de = "" if r["delta_entries"] is None else f"{r['delta_entries']:+,}"
-        t.add_row(r["name"], r["type"], r["status"], _b(side["memlock"]),
-                  _sb(r["delta_memlock"]), de, _owner_of(side))
+    for row in _diff_rows(doc):
+        t.add_row(*row)
     console.print(t)
     moved = [g for g in doc["cgroups"] if g["delta"]][:10]
     if moved:
