@@ -13,7 +13,7 @@ from rich.console import Console  # noqa: E402
 
 from mapfarm import MapFarm, MapPlan  # noqa: E402
 from bpfmem import api  # noqa: E402
-from bpfmem.model.kernel import host_profile  # noqa: E402
+from bpfmem.host.profile import host_profile  # noqa: E402
 from bpfmem.report.top import top_view  # noqa: E402
 from dataclasses import replace  # noqa: E402
 

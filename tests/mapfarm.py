@@ -84,7 +84,7 @@ class MapFarm:
         self._hold_w: int | None = None
 
     def __enter__(self) -> "MapFarm":
-        from bpfmem.model.kernel import host_possible_cpus
+        from bpfmem.host.profile import host_possible_cpus
         cpus = host_possible_cpus()
         hold_r, self._hold_w = os.pipe()
         try:

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FIXTURES, is_root
 from bpfmem import api, cli
-from bpfmem.model.kernel import host_profile
+from bpfmem.host.profile import host_profile
 from bpfmem.model.shape import MapShape
 
 SEED = Path(__file__).resolve().parent.parent / "examples" / "seed"
@@ -27,7 +27,7 @@ def test_truth_table():
     truth = pytest.importorskip("advise_truth").TRUTH
     bad = []
     for obj, maps in truth.items():
-        doc = api.advise_objects([str(FIXTURES / obj)])
+        doc = api.advise_objects([str(FIXTURES / obj)], profile=api.profile())
         got = {m["name"]: m for m in doc["objects"][0]["maps"]}
         for name, want in maps.items():
             g = got.get(name)
@@ -48,9 +48,9 @@ def test_seed_advice_is_the_seed_fix(capsys):
     assert no_prealloc == FIVE
     # the saving equals the model's difference between the two releases
     before = api.check_objects([str(SEED / "cni_v060_before.bpf.o")], limit=1 << 40,
-                               kernels=["6.18"], cpus=[2])["results"][0]["total"]
+                               profiles=api.profiles(["6.18"], [2]))["results"][0]["total"]
     after = api.check_objects([str(SEED / "cni_v060_after.bpf.o")], limit=1 << 40,
-                              kernels=["6.18"], cpus=[2])["results"][0]["total"]
+                              profiles=api.profiles(["6.18"], [2]))["results"][0]["total"]
     assert o["saves_at_create"] == before - after
     keep = {a["map"] for a in o["advice"] if a["kind"] == "lru_resize"}
     assert "service_reverse_table" in keep                # LRU: resizing is the only lever
@@ -94,7 +94,7 @@ def test_no_prealloc_savings_match_the_kernel():
     claims = []
     for path in paths:
         try:
-            doc = api.advise_objects([path])
+            doc = api.advise_objects([path], profile=api.profile())
         except Exception:
             continue
         spec = api.load_object(path)

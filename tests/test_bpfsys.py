@@ -11,7 +11,7 @@ from conftest import is_root
 
 from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
-from bpfmem.model.kernel import host_possible_cpus
+from bpfmem.host.profile import host_possible_cpus
 from bpfmem.uapi import MapType as T
 
 pytestmark = [pytest.mark.kernel,

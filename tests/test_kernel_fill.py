@@ -12,7 +12,7 @@ import pytest
 
 from conftest import is_root
 from bpfmem.model.estimate import estimate
-from bpfmem.model.kernel import host_profile
+from bpfmem.host.profile import host_profile
 from bpfmem.model.shape import MapShape
 from bpfmem.uapi import MapType as T
 

@@ -15,7 +15,7 @@ import libbpf_harness
 from conftest import is_root
 from sweep import sweep_specs
 from bpfmem.model.estimate import estimate
-from bpfmem.model.kernel import host_profile
+from bpfmem.host.profile import host_profile
 from bpfmem.model.limits import ERRNO
 from bpfmem.uapi import MapType as T
 

@@ -16,7 +16,7 @@ import libbpf_harness
 from conftest import FIXTURES, fixture_objects, is_root
 from bpfmem.api import example_object_path, load_object
 from bpfmem.model.attrs import created_attrs
-from bpfmem.model.kernel import host_possible_cpus
+from bpfmem.host.profile import host_possible_cpus
 from bpfmem.parse.objspec import MapSpec
 from bpfmem.uapi import MapType
 

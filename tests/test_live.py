@@ -24,7 +24,7 @@ from mapfarm import MapFarm, MapPlan
 from bpfmem.analysis.live import check_map, filter_maps
 from bpfmem.errors import ObjectGone
 from bpfmem.host import bpfsys, live, procfs
-from bpfmem.model.kernel import host_profile
+from bpfmem.host.profile import host_profile
 from bpfmem.uapi import MapType as T
 
 kernel = pytest.mark.kernel

@@ -28,7 +28,6 @@ from bpfmem.errors import BpfmemError
 from bpfmem.host.cgroup import parse_cgroup_memory
 from bpfmem.host.live import LiveMap, Owner
 from bpfmem.host.podscan import Pin, PodSample, ProcMem
-from bpfmem.model.kernel import default_profile
 from bpfmem.report import pod as rp
 from bpfmem.uapi import MapType
 
@@ -37,7 +36,7 @@ SRC = str(Path(__file__).resolve().parent.parent / "src")
 SEED = Path(__file__).resolve().parent.parent / "examples" / "seed"
 V054, BEFORE, AFTER = (str(SEED / f"cni_{v}.bpf.o") for v in ("v054", "v060_before",
                                                                "v060_after"))
-PROF = default_profile("6.18", 2)
+PROF = api.profile("6.18", cpus=2)
 needs_root = pytest.mark.skipif(not is_root(), reason="cgroups and maps need root")
 
 
@@ -199,7 +198,7 @@ def test_seed_upgrade_headroom_matches_diff():
     87% means the pod ran at 63.6 MiB before (51.8 MiB besides its maps)."""
     view, old_maps = _pod_running(V054, int(51.8 * MiB))
     assert abs(old_maps / MiB - 11.8) < 0.05
-    h, diff = api.pod_headroom(view, [BEFORE], [V054], kernel="6.18", cpus=2)
+    h, diff = api.pod_headroom(view, [BEFORE], [V054], profile=PROF)
     assert h.upgrade_charge == diff["upgrade_charge"] == h.diff_upgrade_charge
     assert abs(h.upgrade_charge / MiB - 59.6) < 0.05
     assert h.released == old_maps == diff["old"]["charged_at_create"]
@@ -210,7 +209,7 @@ def test_seed_upgrade_headroom_matches_diff():
     assert {("service_route_table", "create"), ("conntrack_table", "create"),
             ("conntrack_table", "release"), ("cni_v054.rodata", "release")} <= actions
     # the fix: v0.6.0-after charges 35.3 MiB at start
-    h2, _ = api.pod_headroom(view, [AFTER], [V054], kernel="6.18", cpus=2)
+    h2, _ = api.pod_headroom(view, [AFTER], [V054], profile=PROF)
     assert abs(h2.upgrade_charge / MiB - 35.3) < 0.05
     assert round(h2.share * 100) == 68
 
@@ -227,14 +226,14 @@ def test_headroom_reuses_the_pods_live_compatible_pins():
                [live(m.id, m.name, MapType.from_name(m.type), m.key_size, m.value_size,
                      m.max_entries, m.map_flags) for m in view.maps], pins)
     view = ap.pod_view(s, PROF)
-    diff = api.diff_objects([], [AFTER], kernel="6.18", cpus=2, limit=view.limit)
+    diff = api.diff_objects([], [AFTER], profile=PROF, limit=view.limit)
     h = ap.headroom_after(view, diff, before_given=False)
     acts = {x.map: x.action for x in h.lines}
     # the LRU reverse table is unchanged: its pin is reused; the five hashes changed flags:
     # recreated (their old pins released), as with `bpfmem diff BEFORE AFTER`
     assert acts["service_reverse_table"] == "reuse"
     assert acts["service_route_table"] == "create"
-    want = api.diff_objects([BEFORE], [AFTER], kernel="6.18", cpus=2)["upgrade_charge"]
+    want = api.diff_objects([BEFORE], [AFTER], profile=PROF)["upgrade_charge"]
     assert h.upgrade_charge == want
     reverse = next(m for m in view.maps if m.name == "service_reverse")
     assert h.released == view.maps_here - reverse.charged
@@ -386,7 +385,7 @@ def wait_stage(path: Path, stage: str, timeout: float = 20.0) -> dict:
 
 
 def view_of(fs_path: str):
-    return api.pod_view(cgroup=fs_path)
+    return api.pod_view(cgroup=fs_path, profile=api.profile())
 
 
 def kernel_total(v) -> int:
@@ -530,7 +529,7 @@ def test_trace_finds_a_spike_at_its_size_and_time(tmp_path):
     state = tmp_path / "times"
     doc = api.trace_pod(command=[sys.executable, "-c", SPIKE, str(state), "96", "0.6", "0.8"],
                         duration=15, interval=0.05, limit=256 * MiB,
-                        command_output=subprocess.DEVNULL)
+                        command_output=subprocess.DEVNULL, profile=api.profile())
     t1, t2, t3, t4 = (t - doc["t0_monotonic"] for t in json.loads(state.read_text()))
     s = doc["summary"]
     pk = s["peak"]
@@ -624,7 +623,7 @@ def test_upgrade_headroom_matches_a_real_upgrade(tmp_path):
         old = start(s1, V054)
         try:
             view = view_of(pod.fs_path)
-            h, diff = api.pod_headroom(view, [BEFORE], [V054])
+            h, diff = api.pod_headroom(view, [BEFORE], [V054], profile=api.profile())
         finally:
             old.kill()
             old.wait()
@@ -672,7 +671,7 @@ def demo_trace(path: str = BEFORE) -> dict:
                      m.name[:15]])
     return api.trace_pod(command=[sys.executable, "-c", DEMO, json.dumps(plan)],
                          duration=10, interval=0.05, limit=128 * MiB,
-                         command_output=subprocess.DEVNULL)
+                         command_output=subprocess.DEVNULL, profile=api.profile())
 
 
 if __name__ == "__main__":

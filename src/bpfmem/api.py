@@ -43,6 +43,66 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None) -
         raise e.with_path(path) from None
 
 
+# -- kernel profiles: the one door -----------------------------------------------------------
+def profile(kernel: str | None = None, *, btf: str | os.PathLike | None = None,
+            cpus: int | None = None):
+    """The :class:`~bpfmem.model.kernel.KernelProfile` a model runs on; the only way one is
+    made (the CLI, the exporter, tests and notebooks all come through here).
+
+    * ``btf``: a kernel's BTF in a file (raw ``/sys/kernel/btf/vmlinux`` copied from a node,
+      an ELF ``vmlinux``, a ``vmlinuz``/``bzImage``, a BTFHub ``.btf.tar.xz``): struct sizes,
+      accounting eras, map types and NR_CPUS from that kernel itself; ``kernel`` names the
+      release when the file does not;
+    * ``kernel`` alone: the release's table (mainline eras, the struct sizes of the build it
+      was measured on, said in the profile's notes);
+    * neither: this host's running kernel, from its BTF.
+
+    ``cpus`` is the node's possible CPUs (default: this host's, noted in the profile).
+    Raises ValueError for a release that is not one, ParseError for a file that is no
+    kernel's BTF, OSError when it cannot be read."""
+    from dataclasses import replace
+
+    from .host import profile as hp
+    from .model.kernel import KernelProfile
+    if cpus is not None and (not isinstance(cpus, int) or not 1 <= cpus <= 1 << 16):
+        raise ValueError(f"possible CPUs must be 1..65536, not {cpus!r}")
+    if btf is not None:
+        return hp.read_btf_profile(os.fspath(btf), release=kernel, cpus=cpus)
+    if kernel is not None:
+        if cpus is None:
+            cpus = hp.host_possible_cpus()
+            prof = KernelProfile.for_release(kernel, cpus)
+            return replace(prof, notes=prof.notes + (
+                f"possible CPUs: this host's ({cpus}); --cpus N for the node's",))
+        return KernelProfile.for_release(kernel, cpus)
+    prof = hp.host_profile()
+    return prof if cpus is None else replace(prof, possible_cpus=cpus)
+
+
+def profiles(kernels=(), cpus=(), btfs=(), configured=()) -> list:
+    """A matrix of profiles for a gate: every kernel (releases and BTF files, or the
+    ``[[kernels]]`` entries of bpfmem.toml, :class:`bpfmem.config.KernelEntry`) x every CPU
+    count; with none named, this host's kernel."""
+    cpu_list = list(cpus) or [None]
+    out = []
+    for entry in configured:
+        for c in (list(entry.cpus) or cpu_list):
+            out.append(profile(entry.release, btf=entry.btf, cpus=c))
+    release = None
+    if btfs:
+        if len(kernels) > 1:
+            raise ValueError("--kernel names the release of --kernel-btf files: give one")
+        release = kernels[0] if kernels else None
+        kernels = ()
+    for path in btfs:
+        out.extend(profile(release, btf=path, cpus=c) for c in cpu_list)
+    for k in kernels:
+        out.extend(profile(k, cpus=c) for c in cpu_list)
+    if not out:
+        out = [profile(cpus=c) for c in cpu_list]
+    return out
+
+
 # -- memory model ---------------------------------------------------------------------------
 def shape_from_args(type_name: str, key_size: int, value_size: int, max_entries: int,
                     flags: str | int = 0, map_extra: int = 0):
@@ -53,11 +113,10 @@ def shape_from_args(type_name: str, key_size: int, value_size: int, max_entries:
                     parse_flags(flags) if flags not in ("", None) else 0, map_extra)
 
 
-def estimate_map(shape, profile=None, entries: int = 0):
-    """The Footprint of one map shape on ``profile`` (default: this host's kernel)."""
+def estimate_map(shape, profile, entries: int = 0):
+    """The Footprint of one map shape on ``profile`` (:func:`profile`)."""
     from .model.estimate import estimate
-    from .model.kernel import default_profile
-    return estimate(shape, profile or default_profile(), entries)
+    return estimate(shape, profile, entries)
 
 
 def estimate_batch_stream(lines, out, profile) -> int:
@@ -150,7 +209,8 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     from .analysis.measure import Comparison, Measured
     from .host import probe as hp
     from .model.estimate import estimate, shape_of_spec
-    from .model.kernel import KernelProfile, host_profile, parse_release
+    from .host.profile import host_profile
+    from .model.kernel import KernelProfile, parse_release
     from .model.structs import STRUCT_NAMES, sizes_from_dict
     from .uapi import MapType
 
@@ -234,29 +294,22 @@ def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
     return WhatIf(settings, dyn)
 
 
-def profiles_for(kernels: list[str], cpus: list[int]):
-    """The kernel x CPU matrix (defaults: the running kernel, this host's CPUs)."""
-    from .model.kernel import default_profile
-    return [default_profile(k, c) for k in (kernels or [None]) for c in (cpus or [None])]
-
-
-def check_objects(sources, *, limit: int, max_fraction: float = 1.0, full: bool = False,
-                  kernels=(), cpus=(), whatif=None, object_limits=None, map_caps=None) -> dict:
-    """The ``check`` document (schema bpfmem/check/v1) for compiled objects."""
+def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
+                  full: bool = False, whatif=None, object_limits=None, map_caps=None) -> dict:
+    """The ``check`` document (schema bpfmem/check/v1) for compiled objects, on every
+    profile of ``profiles`` (:func:`profiles`)."""
     from .analysis.budget import Budget, check
     objs = [load_object(s) for s in sources]
     budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}))
-    return check(objs, budget, profiles_for(list(kernels), list(cpus)), whatif)
+    return check(objs, budget, list(profiles), whatif)
 
 
-def diff_objects(old, new, *, kernel: str | None = None, cpus: int | None = None,
-                 whatif=None, limit: int | None = None) -> dict:
+def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None) -> dict:
     """The ``diff`` document (schema bpfmem/diff/v1) between two builds (each one or more
-    objects); the what-if applies to the new side."""
+    objects) on ``profile``; the what-if applies to the new side."""
     from .analysis.diff import diff
-    from .model.kernel import default_profile
     return diff([load_object(s) for s in old], [load_object(s) for s in new],
-                default_profile(kernel, cpus), whatif, limit)
+                profile, whatif, limit)
 
 
 def is_snapshot_file(path: str) -> bool:
@@ -278,12 +331,10 @@ def diff_snapshots(old: str, new: str) -> dict:
 
 
 # -- advisor --------------------------------------------------------------------------------
-def advise_objects(sources, *, kernel: str | None = None, cpus: int | None = None,
-                   occupancy: dict[str, int] | None = None) -> dict:
+def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None) -> dict:
     """The ``advise`` document (schema bpfmem/advise/v1): per object, what its programs do with
     each map and the recommended changes with the bytes each saves."""
     from .analysis.advise import advise_document
-    from .model.kernel import default_profile
     from .parse.access import analyze_code
     from .parse.objspec import parse_object_code
     pairs = []
@@ -292,7 +343,7 @@ def advise_objects(sources, *, kernel: str | None = None, cpus: int | None = Non
         with open(path, "rb") as f:
             code = parse_object_code(f.read(), path=path)
         pairs.append((code.spec, analyze_code(code)))
-    return advise_document(pairs, default_profile(kernel, cpus), occupancy)
+    return advise_document(pairs, profile, occupancy)
 
 
 def load_occupancy(path: str) -> dict[str, int]:
@@ -322,15 +373,16 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
                      progress=progress, parallel=parallel)
 
 
-def snapshot_document(snap, profile=None) -> dict:
+def snapshot_document(snap, profile) -> dict:
     """The ``bpfmem/snapshot/v1`` document of a scan, with the model's figures for
-    ``profile`` (default: this host's kernel when the snapshot is from this host)."""
+    ``profile`` (None: no model)."""
     from .report.snapshot import build_snapshot_report
     return build_snapshot_report(snap, profile)
 
 
-def load_snapshot(path: str, *, kernel: str | None = None, cpus: int | None = None):
-    """A saved ``bpfmem snapshot`` or ``bpftool -j map show`` output, as a Snapshot."""
+def load_snapshot(path: str, *, profile=None):
+    """A saved ``bpfmem snapshot`` or ``bpftool -j map show`` output, as a Snapshot; a
+    bpftool list has no kernel of its own: ``profile`` names it (release, CPUs)."""
     import json
     from .report.snapshot import snapshot_from_bpftool, snapshot_from_dict
     with open(path) as f:
@@ -340,7 +392,9 @@ def load_snapshot(path: str, *, kernel: str | None = None, cpus: int | None = No
             raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
     try:
         if isinstance(data, list):
-            return snapshot_from_bpftool(data, kernel=kernel or "", cpus=cpus or 0)
+            return snapshot_from_bpftool(
+                data, kernel=profile.version if profile is not None else "",
+                cpus=profile.possible_cpus if profile is not None else 0)
         return snapshot_from_dict(data)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
@@ -372,35 +426,32 @@ def pod_cgroup(*, cgroup: str | None = None, pid: int | None = None,
 
 def pod_view(*, cgroup: str | None = None, pid: int | None = None,
              container: str | None = None, entries: bool = True, time_bound: float = 0.5,
-             profile=None):
+             profile):
     """One reading of a pod's memory cgroup split into parts that add up to its usage
     (:class:`bpfmem.analysis.pod.PodView`): processes with RSS/PSS/USS, page cache, kernel
     memory, the BPF maps its processes hold (model charge; which are charged elsewhere) and
     what remains unexplained. Reading other processes' maps needs root."""
     from .analysis.pod import pod_view as split
     from .host.podscan import PodSampler
-    from .model.kernel import host_profile
     fs = pod_cgroup(cgroup=cgroup, pid=pid, container=container)
     sample = PodSampler(fs, entries=entries, entry_time_bound=time_bound).sample()
-    return split(sample, profile or host_profile())
+    return split(sample, profile)
 
 
-def pod_headroom(view, after, before=None, *, kernel: str | None = None,
-                 cpus: int | None = None, whatif=None):
+def pod_headroom(view, after, before=None, *, profile, whatif=None):
     """What the pod's usage becomes when its processes are replaced by the objects ``after``
     (OLD ``before``, when given, decides which pinned maps are reused, as ``bpfmem diff``
     does). Returns (Headroom, the diff document it used)."""
     from .analysis.pod import headroom_after
-    doc = diff_objects(list(before or []), list(after), kernel=kernel, cpus=cpus,
-                       whatif=whatif, limit=view.limit)
+    doc = diff_objects(list(before or []), list(after), profile=profile, whatif=whatif,
+                       limit=view.limit)
     return headroom_after(view, doc, before_given=bool(before)), doc
 
 
-def pod_document(view, profile=None, *, headroom=None, after=None, before=None) -> dict:
+def pod_document(view, profile, *, headroom=None, after=None, before=None) -> dict:
     """The ``bpfmem/pod/v1`` document of a view (and of an upgrade's headroom)."""
-    from .model.kernel import host_profile
     from .report.pod import build_pod_report, headroom_record
-    prof = profile or host_profile()
+    prof = profile
     up = None if headroom is None else headroom_record(
         headroom, [str(p) for p in after or []], [str(p) for p in before] if before else None)
     return build_pod_report(view, prof.describe(), headroom=up)
@@ -410,7 +461,7 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
               container: str | None = None, command=None, duration: float = 60.0,
               interval: float = 0.1, limit: int | None = None, entries: bool = False,
               stop_on_exit: bool = True, command_output=None, on_sample=None,
-              profile=None) -> dict:
+              profile) -> dict:
     """Sample a pod's memory every ``interval`` seconds for ``duration`` seconds; returns the
     ``bpfmem/pod-trace/v1`` document (samples, the peak and when it happened, what it
     settled at).
@@ -422,9 +473,8 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
     ``on_sample(PodView, t)`` is called after each sample."""
     from .analysis.pod import pod_view as split, summarize_trace, trace_point
     from .host.podscan import PodSampler, launched, sample_loop
-    from .model.kernel import host_profile
     from .report.pod import build_trace_report
-    prof = profile or host_profile()
+    prof = profile
     views: list = []
     points: list = []
 

@@ -49,10 +49,17 @@ A map the kernel would refuse is reported with the kernel's errno and reason.
 """
 
 
+_KERNEL_BTF_HELP = ("the kernel's own BTF: /sys/kernel/btf/vmlinux copied from a node, a "
+                    "vmlinux, a vmlinuz/bzImage or a BTFHub .btf.tar.xz; struct sizes, "
+                    "accounting eras and map types come from it (exact for that build)")
+
+
 def _add_kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", metavar="VERSION",
-                   help="kernel release to model, e.g. 5.10, 6.1, 6.12, 6.18 "
-                        "(default: the running kernel, or 6.18)")
+                   help="kernel release to model, e.g. 5.10, 6.1, 6.12, 6.18: the release "
+                        "table, measured on one build (default: the running kernel, from its "
+                        "BTF); with --kernel-btf, the release of a file that does not say")
+    p.add_argument("--kernel-btf", metavar="FILE", help=_KERNEL_BTF_HELP)
     p.add_argument("--cpus", type=_positive, metavar="N",
                    help="possible CPUs (default: this host's /sys/devices/system/cpu/possible)")
 
@@ -172,7 +179,11 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
                    help="share of the limit the maps may take (default 1.0)")
     c.add_argument("--full", action="store_true", default=None,
                    help="judge the maps when full instead of at create")
-    c.add_argument("--kernel", metavar="V[,V...]", help="kernel release(s) to check against")
+    c.add_argument("--kernel", metavar="V[,V...]",
+                   help="kernel release(s) to check against (release tables); default: "
+                        "`kernels` in bpfmem.toml, else the running kernel")
+    c.add_argument("--kernel-btf", metavar="FILE", action="append", default=[],
+                   help=_KERNEL_BTF_HELP + "; repeat for several kernels")
     c.add_argument("--cpus", metavar="N[,N...]", help="possible CPU count(s) to check against")
     _add_whatif_args(c)
     _add_output_args(c, ("table", "json", "markdown", "junit", "html"))
@@ -288,10 +299,10 @@ def _maps_from_saved(args: argparse.Namespace) -> int:
     if args.objects:
         raise _Usage("give either objects or --from-bpftool, not both")
     try:
-        snap = api.load_snapshot(args.from_bpftool, kernel=args.kernel, cpus=args.cpus)
+        profile = None if args.no_memory else _profile(args)
+        snap = api.load_snapshot(args.from_bpftool, profile=profile)
     except ValueError as e:
         raise _Usage(str(e)) from None
-    profile = None if args.no_memory else _profile(args)
     if profile is not None and not args.kernel:
         print(f"bpfmem: modelling kernel {profile.version} with {profile.possible_cpus} CPUs "
               "(this host; --kernel/--cpus for the node's)", file=sys.stderr)
@@ -304,9 +315,10 @@ def _maps_from_saved(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace):
-    from .model.kernel import default_profile
+    """The one kernel profile of a command's --kernel/--kernel-btf/--cpus (api.profile)."""
+    from . import api
     try:
-        return default_profile(args.kernel, args.cpus)
+        return api.profile(args.kernel, btf=getattr(args, "kernel_btf", None), cpus=args.cpus)
     except ValueError as e:
         raise _Usage(str(e)) from None
 
@@ -383,19 +395,20 @@ def cmd_check(args: argparse.Namespace) -> int:
         limit = parse_size(args.limit) if args.limit else cfg.limit
         if limit is None:
             raise _Usage("check needs --limit (or `limit` in bpfmem.toml)")
-        cpus = [int(c) for c in _list(args.cpus)] or cfg.cpus
-        if any(c < 1 for c in cpus):
-            raise _Usage("--cpus must be at least 1")
+        cpus = [_positive(c) for c in _list(args.cpus)] or cfg.cpus
+        kernels = _list(args.kernel)
+        configured = () if (kernels or args.kernel_btf) else cfg.kernel_entries
+        profiles = api.profiles(kernels or ([] if args.kernel_btf else cfg.kernels), cpus,
+                                args.kernel_btf, configured)
         fraction = args.max_fraction if args.max_fraction is not None else (
             cfg.max_fraction if cfg.max_fraction is not None else 1.0)
         if not 0 < fraction <= 1:
             raise _Usage(f"--max-fraction must be in (0, 1], not {fraction}")
         doc = api.check_objects(
-            args.objects, limit=limit, max_fraction=fraction,
+            args.objects, limit=limit, profiles=profiles, max_fraction=fraction,
             full=bool(args.full if args.full is not None else cfg.full),
-            kernels=_list(args.kernel) or cfg.kernels, cpus=cpus, whatif=_whatif(args, cfg),
-            object_limits=cfg.object_limits, map_caps=cfg.map_caps)
-    except ValueError as e:
+            whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps)
+    except (ValueError, argparse.ArgumentTypeError) as e:
         raise _Usage(str(e)) from None
     _emit(doc, args)
     return EXIT_OK if doc["pass"] else EXIT_ERROR
@@ -422,8 +435,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     try:
         cfg = _config(args)
         limit = parse_size(args.limit) if args.limit else cfg.limit
-        doc = api.diff_objects(_expand(args.old), _expand(args.new), kernel=args.kernel,
-                               cpus=args.cpus, whatif=_whatif(args, cfg), limit=limit)
+        doc = api.diff_objects(_expand(args.old), _expand(args.new), profile=_profile(args),
+                               whatif=_whatif(args, cfg), limit=limit)
     except ValueError as e:
         raise _Usage(str(e)) from None
     _emit(doc, args)
@@ -436,7 +449,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         occ = api.load_occupancy(args.occupancy) if args.occupancy else None
     except ValueError as e:
         raise _Usage(str(e)) from None
-    doc = api.advise_objects(args.objects, kernel=args.kernel, cpus=args.cpus, occupancy=occ)
+    doc = api.advise_objects(args.objects, profile=_profile(args), occupancy=occ)
     if args.apply:
         sets = [s for o in doc["objects"] for s in o["apply"]]
         print(" ".join(f"--set '{s}'" for s in sets))

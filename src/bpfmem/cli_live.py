@@ -154,7 +154,6 @@ def _progress():
 
 def cmd_snapshot(args) -> int:
     from . import api
-    from .model.kernel import host_profile
     if args.format == "html" and not args.output:
         raise Usage("--format html writes a page: give -o FILE.html")
     status, say = _progress()
@@ -164,7 +163,7 @@ def cmd_snapshot(args) -> int:
     finally:
         if status is not None:
             status.stop()
-    doc = api.snapshot_document(_filtered(snap, args), host_profile())
+    doc = api.snapshot_document(_filtered(snap, args), api.profile())
     from .report import snapshot as report
     out = open(args.output, "w") if args.output else sys.stdout
     try:
@@ -221,9 +220,8 @@ def cmd_top(args) -> int:
     from rich.console import Console
     from rich.live import Live
     from . import api
-    from .model.kernel import host_profile
     from .report.top import SORTS, top_view
-    prof = host_profile()
+    prof = api.profile()
     console = Console()
     sorts = list(SORTS)
     state = {"sort": args.sort, "doc": None, "total": 0}
@@ -270,7 +268,6 @@ def cmd_export(args) -> int:
     import threading
     from . import api
     from .exporter import ScanCache, serve
-    from .model.kernel import host_profile
 
     def scan():
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
@@ -284,7 +281,7 @@ def cmd_export(args) -> int:
         raise HostError(cache.last_error)
     host, port = args.listen
     try:
-        server, _thread = serve(host, port, cache, host_profile())
+        server, _thread = serve(host, port, cache, api.profile())
     except OSError as e:
         raise Usage(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     print(f"bpfmem: serving http://{host}:{port}/metrics "

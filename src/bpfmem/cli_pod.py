@@ -120,14 +120,13 @@ def cmd_pod(args) -> int:
     if args.trace is not None:
         return _trace(args, cmd)
     from . import api
-    from .model.kernel import host_profile
-    prof = host_profile()
+    prof = api.profile()
     view = api.pod_view(cgroup=args.cgroup, pid=args.pid, container=args.container,
                         entries=not args.no_entries, profile=prof)
     headroom = None
     if args.after:
         try:
-            headroom, _diff = api.pod_headroom(view, args.after, args.before)
+            headroom, _diff = api.pod_headroom(view, args.after, args.before, profile=prof)
         except ValueError as e:
             raise Usage(str(e)) from None
     doc = api.pod_document(view, prof, headroom=headroom, after=args.after,
@@ -183,7 +182,7 @@ def _trace(args, cmd: list[str]) -> int:
         doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
                             command=cmd or None, duration=args.trace, interval=interval,
                             limit=limit, entries=False, command_output=_stderr_fd(),
-                            on_sample=say)
+                            on_sample=say, profile=api.profile())
     finally:
         signal.signal(signal.SIGTERM, old)
         if status is not None:

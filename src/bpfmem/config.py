@@ -5,6 +5,16 @@
     full = false               # judge maps when full instead of at create
     kernels = ["6.1", "6.18"]  # a matrix: the gate must hold on every kernel ...
     cpus = [2, 64]             # ... and every possible-CPU count
+    [[kernels]]                # or the fleet's own kernels, from their BTF (instead of the
+    name = "prod-6.1"          #   list above): struct sizes, eras and map types exact
+    btf = "btf/6.1.0-57-cloud-amd64.btf"   # a path relative to this file
+    cpus = [2, 96]             # possible CPUs of the nodes that run it (default: `cpus`)
+    [[kernels]]
+    name = "rhel9"
+    btf = "btf/5.14.0-427.el9.x86_64.btf.tar.xz"
+    [[kernels]]
+    name = "6.12 table"
+    release = "6.12"           # no BTF: the release table
     set = ["service_*.flags+=no_prealloc", "policy_map.count=110"]   # what-if
     [objects]                  # limits per object (path or object name)
     "build/cni.bpf.o" = "96Mi"
@@ -37,6 +47,16 @@ class ConfigError(BpfmemError):
     pass
 
 
+@dataclass(frozen=True)
+class KernelEntry:
+    """One ``[[kernels]]`` entry: a kernel of the fleet, by its BTF file or its release."""
+
+    name: str
+    release: str | None = None
+    btf: str | None = None
+    cpus: tuple[int, ...] = ()
+
+
 @dataclass
 class Config:
     path: str | None = None
@@ -44,6 +64,7 @@ class Config:
     max_fraction: float | None = None
     full: bool | None = None
     kernels: list[str] = field(default_factory=list)
+    kernel_entries: list[KernelEntry] = field(default_factory=list)
     cpus: list[int] = field(default_factory=list)
     sets: list[str] = field(default_factory=list)
     object_limits: dict[str, int] = field(default_factory=dict)
@@ -88,12 +109,15 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     try:
         kernels = data.get("kernels", [])
         cpus = data.get("cpus", [])
+        strings = kernels if isinstance(kernels, list) else [kernels]
+        entries = [_kernel_entry(k, i, p) for i, k in enumerate(strings) if isinstance(k, dict)]
         return Config(
             path=str(p),
+            kernel_entries=entries,
             limit=parse_size(data["limit"]) if "limit" in data else None,
             max_fraction=float(data["max_fraction"]) if "max_fraction" in data else None,
             full=bool(data["full"]) if "full" in data else None,
-            kernels=[str(k) for k in (kernels if isinstance(kernels, list) else [kernels])],
+            kernels=[str(k) for k in strings if not isinstance(k, dict)],
             cpus=[int(c) for c in (cpus if isinstance(cpus, list) else [cpus])],
             sets=list(data.get("set", [])),
             object_limits={k: parse_size(v) for k, v in data.get("objects", {}).items()},
@@ -101,3 +125,26 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
             dynamic=dict(data.get("dynamic", {})))
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{p}: {e}") from None
+
+
+def _kernel_entry(d: dict, i: int, path: Path) -> KernelEntry:
+    where = f"[[kernels]] entry {i + 1}"
+    unknown = set(d) - {"name", "release", "btf", "cpus"}
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: "
+                         "name, release, btf, cpus")
+    if not d.get("btf") and not d.get("release"):
+        raise ValueError(f"{where}: needs btf (a path) or release (e.g. \"6.1\")")
+    for key in ("name", "release", "btf"):
+        if key in d and not isinstance(d[key], str):
+            raise ValueError(f"{where}: {key} must be a string")
+    cpus = d.get("cpus", [])
+    cpus = cpus if isinstance(cpus, list) else [cpus]
+    if not all(isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 1 << 16
+               for c in cpus):
+        raise ValueError(f"{where}: cpus must be integers 1..65536")
+    btf = d.get("btf")
+    if btf is not None and not os.path.isabs(btf):
+        btf = str(path.parent / btf)
+    return KernelEntry(d.get("name") or d.get("release") or os.path.basename(btf or ""),
+                       d.get("release"), btf, tuple(cpus))

@@ -42,8 +42,8 @@ def assert_maps_fit(objects: Iterable[str | os.PathLike] | str | os.PathLike,
     kernels = [kernel] if isinstance(kernel, str) else list(kernel or [])
     cpu_list = [cpus] if isinstance(cpus, int) else list(cpus or [])
     doc = api.check_objects([os.fspath(o) for o in objects], limit=parse_size(limit),
-                            max_fraction=fraction, full=full, kernels=kernels, cpus=cpu_list,
-                            whatif=api.make_whatif(list(set)))
+                            profiles=api.profiles(kernels, cpu_list), max_fraction=fraction,
+                            full=full, whatif=api.make_whatif(list(set)))
     if not doc["pass"]:
         buf = io.StringIO()
         check_table(doc, buf)

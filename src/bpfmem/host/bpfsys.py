@@ -374,11 +374,12 @@ _CREATE_ATTR = struct.Struct("=IIIIIII16s")  # .. map_name; offsetofend(map_name
 
 
 def map_create(map_type: int, key_size: int, value_size: int, max_entries: int,
-               map_flags: int = 0, name: str = "") -> int:
-    """BPF_MAP_CREATE with the basic attributes; returns the new fd."""
+               map_flags: int = 0, name: str = "", *, inner_map_fd: int = 0) -> int:
+    """BPF_MAP_CREATE with the basic attributes (and the inner map of a map-in-map);
+    returns the new fd."""
     attr = ctypes.create_string_buffer(_CREATE_ATTR.size)
     _CREATE_ATTR.pack_into(attr, 0, map_type, key_size, value_size, max_entries, map_flags,
-                           0, 0, name.encode()[:15])
+                           inner_map_fd, 0, name.encode()[:15])
     return _call(MAP_CREATE, attr, _CREATE_ATTR.size, name)
 
 

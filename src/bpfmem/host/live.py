@@ -305,7 +305,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     ``parallel`` walks the processes' fds in a forked child while this process walks the
     maps (for command-line use; a library caller with threads should leave it off).
     """
-    from bpfmem.model.kernel import host_possible_cpus
+    from bpfmem.host.profile import host_possible_cpus
     say = progress or (lambda _what: None)
     start_wall, start = time.time(), time.monotonic()
     cpus = host_possible_cpus(root)
@@ -387,7 +387,7 @@ def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
     ``known`` (map id -> MapInfo), when given, caches the kernel's info between calls (a
     map's attributes never change) and is updated in place.
     """
-    from bpfmem.model.kernel import host_possible_cpus
+    from bpfmem.host.profile import host_possible_cpus
     held, memlock_of, frozen_of, owner_of, gone = _scan_owners(root, list(pids))
     cache = known if known is not None else {}
     cpus = host_possible_cpus(root) if entries else 0

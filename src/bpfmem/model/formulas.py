@@ -378,19 +378,20 @@ def _prefill(unit_charge: int, unit_size: int, percpu: bool, prof: KernelProfile
 def mem_alloc_prefill(sh: MapShape, prof: KernelProfile) -> int:
     """Elements ``bpf_mem_alloc`` allocates at create: NO_PREALLOC hashes (6.1+), LPM tries
     (6.13+), task and cgroup local storages (6.5+)."""
-    if prof.charge_era == CHARGE_NONE or not prof.at_least(6, 1):
+    if prof.charge_era == CHARGE_NONE:
         return 0
     t, s, k, v, c = sh.type, prof.sizes, sh.key_size, sh.value_size, prof.possible_cpus
-    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh):
+    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh) \
+            and prof.has("htab_mem_alloc"):
         unit = htab_elem_size(sh, prof) + LLIST_NODE_SZ
         total = _prefill(slab_charge(unit), kmalloc_size(unit), False, prof)
         if t == T.PERCPU_HASH:
             total += _prefill(r8(v) * (c + 2) + slab_charge(2 * PTR), r8(v), True, prof)
         return total
-    if t == T.LPM_TRIE and prof.at_least(6, 13):
+    if t == T.LPM_TRIE and prof.has("lpm_mem_alloc"):
         unit = s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ
         return _prefill(slab_charge(unit), kmalloc_size(unit), False, prof)
-    if t in (T.TASK_STORAGE, T.CGRP_STORAGE) and prof.at_least(6, 5):
+    if t in (T.TASK_STORAGE, T.CGRP_STORAGE) and prof.has("local_storage_mem_alloc"):
         selem = LOCAL_STORAGE_ELEM + v + LLIST_NODE_SZ
         storage = LOCAL_STORAGE + LLIST_NODE_SZ
         return (_prefill(slab_charge(selem), kmalloc_size(selem), False, prof)
@@ -406,7 +407,7 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
     if era == CHARGE_NONE:
         return 0.0
     t, s, c, k, v = sh.type, prof.sizes, prof.possible_cpus, sh.key_size, sh.value_size
-    new_alloc = prof.at_least(6, 1)   # 6.1: hash elements from bpf_mem_alloc (+ llist node)
+    new_alloc = prof.has("htab_mem_alloc")   # 6.1: elements from bpf_mem_alloc (+ llist node)
     if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS):
         if prealloc(sh):
             return 0.0
@@ -417,7 +418,7 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
             per += r8(v) * c + objcg + (slab_charge(2 * PTR) if new_alloc else 0)
         return float(per)
     if t == T.LPM_TRIE:
-        if prof.at_least(6, 13):   # one bpf_mem_alloc size for leaves and intermediate nodes
+        if prof.has("lpm_mem_alloc"):   # one bpf_mem_alloc size for leaves and inner nodes
             node = slab_charge(s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ)
             return float(2 * node)
         return float(slab_charge(s.lpm_trie_node + (k - 4) + v)
@@ -450,17 +451,18 @@ def mem_alloc_slack(unit_charge: int, unit_size: int, prof: KernelProfile) -> in
 def charged_slack(sh: MapShape, prof: KernelProfile) -> int:
     """Bytes a memory cgroup may show beyond the elements in use, for maps whose elements
     come from bpf_mem_alloc (NO_PREALLOC hashes from 6.1, LPM tries from 6.13)."""
-    if prof.charge_era == CHARGE_NONE or not prof.at_least(6, 1):
+    if prof.charge_era == CHARGE_NONE:
         return 0
     t, s, k, v = sh.type, prof.sizes, sh.key_size, sh.value_size
-    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh):
+    if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh) \
+            and prof.has("htab_mem_alloc"):
         unit = htab_elem_size(sh, prof) + LLIST_NODE_SZ
         slack = mem_alloc_slack(slab_charge(unit), kmalloc_size(unit), prof)
         if t == T.PERCPU_HASH:
             pcpu = r8(v) * (prof.possible_cpus + 2) + slab_charge(2 * PTR)
             slack += mem_alloc_slack(pcpu, kmalloc_size(r8(v) + LLIST_NODE_SZ), prof)
         return slack
-    if t == T.LPM_TRIE and prof.at_least(6, 13):
+    if t == T.LPM_TRIE and prof.has("lpm_mem_alloc"):
         unit = s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ
         return mem_alloc_slack(slab_charge(unit), kmalloc_size(unit), prof)
     return 0

@@ -83,7 +83,11 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
     since = _SINCE.get(t)
     if since is None:
         raise Rejected("EINVAL", f"unknown map type {t}")
-    if prof.release[:2] < since:
+    if prof.map_types is not None:      # the kernel's own enum bpf_map_type (its BTF)
+        if t not in prof.map_types:
+            raise Rejected("EINVAL", f"this kernel has no map type {map_type_name(t)} (not in "
+                                     "its enum bpf_map_type)")
+    elif prof.release[:2] < since:
         raise Rejected("EINVAL", f"map type {map_type_name(t)} needs Linux "
                                  f"{since[0]}.{since[1]}+")
     if x and t not in (T.BLOOM_FILTER, T.ARENA):
@@ -120,6 +124,11 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
         # kernel/bpf/arraymap.c array_map_alloc_check, fd_array_map_alloc_check
         if t in FD_ARRAYS and v != 4:
             raise Rejected("EINVAL", f"{map_type_name(t)} values are 4-byte fds")
+        if t in FD_ARRAYS and f & (_F_RDONLY_PROG | _F_WRONLY_PROG):
+            # fd_array_map_alloc_check: "Program read-only/write-only not supported for
+            # special maps yet"
+            raise Rejected("EINVAL", f"{map_type_name(t)} maps do not take BPF_F_RDONLY_PROG "
+                                     "or BPF_F_WRONLY_PROG")
         if t == T.REUSEPORT_SOCKARRAY and v not in (4, 8):
             raise Rejected("EINVAL", "reuseport_sockarray values are 4 or 8 bytes")
         _check_flags(t, f, int(ARRAY_FLAGS))

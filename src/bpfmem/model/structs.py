@@ -1,10 +1,10 @@
 """Sizes of the kernel structs that map memory formulas add up, per release (x86_64).
 
 They change between releases (``struct bpf_map`` grew a 32-byte ``sha`` in 6.18,
-``lpm_trie_node`` lost its ``rcu_head`` in 6.13), so the exact way to know them is the target
-kernel's BTF: :func:`sizes_from_btf` reads ``/sys/kernel/btf/vmlinux`` (or any raw BTF file).
-The tables hold what was read from Debian's and this project's kernels; a release between two
-tables uses the nearest older table and is marked inexact.
+``lpm_trie_node`` lost its ``rcu_head`` in 6.13) and between builds of one release (its
+config), so the exact way to know them is the target kernel's BTF (``host/profile.py`` reads
+it). The tables hold what was read from one build each; a release between two tables uses
+the nearest older table and is marked inexact.
 """
 
 from __future__ import annotations
@@ -48,35 +48,53 @@ class StructSizes:
 
 STRUCT_NAMES = tuple(f.name for f in fields(StructSizes) if f.name not in ("name", "exact"))
 
-# Linux 6.18.44 x86_64, read from /sys/kernel/btf/vmlinux (kernel-map-memory.md §2).
+# Each table is one build's BTF, as measured; another build of the same release can differ
+# by a few cache lines per struct (two builds of 6.18.44: bpf_htab 832 and 896). Tests check
+# the Debian tables against the BTF committed under tests/data/btf/.
+
+# 6.18.44-fc-v857 x86_64, read from its /sys/kernel/btf/vmlinux (kernel-map-memory.md §2).
 LINUX_6_18 = StructSizes(
-    "6.18", True, bpf_htab=832, bucket=16, htab_elem=48, bpf_array=312, bpf_stack_map=320,
-    stack_map_bucket=16, lpm_trie=400, lpm_trie_node=24, bpf_queue_stack=312,
-    bpf_bloom_filter=312, bpf_ringbuf_map=304, bpf_ringbuf=12288, bpf_local_storage_map=448,
-    bpf_local_storage_map_bucket=16, bpf_dtab=344, bpf_dtab_netdev=64, bpf_cpu_map=304,
-    xsk_map=304, xsk_map_node=32, bpf_stab=376, bpf_shtab=384, bpf_shtab_bucket=16,
-    bpf_shtab_elem=48, bpf_cgroup_storage_map=328, reuseport_array=296,
-    bpf_struct_ops_map=512, bpf_struct_ops_value=64, bpf_arena=400)
+    "table of 6.18.44-fc-v857 as measured", True, bpf_htab=832, bucket=16, htab_elem=48,
+    bpf_array=312, bpf_stack_map=320, stack_map_bucket=16, lpm_trie=400, lpm_trie_node=24,
+    bpf_queue_stack=312, bpf_bloom_filter=312, bpf_ringbuf_map=304, bpf_ringbuf=12288,
+    bpf_local_storage_map=448, bpf_local_storage_map_bucket=16, bpf_dtab=344,
+    bpf_dtab_netdev=64, bpf_cpu_map=304, xsk_map=304, xsk_map_node=32, bpf_stab=376,
+    bpf_shtab=384, bpf_shtab_bucket=16, bpf_shtab_elem=48, bpf_cgroup_storage_map=328,
+    reuseport_array=296, bpf_struct_ops_map=512, bpf_struct_ops_value=64, bpf_arena=400)
 
-# Debian 6.12.117+deb12-cloud-amd64 (kernel-map-memory.md §8); the sizes not listed there
-# (element and bucket structs, ringbuf, struct_ops, arena) are taken as on 6.18.
-LINUX_6_12 = replace(
-    LINUX_6_18, name="6.12", bpf_htab=896, bpf_array=264, bpf_stack_map=288,
-    bpf_queue_stack=264, bpf_bloom_filter=264, bpf_ringbuf_map=256, bpf_local_storage_map=432,
-    bpf_dtab=296, bpf_dtab_netdev=64, bpf_cpu_map=256, xsk_map=256, bpf_stab=328,
-    bpf_shtab=336, bpf_cgroup_storage_map=280, reuseport_array=248, lpm_trie_node=40)
+# Debian 6.12.117+deb12-cloud-amd64 (package 6.12.117-1~deb12u1), from its image's BTF.
+LINUX_6_12 = StructSizes(
+    "table of Debian 6.12.117+deb12-cloud-amd64 as measured", True, bpf_htab=896, bucket=16,
+    htab_elem=48, bpf_array=264, bpf_stack_map=288, stack_map_bucket=16, lpm_trie=288,
+    lpm_trie_node=40, bpf_queue_stack=264, bpf_bloom_filter=264, bpf_ringbuf_map=256,
+    bpf_ringbuf=12288, bpf_local_storage_map=432, bpf_local_storage_map_bucket=16,
+    bpf_dtab=296, bpf_dtab_netdev=64, bpf_cpu_map=256, xsk_map=256, xsk_map_node=32,
+    bpf_stab=328, bpf_shtab=336, bpf_shtab_bucket=16, bpf_shtab_elem=48,
+    bpf_cgroup_storage_map=280, reuseport_array=248, bpf_struct_ops_map=512,
+    bpf_struct_ops_value=64, bpf_arena=336)
 
-# Debian 5.10.262 (kernel-map-memory.md §8): the sizes RLIMIT_MEMLOCK charging adds.
+# Debian 6.1.0-57-cloud-amd64 (package 6.1.192-3), from its image's BTF (no arena: 6.9+).
+LINUX_6_1 = StructSizes(
+    "table of Debian 6.1.0-57-cloud-amd64 as measured", True, bpf_htab=832, bucket=16,
+    htab_elem=48, bpf_array=320, bpf_stack_map=320, stack_map_bucket=16, lpm_trie=320,
+    lpm_trie_node=40, bpf_queue_stack=320, bpf_bloom_filter=320, bpf_ringbuf_map=320,
+    bpf_ringbuf=12288, bpf_local_storage_map=320, bpf_local_storage_map_bucket=16,
+    bpf_dtab=320, bpf_dtab_netdev=72, bpf_cpu_map=320, xsk_map=320, xsk_map_node=32,
+    bpf_stab=320, bpf_shtab=320, bpf_shtab_bucket=16, bpf_shtab_elem=48,
+    bpf_cgroup_storage_map=320, reuseport_array=256, bpf_struct_ops_map=448,
+    bpf_struct_ops_value=64, bpf_arena=400)
+
+# Debian 5.10.0-46-cloud-amd64 (package 5.10.262-1), from its image's BTF (no bloom filter,
+# no arena: those keep 6.1's and 6.18's value, never used: the types do not exist there).
 LINUX_5_10 = replace(
-    LINUX_6_18, name="5.10", bpf_htab=640, bpf_array=320, lpm_trie=320, bpf_stack_map=320,
-    bpf_queue_stack=320, xsk_map=320, bpf_local_storage_map=320, bpf_cgroup_storage_map=320,
-    bpf_ringbuf_map=320, bpf_ringbuf=12288, reuseport_array=256, htab_elem=48,
-    bpf_shtab_elem=48, lpm_trie_node=40)
+    LINUX_6_1, name="table of Debian 5.10.0-46-cloud-amd64 as measured", bpf_htab=640,
+    bpf_struct_ops_map=384)
 
 # (first release, table): a release uses the last table whose first release it reaches.
-TABLES = (((0, 0), LINUX_5_10), ((5, 11), LINUX_6_12), ((6, 12), LINUX_6_12),
-          ((6, 13), LINUX_6_18), ((6, 18), LINUX_6_18))
-EXACT_RELEASES = {(5, 10): LINUX_5_10, (6, 12): LINUX_6_12, (6, 18): LINUX_6_18}
+TABLES = (((0, 0), LINUX_5_10), ((6, 1), LINUX_6_1), ((6, 12), LINUX_6_12),
+          ((6, 18), LINUX_6_18))
+EXACT_RELEASES = {(5, 10): LINUX_5_10, (6, 1): LINUX_6_1, (6, 12): LINUX_6_12,
+                  (6, 18): LINUX_6_18}
 
 
 def sizes_for_release(release: tuple[int, ...]) -> StructSizes:
@@ -88,35 +106,11 @@ def sizes_for_release(release: tuple[int, ...]) -> StructSizes:
     for first, t in TABLES:
         if major_minor >= first:
             table = t
-    sizes = replace(table, exact=False, name=f"{table.name} table for "
+    sizes = replace(table, exact=False, name=f"{table.name}, for "
                                                f"{'.'.join(map(str, major_minor))}")
     if major_minor < (6, 13):
         sizes = replace(sizes, lpm_trie_node=40)   # rcu_head dropped in 6.13
     return sizes
-
-
-def sizes_from_btf(path: str, release: tuple[int, ...] = (0, 0, 0)) -> StructSizes:
-    """Struct sizes read from a kernel's BTF (``/sys/kernel/btf/vmlinux``).
-
-    Structs the kernel does not have (an older release) keep the table's value.
-    Raises OSError when the file cannot be read, ValueError when it is not BTF.
-    """
-    from ..errors import ParseError
-    from ..parse.btf import STRUCT, Btf
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        btf = Btf(data, section=path)
-        wanted = set(STRUCT_NAMES)
-        found: dict[str, int] = {}
-        for tid in range(1, btf.count):
-            if btf.kind(tid) == STRUCT:
-                name = btf.name_of(tid)
-                if name in wanted and name not in found:
-                    found[name] = btf.ref(tid)
-    except ParseError as e:
-        raise ValueError(str(e)) from None
-    return sizes_from_dict(found, release)
 
 
 def sizes_from_dict(found: dict[str, int | None], release: tuple[int, ...]) -> StructSizes:

@@ -1,0 +1,157 @@
+"""Kernel profiles read from the system: this host's kernel, or a kernel's BTF in a file.
+
+The model never reads files: this module reads ``/sys`` and BTF files, hands the bytes to
+``parse/kernel_btf.py`` and the facts to :func:`bpfmem.model.kernel.profile_from_facts`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import stat
+
+from ..errors import ParseError
+from ..model.kernel import KernelProfile, parse_cpu_list, parse_release, profile_from_facts
+from ..model.structs import STRUCT_NAMES
+
+HOST_BTF = "sys/kernel/btf/vmlinux"
+MAX_BTF_FILE = 512 << 20      # a compressed kernel image is ~15 MB, raw BTF ~6 MB
+
+
+def host_possible_cpus(root: str = "/") -> int:
+    try:
+        with open(os.path.join(root, "sys/devices/system/cpu/possible")) as f:
+            return parse_cpu_list(f.read())
+    except (OSError, ValueError):
+        return os.cpu_count() or 1
+
+
+def host_nr_cpus(root: str = "/") -> int | None:
+    """CONFIG_NR_CPUS, from /sys/devices/system/cpu/kernel_max (NR_CPUS - 1)."""
+    try:
+        with open(os.path.join(root, "sys/devices/system/cpu/kernel_max")) as f:
+            return int(f.read().strip()) + 1
+    except (OSError, ValueError):
+        return None
+
+
+def read_file_bounded(path: str, limit: int = MAX_BTF_FILE) -> bytes:
+    """A regular file's bytes, at most ``limit``: a FIFO, device or directory is refused
+    (without blocking), and so is a larger file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "is a directory", path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(22, "not a regular file", path)
+        if st.st_size > limit:
+            raise ParseError(f"{st.st_size} bytes is larger than any kernel file "
+                             f"({limit >> 20} MiB)", path=path)
+        chunks, size = [], 0
+        while size <= limit:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+            size += len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _is_host_btf(path: str, root: str = "/") -> bool:
+    try:
+        return os.path.samefile(path, os.path.join(root, HOST_BTF))
+    except OSError:
+        return False
+
+
+def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None = None,
+                     page_size: int = 4096, arch: str = "x86_64") -> KernelProfile:
+    """The profile of the kernel whose BTF ``path`` holds (raw BTF, vmlinux, vmlinuz, a
+    BTFHub archive). The release comes from the file, else ``release``; possible CPUs from
+    ``cpus``, else this host's (said in the profile's notes). Raises ParseError (naming the
+    file) for a file that is no kernel's BTF, ValueError when no release is known."""
+    data = read_file_bounded(path)
+    try:
+        from ..parse.kernel_btf import parse_kernel_btf
+        facts = parse_kernel_btf(data, name=os.path.basename(path), struct_names=STRUCT_NAMES)
+    except ParseError as e:
+        raise e.with_path(path) from None
+    host = _is_host_btf(path)
+    if facts.release is None and release is None and host:
+        release = platform.release()
+    if facts.release is not None and release is not None and \
+            parse_release(release)[:2] != parse_release(facts.release)[:2]:
+        raise ValueError(f"{path} is the BTF of {facts.release}, not of --kernel {release}")
+    assumed = []
+    if cpus is None:
+        cpus = host_possible_cpus()
+        assumed.append(f"possible CPUs: this host's ({cpus}); --cpus N for the node's")
+    if not host:
+        assumed.append(f"page size {page_size} assumed ({arch})")
+    return profile_from_facts(facts, release=release, possible_cpus=cpus, page_size=page_size,
+                              arch=arch, sizes_source=f"BTF file {path}",
+                              assumed=tuple(assumed))
+
+
+def host_profile(root: str = "/") -> KernelProfile:
+    """This machine's kernel: its BTF (struct sizes, eras, features, map types), release,
+    possible CPUs, page size and NR_CPUS. Without BTF, the release's table."""
+    from dataclasses import replace
+    release = platform.release()
+    cpus = host_possible_cpus(root)
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    arch = platform.machine() or "x86_64"
+    btf_path = os.path.join(root, HOST_BTF)
+    try:
+        facts = _cached_host_facts(btf_path, release)
+    except (OSError, ParseError):
+        prof = KernelProfile.for_release(release, cpus, page_size=page)
+        return replace(prof, nr_cpus=host_nr_cpus(root) or prof.nr_cpus, build=release,
+                       notes=prof.notes + (f"no readable {btf_path}: struct sizes from the "
+                                           "release table",))
+    prof = profile_from_facts(facts, release=release, possible_cpus=cpus, page_size=page,
+                              arch=arch, sizes_source="BTF of the running kernel")
+    nr = host_nr_cpus(root)
+    return replace(prof, nr_cpus=nr) if nr is not None else prof
+
+
+def _cached_host_facts(btf_path: str, release: str):
+    """The running kernel's BTF facts, parsed once per kernel build: parsing vmlinux BTF
+    (about 5 MB) costs a fifth of a second, so the facts are kept in the user's cache, keyed
+    by the release, the build string and the BTF file's size and mtime."""
+    from dataclasses import asdict
+
+    from ..parse.kernel_btf import KernelFacts, parse_kernel_btf
+    st = os.stat(btf_path)
+    key = f"v2|{release}|{platform.version()}|{st.st_size}|{st.st_mtime_ns}"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "bpfmem", "btf-facts",
+                        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        return KernelFacts(tuple((str(k), int(v)) for k, v in d["struct_sizes"]),
+                           frozenset(map(str, d["members"])), frozenset(map(int, d["map_types"])),
+                           None if d["nr_cpus"] is None else int(d["nr_cpus"]), None,
+                           str(d["container"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    with open(btf_path, "rb") as f:
+        data = f.read()
+    facts = parse_kernel_btf(data, name="", struct_names=STRUCT_NAMES)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        d = asdict(facts)
+        d["members"], d["map_types"] = sorted(d["members"]), sorted(d["map_types"])
+        with open(tmp, "w") as f:
+            json.dump(d, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return facts

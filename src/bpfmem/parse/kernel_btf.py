@@ -1,0 +1,326 @@
+"""A kernel's BTF, from whatever file a user has of it, and the facts bpfmem needs from it.
+
+Files taken (the container is recognised from its bytes, not its name):
+
+* raw BTF: ``/sys/kernel/btf/vmlinux`` copied from a node, or ``bpftool btf dump file ...
+  format raw`` output;
+* an ELF ``vmlinux`` with a ``.BTF`` section;
+* a compressed kernel image (``vmlinuz``/``bzImage``): the x86 boot header's payload
+  (``payload_offset``/``payload_length``, boot protocol 2.08+), or any gzip/xz/bzip2 stream
+  found in the file, decompressed to the ELF ``vmlinux`` inside;
+* a BTFHub archive (``<release>.btf.tar.xz``, one raw BTF per distro kernel);
+* any of the above compressed whole with gzip, xz or bzip2 (``vmlinux.btf.xz``).
+
+The release comes from the kernel's banner (``Linux version 6.1.0-57-cloud-amd64 ...``) or the
+x86 boot header's version string where the file has one, else from the file name.
+
+Everything here is pure: bytes in, :class:`KernelFacts` out, :class:`ParseError` for anything
+that is not a kernel's BTF. Decompression is bounded (:data:`MAX_UNPACKED`).
+"""
+
+from __future__ import annotations
+
+import bz2
+import io
+import lzma
+import re
+import struct
+import tarfile
+import zlib
+from dataclasses import dataclass, replace
+
+from ..errors import ParseError
+from .btf import ENUM, ENUM64, STRUCT, Btf
+
+BTF_MAGIC_LE = b"\x9f\xeb"
+BTF_MAGIC_BE = b"\xeb\x9f"
+MAX_UNPACKED = 1 << 30        # no kernel image or BTF unpacks to more than this
+_XZ = b"\xfd7zXZ\x00"
+_GZ = b"\x1f\x8b\x08"
+_BZ = b"BZh"
+_LZ4_LEGACY = b"\x02\x21\x4c\x18"     # lz4 -l, as the kernel's bzImage uses it
+_ZSTD = b"\x28\xb5\x2f\xfd"
+_MAGICS = (_XZ, _GZ, _BZ, _LZ4_LEGACY, _ZSTD)
+_NEEDS = {_LZ4_LEGACY: ("LZ4", "lz4"), _ZSTD: ("zstd", "zstandard")}
+
+# The members whose presence tells an accounting era or a feature (see model/kernel.py).
+MARKER_STRUCTS = ("bpf_map", "bpf_map_ops", "bpf_htab", "lpm_trie", "bpf_local_storage_map")
+# struct bpf_map members every kernel since 4.x has: without them the BTF is not a kernel's.
+REQUIRED_MAP_MEMBERS = ("map_type", "key_size", "value_size", "max_entries", "map_flags")
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What a kernel's BTF says about its maps' memory."""
+
+    struct_sizes: tuple[tuple[str, int], ...]   # (struct name, sizeof), for the names asked
+    members: frozenset[str]                     # "struct.member" for MARKER_STRUCTS
+    map_types: frozenset[int]                   # the values of enum bpf_map_type
+    nr_cpus: int | None                         # CONFIG_NR_CPUS, from sizeof(struct cpumask)
+    release: str | None                         # "6.1.0-57-cloud-amd64", when the file says
+    container: str                              # "raw BTF", "ELF vmlinux", "bzImage", ...
+
+    def has(self, struct_member: str) -> bool:
+        return struct_member in self.members
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return dict(self.struct_sizes)
+
+
+def parse_kernel_btf(data: bytes, *, name: str = "", struct_names=()) -> KernelFacts:
+    """The facts of the kernel whose BTF ``data`` holds (any container above)."""
+    btf, release, container = unwrap(data, name)
+    facts = facts_from_btf(btf, struct_names, container, section=name or "BTF")
+    return replace(facts, release=release or release_from_name(name))
+
+
+# -- containers -------------------------------------------------------------------------------
+def unwrap(data: bytes, name: str = "", _depth: int = 0) -> tuple[bytes, str | None, str]:
+    """(raw BTF bytes, release from a banner or None, what the file was)."""
+    if _depth > 3:
+        raise ParseError("compressed too many times over to be a kernel file", offset=0)
+    head = data[:8]
+    if len(data) == 0:
+        raise ParseError("empty file: not a kernel BTF, vmlinux or kernel image", offset=0)
+    if head[:2] in (BTF_MAGIC_LE, BTF_MAGIC_BE):
+        return data, None, "raw BTF"
+    if head[:4] == b"\x7fELF":
+        btf = _elf_btf(data)
+        return btf, release_from_banner(data), "ELF vmlinux"
+    if any(head.startswith(m) for m in _MAGICS):
+        inner = _decompress(data, 0)
+        if _is_tar(inner):
+            return _from_tar(inner, name)
+        btf, release, what = unwrap(inner, name, _depth + 1)
+        return btf, release, f"{_kind(head)}-compressed {what}"
+    if _is_tar(data):
+        return _from_tar(data, name)
+    if len(data) > 0x260 and data[0x202:0x206] == b"HdrS":
+        return _from_bzimage(data)
+    raise ParseError("not a kernel BTF: expected raw BTF (magic 0xeb9f), an ELF vmlinux with "
+                     ".BTF, a vmlinuz/bzImage or a BTFHub .btf.tar.xz", offset=0)
+
+
+def _kind(head: bytes) -> str:
+    for magic, kind in ((_XZ, "xz"), (_GZ, "gzip"), (_BZ, "bzip2"), (_LZ4_LEGACY, "lz4"),
+                        (_ZSTD, "zstd")):
+        if head.startswith(magic):
+            return kind
+    return "unknown"
+
+
+def _decompress(data: bytes, offset: int) -> bytes:
+    """The stream starting at ``offset``, at most MAX_UNPACKED bytes; trailing bytes after
+    the stream (a bzImage's size word and padding) are ignored. gzip, xz and bzip2 come with
+    Python; LZ4 and zstd (the payloads of Debian's 5.10/6.1 and 6.12 images) need the
+    optional packages ``lz4`` and ``zstandard`` (``pip install 'bpfmem[kernel-images]'``)."""
+    head = bytes(data[offset:offset + 6])
+    src = memoryview(data)[offset:]
+    try:
+        if head.startswith(_XZ):
+            out = lzma.LZMADecompressor().decompress(src, max_length=MAX_UNPACKED + 1)
+        elif head.startswith(_BZ):
+            out = bz2.BZ2Decompressor().decompress(src, max_length=MAX_UNPACKED + 1)
+        elif head.startswith(_GZ):
+            out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(src, MAX_UNPACKED + 1)
+        elif head.startswith(_LZ4_LEGACY):
+            out = _unlz4_legacy(_optional(_LZ4_LEGACY, "lz4.block"), src)
+        elif head.startswith(_ZSTD):
+            zstd = _optional(_ZSTD, "zstandard")
+            out = zstd.ZstdDecompressor().decompressobj().decompress(src)
+        else:
+            raise ParseError("no gzip, xz, bzip2, lz4 or zstd stream", offset=offset)
+    except ParseError:
+        raise
+    except Exception as e:   # each codec has its own error class; all mean corrupt input
+        raise ParseError(f"corrupt {_kind(head)} data: {e}", offset=offset) from None
+    if len(out) > MAX_UNPACKED:
+        raise ParseError(f"unpacks to more than {MAX_UNPACKED >> 20} MiB", offset=offset)
+    if not out:
+        raise ParseError("compressed stream is truncated (nothing unpacks)", offset=offset)
+    return out
+
+
+def _optional(magic: bytes, module: str):
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        kind, package = _NEEDS[magic]
+        raise ParseError(f"this kernel image is {kind}-compressed: unpacking it needs the "
+                         f"Python package {package} (pip install 'bpfmem[kernel-images]'), "
+                         "or give the node's /sys/kernel/btf/vmlinux instead",
+                         offset=0) from None
+
+
+def _unlz4_legacy(block, src: memoryview) -> bytes:
+    """LZ4 legacy frames: the magic, then blocks of (u32 compressed size, data), each
+    unpacking to at most 8 MiB; a size word that is no block (the kernel appends the
+    image's unpacked size) or the end of the data ends the stream."""
+    out = bytearray()
+    pos = 4
+    while pos + 4 <= len(src):
+        size, = struct.unpack_from("<I", src, pos)
+        if size == int.from_bytes(_LZ4_LEGACY, "little"):
+            pos += 4
+            continue
+        if size == 0 or size > (8 << 20) + (8 << 12) or pos + 4 + size > len(src):
+            break
+        out += block.decompress(src[pos + 4:pos + 4 + size], uncompressed_size=8 << 20)
+        if len(out) > MAX_UNPACKED:
+            break
+        pos += 4 + size
+    return bytes(out)
+
+
+def _is_tar(data: bytes) -> bool:
+    return len(data) >= 512 and data[257:262] == b"ustar"
+
+
+def _from_tar(data: bytes, name: str) -> tuple[bytes, str | None, str]:
+    """A BTFHub archive: one ``<release>.btf`` member (the first raw BTF member is taken)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar:
+                if not member.isfile() or member.size < 24:
+                    continue
+                f = tar.extractfile(member)
+                if f is None:
+                    continue
+                blob = f.read(MAX_UNPACKED + 1)
+                if blob[:2] in (BTF_MAGIC_LE, BTF_MAGIC_BE):
+                    return blob, release_from_name(member.name), "BTFHub archive"
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ParseError(f"corrupt tar archive: {e}", offset=0) from None
+    raise ParseError("archive holds no BTF file (a BTFHub archive has one <release>.btf)",
+                     offset=0)
+
+
+def _from_bzimage(data: bytes) -> tuple[bytes, str | None, str]:
+    """x86 boot protocol: the protected-mode kernel starts after (setup_sects + 1) sectors;
+    ``payload_offset``/``payload_length`` (2.08+) locate the compressed vmlinux in it."""
+    setup_sects = data[0x1F1] or 4
+    version, = struct.unpack_from("<H", data, 0x206)
+    banner = None
+    ver_ptr, = struct.unpack_from("<H", data, 0x20E)
+    if ver_ptr and 0x200 + ver_ptr < len(data):
+        end = data.find(b"\0", 0x200 + ver_ptr, 0x200 + ver_ptr + 256)
+        if end > 0:
+            banner = data[0x200 + ver_ptr:end].decode("ascii", "replace").split(" ")[0] or None
+    pm_start = (setup_sects + 1) * 512
+    starts = []
+    if version >= 0x0208:
+        off, length = struct.unpack_from("<II", data, 0x248)
+        if length and pm_start + off + length <= len(data):
+            starts.append(pm_start + off)
+    for magic in _MAGICS:           # other layouts: the first stream of a known kind
+        i = data.find(magic, pm_start)
+        if i >= 0:
+            starts.append(i)
+    if not starts:
+        raise ParseError("kernel image without a gzip, xz, bzip2, lz4 or zstd payload "
+                         "(copy /sys/kernel/btf/vmlinux from the node instead)", offset=0x248)
+    last: ParseError | None = None
+    for start in starts:
+        try:
+            inner = _decompress(data, start)
+        except ParseError as e:
+            if "needs the Python package" in e.what:
+                raise
+            last = e
+            continue
+        if inner[:4] == b"\x7fELF":
+            btf = _elf_btf(inner)
+            return btf, banner or release_from_banner(inner), "bzImage"
+    raise last or ParseError("kernel image payload is not an ELF vmlinux", offset=0x248)
+
+
+def _elf_btf(data: bytes) -> bytes:
+    """The .BTF section of an ELF file (32- or 64-bit, either byte order)."""
+    if len(data) < 0x34 or data[4] not in (1, 2) or data[5] not in (1, 2):
+        raise ParseError("truncated or malformed ELF header", section="ELF header", offset=0)
+    e = "<" if data[5] == 1 else ">"
+    try:
+        if data[4] == 2:
+            shoff, = struct.unpack_from(e + "Q", data, 0x28)
+            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
+            fmt, noff, ooff, soff = e + "IIQQQQIIQQ", 0, 4, 5
+        else:
+            shoff, = struct.unpack_from(e + "I", data, 0x20)
+            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
+            fmt, noff, ooff, soff = e + "IIIIIIIIII", 0, 4, 5
+        if shoff == 0 or shnum == 0 or shentsize != struct.calcsize(fmt):
+            raise ParseError("ELF file without section headers", section="ELF header",
+                             offset=0)
+        if shoff + shnum * shentsize > len(data):
+            raise ParseError("section headers past the end of the file (truncated?)",
+                             section="ELF header", offset=shoff)
+        hdrs = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+        if not 0 <= shstrndx < shnum:
+            raise ParseError("section name table index out of range", section="ELF header",
+                             offset=shoff)
+        strtab = hdrs[shstrndx]
+        names = data[strtab[ooff]:strtab[ooff] + strtab[soff]]
+        for h in hdrs:
+            end = names.find(b"\0", h[noff])
+            if names[h[noff]:end] == b".BTF":
+                if h[ooff] + h[soff] > len(data):
+                    raise ParseError(".BTF section past the end of the file (truncated?)",
+                                     section=".BTF", offset=h[ooff])
+                return data[h[ooff]:h[ooff] + h[soff]]
+    except struct.error:
+        raise ParseError("truncated ELF file", section="ELF header", offset=0) from None
+    raise ParseError("ELF file without a .BTF section (a kernel built without "
+                     "CONFIG_DEBUG_INFO_BTF)", section=".BTF", offset=0)
+
+
+_BANNER = re.compile(rb"Linux version (\d+\.\d+[^\s\x00]*) \(")
+_NAME = re.compile(r"(?:^|[-/_])(\d+\.\d+(?:\.\d+)?(?:[-+~][\w.+~-]*?)?)"
+                   r"(?:\.btf(?:\.tar)?(?:\.xz|\.gz|\.bz2)?|\.xz|\.gz)?$")
+
+
+def release_from_banner(data: bytes) -> str | None:
+    m = _BANNER.search(data)
+    return m.group(1).decode("ascii", "replace") if m else None
+
+
+def release_from_name(name: str) -> str | None:
+    """'5.4.0-1009-aws.btf.tar.xz', 'vmlinuz-6.1.0-57-cloud-amd64' -> the release."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    m = _NAME.search(base)
+    return m.group(1) if m else None
+
+
+# -- the facts --------------------------------------------------------------------------------
+def facts_from_btf(data: bytes, struct_names=(), container: str = "raw BTF",
+                   section: str = "BTF") -> KernelFacts:
+    btf = Btf(data, section=section)
+    wanted = set(struct_names) | {"cpumask"} | set(MARKER_STRUCTS)
+    sizes: dict[str, int] = {}
+    members: set[str] = set()
+    map_types: frozenset[int] = frozenset()
+    for tid in range(1, btf.count):
+        kind = btf.kind(tid)
+        if kind == STRUCT:
+            name = btf.name_of(tid)
+            if name in wanted and name not in sizes:
+                t = btf.type(tid)
+                sizes[name] = t.size
+                if name in MARKER_STRUCTS:
+                    members.update(f"{name}.{m.name}" for m in t.members if m.name)
+        elif kind in (ENUM, ENUM64) and not map_types and btf.name_of(tid) == "bpf_map_type":
+            map_types = frozenset(v.value for v in btf.type(tid).enum_values
+                                  if v.name.startswith("BPF_MAP_TYPE_"))
+    if "bpf_map" not in sizes:
+        raise ParseError("BTF without struct bpf_map: not a kernel's vmlinux BTF (a module's "
+                         "or a BPF object's BTF, or a kernel without CONFIG_BPF_SYSCALL)",
+                         section=section, offset=0)
+    missing = [m for m in REQUIRED_MAP_MEMBERS if f"bpf_map.{m}" not in members]
+    if missing:
+        raise ParseError(f"struct bpf_map in this BTF lacks {', '.join(missing)}: not a "
+                         "kernel bpfmem can model", section=section, offset=0)
+    cpumask = sizes.pop("cpumask", None)
+    struct_sizes = tuple(sorted((k, v) for k, v in sizes.items() if k in set(struct_names)))
+    return KernelFacts(struct_sizes, frozenset(members), map_types,
+                       cpumask * 8 if cpumask else None, None, container)
