@@ -8,9 +8,9 @@ from typing import Any
 
 from sweep import sweep_specs
 from bpfmem.model.estimate import estimate
-from bpfmem.model.kernel import KernelProfile, parse_release
+from bpfmem.model.kernel import KernelProfile
 from bpfmem.model.shape import MapShape
-from bpfmem.model.structs import STRUCT_NAMES, sizes_from_dict
+from bpfmem.model.structs import STRUCT_NAMES
 from bpfmem.uapi import MapType as T
 
 NP = 1
@@ -38,11 +38,8 @@ def probe_specs(specs) -> list[dict[str, Any]]:
 
 
 def profile_from_probe(header: dict, results: list[dict]) -> KernelProfile:
-    sizes = next((r["sizes"] for r in results if "sizes" in r), {})
-    release = parse_release(header["kernel"])
-    return KernelProfile(release, int(header["possible_cpus"]),
-                         int(header.get("page_size", 4096)), "x86_64",
-                         sizes_from_dict(sizes, release), "btf")
+    from bpfmem.host.profile import profile_from_probe as from_probe
+    return from_probe(header, next((r["sizes"] for r in results if "sizes" in r), {}))
 
 
 def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:

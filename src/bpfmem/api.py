@@ -210,8 +210,8 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     from .host import probe as hp
     from .model.estimate import estimate, shape_of_spec
     from .host.profile import host_profile
-    from .model.kernel import KernelProfile, parse_release
-    from .model.structs import STRUCT_NAMES, sizes_from_dict
+    from .model.kernel import KernelProfile
+    from .model.structs import STRUCT_NAMES
     from .uapi import MapType
 
     spec = load_object(source)
@@ -242,11 +242,9 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
         kernel = vm.fetch_kernel(vm_kernel)
         text = hp.format_specs(specs, sizes=STRUCT_NAMES)
         header, results = vm.run_vm(kernel, text, cpus=cpus, timeout=timeout)
-        sizes = next((r["sizes"] for r in results if "sizes" in r), {})
-        release = parse_release(header["kernel"])
-        prof = KernelProfile(release, int(header["possible_cpus"]),
-                             int(header.get("page_size", 4096)), "x86_64",
-                             sizes_from_dict(sizes, release), "btf")
+        from .host.profile import profile_from_probe
+        prof = profile_from_probe(header, next((r["sizes"] for r in results if "sizes" in r),
+                                               {}))
     by_id = {r["id"]: r for r in results if "id" in r}
     out = []
     for name, shape, s in wanted:

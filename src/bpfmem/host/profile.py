@@ -155,3 +155,19 @@ def _cached_host_facts(btf_path: str, release: str):
     except OSError:
         pass
     return facts
+
+
+def profile_from_probe(header: dict, sizes: dict) -> KernelProfile:
+    """The profile of a kernel the probe ran in (a VM): its release, possible CPUs and page
+    size from the probe's header, struct sizes from the BTF the probe read there. The probe
+    reports no struct members, so eras and features are the release's."""
+    from dataclasses import replace
+
+    from ..model.structs import sizes_from_dict
+    release = parse_release(header["kernel"])
+    prof = KernelProfile(release, int(header["possible_cpus"]),
+                         int(header.get("page_size", 4096)), "x86_64",
+                         sizes_from_dict(sizes, release), "btf", build=str(header["kernel"]),
+                         sizes_source="BTF read by the probe in the kernel measured")
+    return replace(prof, notes=(f"eras of mainline {release[0]}.{release[1]} (the probe reads "
+                                "struct sizes only)",))

@@ -12,7 +12,12 @@ from ..analysis.quantity import format_size as fs
 
 
 def _kernel(k: dict) -> str:
-    return f"Linux {k['version']}, {k['possible_cpus']} CPUs"
+    """'Linux 6.1.0-57-cloud-amd64, 2 CPUs' for a kernel's own BTF, 'Linux 6.1.0 (release
+    table), 2 CPUs' for a release number."""
+    if k.get("build") and k.get("exact"):
+        return f"Linux {k['build']}, {k['possible_cpus']} CPUs"
+    table = " (release table)" if k.get("exact") is False else ""
+    return f"Linux {k['version']}{table}, {k['possible_cpus']} CPUs"
 
 
 # -- check ----------------------------------------------------------------------------------

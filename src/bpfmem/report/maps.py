@@ -139,6 +139,13 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
                            f"CPUs: memlock as fdinfo reports it, charged = what the creating "
                            f"process's memory cgroup pays (at create, and when full)",
                            style="dim"), overflow="fold")
+        src = k.get("struct_sizes_source", k["struct_sizes"])
+        console.print(Text(f"kernel {k.get('build', k['version'])}: "
+                           + (f"struct sizes and eras from the {src}" if k.get("exact") else
+                              f"a release table, struct sizes from the {src}"),
+                           style="dim"), overflow="fold")
+        for note in k.get("notes", ()):
+            console.print(Text(f"  note: {note}", style="dim"), overflow="fold")
     for o in doc["objects"]:
         title = f"{o['path'] or o['name']}: {len(o['maps'])} maps, {len(o['programs'])} programs"
         t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
