@@ -495,3 +495,33 @@ def test_model_reads_no_files():
                 assert not (node.module or "").startswith("host"), (path, node.module)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id != "open", path
+
+
+def test_maps_diff_advise_run_every_configured_kernel(tmp_path):
+    """bpfmem.toml's [[kernels]]: maps, diff and advise show each kernel in turn (JSON: one
+    matrix document); --kernel NAME picks one entry."""
+    shutil.copyfile(BTF_DIR / "6.1.0-57-cloud-amd64.btf.xz", tmp_path / "n61.btf.xz")
+    (tmp_path / "bpfmem.toml").write_text(
+        '[[kernels]]\nname = "n61"\nbtf = "n61.btf.xz"\nrelease = "6.1.0-57-cloud-amd64"\n'
+        'cpus = [4]\n'
+        '[[kernels]]\nname = "t612"\nrelease = "6.12"\ncpus = [8]\n')
+    ex = api.example_object_path()
+    for argv in (["maps", ex], ["diff", ex, ex], ["advise", ex]):
+        rc, out, err = run(*argv, "--format", "json", cwd=tmp_path)
+        assert rc == 0, err
+        doc = json.loads(out)
+        assert doc["schema"] == "bpfmem/matrix/v1"
+        ks = [d["kernel"] for d in doc["documents"]]
+        assert [(k.get("build"), k["version"], k["possible_cpus"], k["exact"]) for k in ks] == \
+            [("6.1.0-57-cloud-amd64", "6.1.0", 4, True), (None, "6.12.0", 8, False)], argv
+        rc, out, err = run(*argv, "--format", "table", cwd=tmp_path)
+        assert rc == 0 and "6.1.0-57-cloud-amd64" in out and "6.12" in out, err
+    rc, out, err = run("maps", ex, "--kernel", "n61", "--format", "json", cwd=tmp_path)
+    k = json.loads(out)["kernel"]
+    assert k["build"] == "6.1.0-57-cloud-amd64" and k["possible_cpus"] == 4
+    rc, out, err = run("diff", ex, ex, "--format", "html", "-o", tmp_path / "x.html",
+                       cwd=tmp_path)
+    assert rc == 2 and "--kernel NAME" in err
+    (tmp_path / "bpfmem.toml").write_text('[[kernels]]\nname = "n61"\nbtf = "n61.btf.xz"\n')
+    rc, out, err = run("maps", ex, cwd=tmp_path)
+    assert rc == 2 and '[[kernels]] n61: ' in err and 'add release = "VERSION"' in err

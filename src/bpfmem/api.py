@@ -87,7 +87,12 @@ def profiles(kernels=(), cpus=(), btfs=(), configured=()) -> list:
     out = []
     for entry in configured:
         for c in (list(entry.cpus) or cpu_list):
-            out.append(profile(entry.release, btf=entry.btf, cpus=c))
+            try:
+                out.append(profile(entry.release, btf=entry.btf, cpus=c))
+            except ValueError as e:
+                raise ValueError(f"[[kernels]] {entry.name}: "
+                                 + str(e).replace("give --kernel VERSION with --kernel-btf",
+                                                  "add release = \"VERSION\"")) from None
     release = None
     if btfs:
         if len(kernels) > 1:

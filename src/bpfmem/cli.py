@@ -278,19 +278,56 @@ def cmd_maps(args: argparse.Namespace) -> int:
             msg = f"{path}: {e.strerror or e}"
             errors.append((path, msg))
             _fail(msg)
-    profile = None if args.no_memory else _profile(args)
     from .config import load_config
-    whatif = _whatif(args, load_config(None)) if (args.set or args.size_ratio is not None
-                                                   or args.node_memory) else None
-    doc = report.build_maps_report(objects, errors, profile=profile, whatif=whatif)
+    cfg = load_config(None)
+    profiles = [None] if args.no_memory else _kernels(args, cfg)
+    whatif = _whatif(args, cfg) if (args.set or args.size_ratio is not None
+                                    or args.node_memory) else None
+    docs = [report.build_maps_report(objects, errors, profile=p, whatif=whatif)
+            for p in profiles]
     if args.format == "json":
-        report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
+        report.render_json(_one_or_matrix(docs), sys.stdout,
+                           indent=2 if sys.stdout.isatty() else None)
     elif args.format == "markdown":
         from .report.gate import render
-        render(doc, "markdown", sys.stdout)
+        for doc in docs:
+            render(doc, "markdown", sys.stdout)
     else:
-        report.render_table(doc, sys.stdout, width=args.width)
+        for doc in docs:
+            report.render_table(doc, sys.stdout, width=args.width)
     return EXIT_ERROR if errors else EXIT_OK
+
+
+MATRIX_SCHEMA = "bpfmem/matrix/v1"
+
+
+def _one_or_matrix(docs: list[dict]) -> dict:
+    """One kernel: its document as it is; several (bpfmem.toml's [[kernels]]): one document
+    per kernel, in order, under the matrix schema."""
+    return docs[0] if len(docs) == 1 else {"schema": MATRIX_SCHEMA, "documents": docs}
+
+
+def _kernels(args: argparse.Namespace, cfg) -> list:
+    """The kernels a one-kernel command (maps, diff, advise) runs on: --kernel/--kernel-btf
+    (--kernel may name a [[kernels]] entry of bpfmem.toml), else every kernel bpfmem.toml
+    lists, one after the other, else this host's."""
+    from dataclasses import replace
+
+    from . import api
+    btf = getattr(args, "kernel_btf", None)
+    try:
+        if args.kernel or btf:
+            entry = next((e for e in cfg.kernel_entries if e.name == args.kernel), None)
+            if entry is not None and not btf:
+                cpus = (args.cpus,) if args.cpus else entry.cpus
+                return api.profiles((), cfg.cpus, (), [replace(entry, cpus=cpus)])
+            return [_profile(args)]
+        if cfg.kernel_entries or cfg.kernels:
+            return api.profiles(cfg.kernels, [args.cpus] if args.cpus else cfg.cpus, (),
+                                cfg.kernel_entries)
+        return [_profile(args)]
+    except ValueError as e:
+        raise _Usage(str(e)) from None
 
 
 def _maps_from_saved(args: argparse.Namespace) -> int:
@@ -373,6 +410,26 @@ def _emit(doc: dict, args: argparse.Namespace) -> None:
         render(doc, args.format, sys.stdout)
 
 
+def _emit_each(docs: list[dict], args: argparse.Namespace) -> None:
+    """Documents for several kernels: JSON as one matrix document, text and markdown one
+    after the other; the other formats take one kernel (--kernel NAME picks it)."""
+    if len(docs) == 1:
+        return _emit(docs[0], args)
+    if args.format not in ("table", "json", "markdown"):
+        raise _Usage(f"--format {args.format} shows one kernel: bpfmem.toml lists "
+                     f"{len(docs)}; pick one with --kernel NAME or --kernel-btf FILE")
+    if args.format == "json":
+        return _emit(_one_or_matrix(docs), args)
+    from .report.gate import render
+    out = open(args.output, "w") if args.output else sys.stdout
+    try:
+        for doc in docs:
+            render(doc, args.format, out)
+    finally:
+        if args.output:
+            out.close()
+
+
 def _list(text: str | None) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()] if text else []
 
@@ -435,11 +492,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     try:
         cfg = _config(args)
         limit = parse_size(args.limit) if args.limit else cfg.limit
-        doc = api.diff_objects(_expand(args.old), _expand(args.new), profile=_profile(args),
-                               whatif=_whatif(args, cfg), limit=limit)
+        whatif = _whatif(args, cfg)
+        docs = [api.diff_objects(_expand(args.old), _expand(args.new), profile=p,
+                                 whatif=whatif, limit=limit) for p in _kernels(args, cfg)]
     except ValueError as e:
         raise _Usage(str(e)) from None
-    _emit(doc, args)
+    _emit_each(docs, args)
     return EXIT_OK
 
 
@@ -449,12 +507,13 @@ def cmd_advise(args: argparse.Namespace) -> int:
         occ = api.load_occupancy(args.occupancy) if args.occupancy else None
     except ValueError as e:
         raise _Usage(str(e)) from None
-    doc = api.advise_objects(args.objects, profile=_profile(args), occupancy=occ)
+    docs = [api.advise_objects(args.objects, profile=p, occupancy=occ)
+            for p in _kernels(args, _config(args))]
     if args.apply:
-        sets = [s for o in doc["objects"] for s in o["apply"]]
+        sets = list(dict.fromkeys(s for doc in docs for o in doc["objects"] for s in o["apply"]))
         print(" ".join(f"--set '{s}'" for s in sets))
         return EXIT_OK
-    _emit(doc, args)
+    _emit_each(docs, args)
     return EXIT_OK
 
 
