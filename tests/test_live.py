@@ -29,6 +29,7 @@ from bpfmem.uapi import MapType as T
 
 kernel = pytest.mark.kernel
 needs_root = pytest.mark.skipif(not is_root(), reason="needs root (CAP_SYS_ADMIN)")
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 pytestmark = [kernel, needs_root]
 
 
@@ -420,3 +421,69 @@ def test_a_live_snapshot_sizes_the_advice_even_for_truncated_names(loaded_exampl
     resized = {a["map"] for a in advice if a["kind"] == "resize"}
     # freshly loaded: every service table is empty, so each is worth shrinking
     assert {"service_route_table", "service_deny_table"} <= resized
+
+
+# ---- owners from the kernel's task_file iterator, against the /proc walk ----
+
+def _owner_sets(s):
+    return {m.id: tuple((o.pid, o.comm, o.cgroup, o.fds) for o in m.owners) for m in s.maps}
+
+
+def test_iterator_and_proc_give_the_same_owners(farm):
+    from bpfmem.host import owner_iter
+    before = set(bpfsys.prog_ids())
+    by_iter = live.scan_maps(owners_method="iterator", pins=False)
+    by_proc = live.scan_maps(owners_method="proc", pins=False)
+    assert by_iter.owners_from == "kernel iterator" and by_proc.owners_from.startswith("/proc")
+    same = set(_owner_sets(by_iter)) & set(_owner_sets(by_proc))   # maps present in both scans
+    assert {fm.id for fm in farm[0].maps} <= same
+    assert {i: _owner_sets(by_iter)[i] for i in same} == {i: _owner_sets(by_proc)[i] for i in same}
+    memlock = {m.id: m.memlock for m in by_proc.maps}
+    assert all(m.memlock == memlock[m.id] for m in by_iter.maps if m.id in same)
+    # every record is a real (pid, fd) of this host: the same triples /proc shows
+    recs = owner_iter.map_fds()
+    assert {(f.pid, f.fd, f.map_id) for f in procfs.scan_map_fds()} >= \
+        {r for r in recs if r[2] in {fm.id for fm in farm[0].maps}}
+    assert len([r for r in recs if r[2] in {fm.id for fm in farm[0].maps}]) == len(farm[0].maps)
+    # the program, its link and the iterator are gone again
+    assert not set(bpfsys.prog_ids()) - before
+
+
+def test_without_the_iterator_the_proc_walk_is_used_and_said(farm, monkeypatch):
+    from bpfmem.host import owner_iter
+
+    def refuse():
+        raise owner_iter.IteratorUnavailable("loading the owner iterator: needs CAP_PERFMON")
+    monkeypatch.setattr(owner_iter, "map_fds", refuse)
+    s = live.scan_maps(pins=False)
+    assert s.owners_from == "/proc (loading the owner iterator: needs CAP_PERFMON)"
+    ids = {fm.id for fm in farm[0].maps}
+    assert all(m.owners for m in s.maps if m.id in ids)
+    with pytest.raises(owner_iter.IteratorUnavailable):
+        live.scan_maps(pins=False, owners_method="iterator")
+
+
+def test_iterator_is_refused_outside_the_initial_pid_namespace(farm):
+    """In a pid namespace of its own (a container without hostPID) the iterator's host pids
+    would not match /proc: the scan says so and walks /proc."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux)")
+    code = ("from bpfmem.host import live; s = live.scan_maps(pins=False); "
+            "print(s.owners_from)")
+    out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                          code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": SRC})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "/proc (not in the initial pid namespace (the iterator " \
+                                 "reports host pids))"
+
+
+def test_iterator_layout_needs_the_symbol_address():
+    from bpfmem.errors import ParseError
+    from bpfmem.host.owner_iter import parse_layout
+    btf = open("/sys/kernel/btf/vmlinux", "rb").read()
+    hidden = "0000000000000000 t bpf_map_release\n"          # kernel.kptr_restrict at work
+    with pytest.raises(ParseError, match="kptr_restrict"):
+        parse_layout(btf, hidden)
+    lay = parse_layout(btf, "ffffffff81000000 t bpf_map_release\n")
+    assert lay.release_addr == 0xffffffff81000000 and lay.attach_btf_id > 0

@@ -27,6 +27,7 @@ from bpfmem.errors import HostError, ObjectGone, PermissionDenied
 __all__ = ["MapInfo", "ProgInfo", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
            "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
            "count_entries", "map_create", "map_update", "obj_pin", "close",
+           "prog_load", "link_create", "iter_create",
            "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available"]
 
 # commands (include/uapi/linux/bpf.h, enum bpf_cmd)
@@ -35,6 +36,7 @@ OBJ_PIN, OBJ_GET = 6, 7
 PROG_GET_NEXT_ID, MAP_GET_NEXT_ID, PROG_GET_FD_BY_ID, MAP_GET_FD_BY_ID = 11, 12, 13, 14
 OBJ_GET_INFO_BY_FD = 15
 MAP_LOOKUP_BATCH = 24
+PROG_LOAD, LINK_CREATE, ITER_CREATE = 5, 28, 33
 
 BPF_F_RDONLY = 1 << 3
 BPF_F_WRONLY = 1 << 4
@@ -46,19 +48,23 @@ _CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELE
               MAP_GET_NEXT_ID: "BPF_MAP_GET_NEXT_ID", PROG_GET_FD_BY_ID: "BPF_PROG_GET_FD_BY_ID",
               MAP_GET_FD_BY_ID: "BPF_MAP_GET_FD_BY_ID",
               OBJ_GET_INFO_BY_FD: "BPF_OBJ_GET_INFO_BY_FD",
-              MAP_LOOKUP_BATCH: "BPF_MAP_LOOKUP_BATCH"}
+              MAP_LOOKUP_BATCH: "BPF_MAP_LOOKUP_BATCH", PROG_LOAD: "BPF_PROG_LOAD",
+              LINK_CREATE: "BPF_LINK_CREATE", ITER_CREATE: "BPF_ITER_CREATE"}
 
 # which capability the kernel checks (kernel/bpf/syscall.c): the *_GET_NEXT_ID and
 # *_GET_FD_BY_ID commands check capable(CAP_SYS_ADMIN); creating maps checks bpf_capable()
 # (CAP_BPF or CAP_SYS_ADMIN); pins are files (permissions on bpffs).
 _CMD_CAPS = {PROG_GET_NEXT_ID: "CAP_SYS_ADMIN", MAP_GET_NEXT_ID: "CAP_SYS_ADMIN",
              PROG_GET_FD_BY_ID: "CAP_SYS_ADMIN", MAP_GET_FD_BY_ID: "CAP_SYS_ADMIN",
-             MAP_CREATE: "CAP_BPF", OBJ_GET: "read access to the pinned path"}
+             MAP_CREATE: "CAP_BPF", OBJ_GET: "read access to the pinned path",
+             PROG_LOAD: "CAP_BPF and CAP_PERFMON", LINK_CREATE: "CAP_BPF and CAP_PERFMON"}
 
 _CMD_WHAT = {PROG_GET_NEXT_ID: "listing BPF programs", MAP_GET_NEXT_ID: "listing BPF maps",
              PROG_GET_FD_BY_ID: "opening a BPF program by id",
              MAP_GET_FD_BY_ID: "opening a BPF map by id", MAP_CREATE: "creating a BPF map",
-             OBJ_GET: "opening a pinned BPF object"}
+             OBJ_GET: "opening a pinned BPF object",
+             PROG_LOAD: "loading a BPF iterator program",
+             LINK_CREATE: "attaching a BPF iterator"}
 
 _NR_BPF = {"x86_64": 321, "aarch64": 280, "arm64": 280, "riscv64": 280, "ppc64le": 361,
            "s390x": 351, "i686": 357, "i386": 357, "armv7l": 386}.get(platform.machine())
@@ -390,3 +396,60 @@ def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
     attr = ctypes.create_string_buffer(_ELEM_ATTR.size)
     _ELEM_ATTR.pack_into(attr, 0, fd, 0, ctypes.addressof(k), ctypes.addressof(v), flags)
     _call(MAP_UPDATE_ELEM, attr, 32, f"fd {fd}")
+
+
+# ---- an iterator program (the owner walk in the kernel, host/owner_iter.py) ----
+
+_PROG_LOAD_ATTR = struct.Struct("=IIQQIIQII16sIIIIQIIQII")   # .. attach_btf_id: 112 bytes
+BPF_PROG_TYPE_TRACING = 26
+BPF_TRACE_ITER = 28
+
+
+def prog_load(prog_type: int, insns: bytes, *, license: str = "GPL",
+              expected_attach_type: int = 0, attach_btf_id: int = 0, name: str = "") -> int:
+    """BPF_PROG_LOAD; returns the program's fd. On a verifier refusal the load is retried
+    with the verifier's log, whose last lines the HostError carries."""
+    code = ctypes.create_string_buffer(insns, len(insns))
+    lic = ctypes.create_string_buffer(license.encode())
+
+    def load(log_size: int) -> int:
+        log = ctypes.create_string_buffer(max(log_size, 1))
+        attr = ctypes.create_string_buffer(_PROG_LOAD_ATTR.size)
+        _PROG_LOAD_ATTR.pack_into(attr, 0, prog_type, len(insns) // 8, ctypes.addressof(code),
+                                  ctypes.addressof(lic), 1 if log_size else 0, log_size,
+                                  ctypes.addressof(log) if log_size else 0, 0, 0,
+                                  name.encode()[:15], 0, expected_attach_type, 0, 0, 0, 0, 0,
+                                  0, 0, attach_btf_id)
+        try:
+            return _call(PROG_LOAD, attr, _PROG_LOAD_ATTR.size, name)
+        except PermissionDenied:
+            raise
+        except HostError as e:
+            if not log_size:
+                raise
+            tail = log.value.decode(errors="replace").strip().splitlines()[-3:]
+            raise HostError(f"{e}{': ' + ' / '.join(tail) if tail else ''}") from None
+
+    try:
+        return load(0)
+    except PermissionDenied:
+        raise
+    except HostError:
+        return load(1 << 16)
+
+
+_LINK_ATTR = struct.Struct("=IIIIQI4x")   # prog_fd, target_fd, attach_type, flags, iter_info
+
+
+def link_create(prog_fd: int, attach_type: int, target_fd: int = 0) -> int:
+    """BPF_LINK_CREATE (an iterator link: no iter_info, every task)."""
+    attr = ctypes.create_string_buffer(_LINK_ATTR.size)
+    _LINK_ATTR.pack_into(attr, 0, prog_fd, target_fd, attach_type, 0, 0, 0)
+    return _call(LINK_CREATE, attr, _LINK_ATTR.size)
+
+
+def iter_create(link_fd: int) -> int:
+    """BPF_ITER_CREATE: an fd whose read() runs the iterator."""
+    attr = ctypes.create_string_buffer(8)
+    struct.pack_into("=II", attr, 0, link_fd, 0)
+    return _call(ITER_CREATE, attr, 8)

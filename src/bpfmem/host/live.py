@@ -90,6 +90,7 @@ class Snapshot:
     skipped: int = 0                # maps or processes that vanished mid-scan
     errors: tuple[str, ...] = ()    # non-fatal problems (e.g. a map whose count failed)
     bpffs: tuple[str, ...] = ()     # bpffs mount points walked for pins
+    owners_from: str = ""           # "kernel iterator", "/proc (why)", or "" (not asked)
 
 
 def _read_text(path: str) -> str | None:
@@ -159,14 +160,19 @@ def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]
     return pins
 
 
-def _scan_owners(root: str, pids: list[int] | None = None
+def _scan_owners(root: str, pids: list[int] | None = None, records=None
                  ) -> tuple[dict, dict, dict, dict, int]:
     """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone;
-    over every process, or only ``pids``."""
+    over every process, or only ``pids``. ``records`` are (pid, fd, map id) the kernel's
+    iterator gave (then the fds are not walked, and memlock comes from the map walk)."""
     held: dict[int, dict[int, int]] = {}
     memlock_of: dict[int, int] = {}
     frozen_of: dict[int, bool] = {}
-    for mfd in procfs.scan_map_fds(pids=pids, root=root):
+    if records is not None:
+        for pid, _fd, map_id in records:
+            per = held.setdefault(map_id, {})
+            per[pid] = per.get(pid, 0) + 1
+    for mfd in (procfs.scan_map_fds(pids=pids, root=root) if records is None else ()):
         per = held.setdefault(mfd.map_id, {})
         per[mfd.pid] = per.get(mfd.pid, 0) + 1
         if mfd.memlock is not None:
@@ -288,10 +294,26 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
     return raw, gone
 
 
+def _owner_records(root: str, method: str) -> tuple[list | None, str]:
+    """The kernel iterator's (pid, fd, map id) records, or None and why the /proc walk is
+    used instead."""
+    if method == "proc":
+        return None, "/proc (asked for)"
+    if root != "/":
+        return None, "/proc (another root)"
+    from .owner_iter import IteratorUnavailable, map_fds
+    try:
+        return map_fds(), "kernel iterator"
+    except IteratorUnavailable as e:
+        if method == "iterator":
+            raise
+        return None, f"/proc ({e})"
+
+
 def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
               programs: bool = True, owners: bool = True, root: str = "/",
               progress: Callable[[str], None] | None = None,
-              parallel: bool = False) -> Snapshot:
+              parallel: bool = False, owners_method: str = "auto") -> Snapshot:
     """Scan every map on the host (needs CAP_SYS_ADMIN; reading other processes' fds needs
     CAP_SYS_PTRACE or the same user).
 
@@ -304,6 +326,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
 
     ``parallel`` walks the processes' fds in a forked child while this process walks the
     maps (for command-line use; a library caller with threads should leave it off).
+
+    ``owners_method``: "auto" finds the owners with the kernel's task_file iterator
+    (host/owner_iter.py; needs CAP_BPF and CAP_PERFMON) and walks /proc where it cannot run;
+    "iterator" or "proc" forces one. ``Snapshot.owners_from`` says which ran, and why.
     """
     from bpfmem.host.profile import host_possible_cpus
     say = progress or (lambda _what: None)
@@ -311,7 +337,11 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     cpus = host_possible_cpus(root)
     errors: list[str] = []
     collect = None
-    if owners and parallel and (os.cpu_count() or 1) > 1:
+    records, owners_from = (None, "") if not owners else _owner_records(root, owners_method)
+    if records is not None:
+        say("processes")
+        owner_scan = _scan_owners(root, records=records)
+    elif owners and parallel and (os.cpu_count() or 1) > 1:
         collect = _owners_in_child(root)
     elif owners:
         say("processes")
@@ -329,7 +359,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         pinned = walk_pins(bpffs, errors)
     say("maps" + (" and their entries" if entries else ""))
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
-                                    fdinfo=not owners)
+                                    fdinfo=not owners or records is not None)
     if collect is not None:
         say("processes")
         owner_scan = collect()
@@ -363,7 +393,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
                     hostname=os.uname().nodename, kernel=os.uname().release,
                     possible_cpus=cpus, maps=tuple(maps), entries_counted=entries,
-                    skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs))
+                    skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs),
+                    owners_from=owners_from)
 
 
 def _fdinfo_by_id(map_id: int) -> tuple[int | None, bool | None]:

@@ -80,6 +80,7 @@ def build_snapshot_report(snap: Snapshot, profile=None) -> dict[str, Any]:
         "skipped": snap.skipped,
         "errors": list(snap.errors),
         "bpffs": list(snap.bpffs),
+        "owners_from": snap.owners_from,
         "totals": {
             "maps": len(maps),
             "memlock": sum(m.memlock or 0 for m in snap.maps),
@@ -154,7 +155,8 @@ def snapshot_from_dict(doc: dict) -> Snapshot:
                     possible_cpus=int(host.get("possible_cpus", 0) or 0), maps=tuple(maps),
                     entries_counted=bool(doc.get("entries_counted")),
                     skipped=int(doc.get("skipped", 0)), errors=tuple(doc.get("errors", [])),
-                    bpffs=tuple(doc.get("bpffs", [])))
+                    bpffs=tuple(doc.get("bpffs", [])),
+                    owners_from=str(doc.get("owners_from", "")))
 
 
 def snapshot_from_bpftool(data: Any, *, kernel: str = "", cpus: int = 0) -> Snapshot:

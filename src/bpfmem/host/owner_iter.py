@@ -1,0 +1,238 @@
+"""Who holds each map, from the kernel in one stream: a BPF ``task_file`` iterator.
+
+The ``/proc`` walk costs a readlink and an fdinfo read for every fd of every process. The
+kernel can do the walk itself, as bpftool's pid iterator does: a small tracing program
+attached to the ``task_file`` iterator (one call per open file of every process, threads that
+share their leader's files skipped) writes ``(tgid, fd, map id)`` for each file whose
+``f_op->release`` is ``bpf_map_release``, i.e. every BPF map fd.
+
+The program is written here as instructions; its few field offsets come from the running
+kernel's BTF and ``bpf_map_release``'s address from ``/proc/kallsyms`` (text symbols are there
+without CONFIG_KALLSYMS_ALL). No compiler or libbpf at run time. Loading it needs CAP_BPF and
+CAP_PERFMON (or CAP_SYS_ADMIN); without them, a kernel without BTF or iterators, hidden
+kallsyms addresses or a pid namespace other than the initial one, :func:`map_fds` raises
+:class:`IteratorUnavailable` and the caller walks ``/proc`` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from dataclasses import asdict, dataclass
+
+from bpfmem.errors import HostError, ParseError
+
+from . import bpfsys
+
+HOST_BTF = "/sys/kernel/btf/vmlinux"
+PROC_PID_INIT_INO = 0xEFFFFFFC          # the initial pid namespace's inode number
+HELPER_PROBE_READ_KERNEL = 113
+HELPER_SEQ_WRITE = 127
+RECORD = struct.Struct("=IIII")         # tgid, fd, map id, 0
+
+
+class IteratorUnavailable(HostError):
+    """The in-kernel owner walk cannot run here (the reason says why)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the program needs to know of the running kernel."""
+
+    attach_btf_id: int        # FUNC bpf_iter_task_file in vmlinux BTF
+    file_f_op: int            # offsetof(struct file, f_op)
+    file_private_data: int    # offsetof(struct file, private_data)
+    fops_release: int         # offsetof(struct file_operations, release)
+    task_tgid: int            # offsetof(struct task_struct, tgid)
+    map_id: int               # offsetof(struct bpf_map, id)
+    release_addr: int         # &bpf_map_release
+
+
+def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
+    """The layout from vmlinux BTF bytes and /proc/kallsyms text (pure)."""
+    from bpfmem.parse.btf import FUNC, STRUCT, Btf
+    btf = Btf(btf_data, section="vmlinux BTF")
+    want = {"file": ("f_op", "private_data"), "file_operations": ("release",),
+            "task_struct": ("tgid",), "bpf_map": ("id",)}
+    offsets: dict[str, int] = {}
+    func_id = 0
+    for tid in range(1, btf.count):
+        kind = btf.kind(tid)
+        if kind == STRUCT:
+            name = btf.name_of(tid)
+            if name in want and not any(k.startswith(name + ".") for k in offsets):
+                for m in btf.type(tid).members:
+                    if m.name in want[name]:
+                        if m.bitfield_size or m.bit_offset % 8:
+                            raise ParseError(f"{name}.{m.name} is a bit field")
+                        offsets[f"{name}.{m.name}"] = m.bit_offset // 8
+        elif kind == FUNC and not func_id and btf.name_of(tid) == "bpf_iter_task_file":
+            func_id = tid
+    missing = [f"{s}.{m}" for s, ms in want.items() for m in ms if f"{s}.{m}" not in offsets]
+    if missing or not func_id:
+        raise ParseError("the kernel's BTF lacks " + ", ".join(
+            missing + ([] if func_id else ["bpf_iter_task_file"])))
+    addr = 0
+    for line in kallsyms.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "bpf_map_release" and parts[1] in "tT":
+            addr = int(parts[0], 16)
+            break
+    if not addr:
+        raise ParseError("bpf_map_release has no address in /proc/kallsyms "
+                         "(kernel.kptr_restrict hides it, or not root)")
+    return Layout(func_id, offsets["file.f_op"], offsets["file.private_data"],
+                  offsets["file_operations.release"], offsets["task_struct.tgid"],
+                  offsets["bpf_map.id"], addr)
+
+
+# ---- the program ------------------------------------------------------------------------
+def _insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
+    return struct.pack("<BBhi", code, dst | src << 4, off, imm)
+
+
+def _s32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >> 31 else x
+
+
+def _ldx_dw(dst, src, off):
+    return _insn(0x79, dst, src, off)
+
+
+def _ldx_w(dst, src, off):
+    return _insn(0x61, dst, src, off)
+
+
+def program(lay: Layout) -> bytes:
+    """The iterator program: for each (task, file) whose f_op->release is bpf_map_release,
+    seq_write (tgid, fd, map->id, 0)."""
+    body = [
+        _ldx_dw(6, 1, 0),                          # r6 = ctx->meta
+        _ldx_dw(7, 1, 8),                          # r7 = ctx->task
+        _ldx_w(9, 1, 16),                          # r9 = ctx->fd
+        _ldx_dw(8, 1, 24),                         # r8 = ctx->file
+        ("jeq0", 7),                               # if !task goto out
+        ("jeq0", 8),                               # if !file goto out
+        _ldx_dw(2, 8, lay.file_f_op),              # r2 = file->f_op
+        _ldx_dw(3, 2, lay.fops_release),           # r3 = f_op->release
+        _insn(0x18, 4, 0, 0, _s32(lay.release_addr)),        # r4 = &bpf_map_release
+        _insn(0, 0, 0, 0, _s32(lay.release_addr >> 32)),
+        ("jne", 3, 4),                             # not a map: out
+        _ldx_w(2, 7, lay.task_tgid),               # r2 = task->tgid
+        _insn(0x63, 10, 2, -16),                   # *(u32 *)(fp - 16) = tgid
+        _insn(0x63, 10, 9, -12),                   # *(u32 *)(fp - 12) = fd
+        _insn(0x7a, 10, 0, -8, 0),                 # *(u64 *)(fp - 8) = 0
+        _ldx_dw(3, 8, lay.file_private_data),      # r3 = file->private_data (the bpf_map)
+        _insn(0x07, 3, 0, 0, lay.map_id),          # r3 += offsetof(struct bpf_map, id)
+        _insn(0xbf, 1, 10),                        # r1 = fp
+        _insn(0x07, 1, 0, 0, -8),                  # r1 -= 8
+        _insn(0xb7, 2, 0, 0, 4),                   # r2 = 4
+        _insn(0x85, 0, 0, 0, HELPER_PROBE_READ_KERNEL),
+        _ldx_dw(1, 6, 0),                          # r1 = meta->seq
+        _insn(0xbf, 2, 10),                        # r2 = fp
+        _insn(0x07, 2, 0, 0, -16),                 # r2 -= 16
+        _insn(0xb7, 3, 0, 0, RECORD.size),         # r3 = 16
+        _insn(0x85, 0, 0, 0, HELPER_SEQ_WRITE),
+    ]
+    out_at = len(body)                             # out: r0 = 0; exit
+    code = []
+    for i, ins in enumerate(body):
+        if isinstance(ins, tuple):
+            jump = out_at - i - 1
+            if ins[0] == "jeq0":
+                code.append(_insn(0x15, ins[1], 0, jump, 0))
+            else:
+                code.append(_insn(0x5d, ins[1], ins[2], jump))
+        else:
+            code.append(ins)
+    code += [_insn(0xb7, 0, 0, 0, 0), _insn(0x95)]
+    return b"".join(code)
+
+
+def parse_records(data: bytes) -> list[tuple[int, int, int]]:
+    """(tgid, fd, map id) for each record the iterator wrote."""
+    n = len(data) // RECORD.size
+    return [(t, f, m) for t, f, m, _ in RECORD.iter_unpack(data[:n * RECORD.size])]
+
+
+# ---- running it -------------------------------------------------------------------------
+def _in_initial_pid_namespace() -> bool:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino == PROC_PID_INIT_INO
+    except OSError:
+        return False
+
+
+def read_layout() -> Layout:
+    """The running kernel's layout, kept in the user's cache per boot (kallsyms addresses
+    move with KASLR at every boot)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        st = os.stat(HOST_BTF)
+    except OSError as e:
+        raise IteratorUnavailable(f"no kernel BTF or boot id ({e.strerror})") from None
+    key = f"iter-v1|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "bpfmem", "iter-layout",
+                        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        return Layout(**{k: int(d[k]) for k in Layout.__dataclass_fields__})
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    try:
+        with open(HOST_BTF, "rb") as f:
+            btf = f.read()
+        with open("/proc/kallsyms") as f:
+            syms = f.read()
+        lay = parse_layout(btf, syms)
+    except (OSError, ParseError) as e:
+        raise IteratorUnavailable(str(e)) from None
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(asdict(lay), f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return lay
+
+
+def map_fds() -> list[tuple[int, int, int]]:
+    """(tgid, fd, map id) for every open map fd on the host, from the kernel; every fd the
+    program, its link and the iterator took is closed again, whatever happens."""
+    if not _in_initial_pid_namespace():
+        raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
+                                  "host pids)")
+    lay = read_layout()
+    fds: list[int] = []
+    try:
+        try:
+            prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, program(lay),
+                                    expected_attach_type=bpfsys.BPF_TRACE_ITER,
+                                    attach_btf_id=lay.attach_btf_id, name="bpfmem_owners")
+        except HostError as e:
+            raise IteratorUnavailable(f"loading the owner iterator: {e}") from None
+        fds.append(prog)
+        try:
+            fds.append(bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER))
+            it = bpfsys.iter_create(fds[-1])
+        except HostError as e:
+            raise IteratorUnavailable(f"attaching the owner iterator: {e}") from None
+        fds.append(it)
+        chunks = []
+        while True:
+            b = os.read(it, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+    return parse_records(b"".join(chunks))
