@@ -368,12 +368,14 @@ def load_occupancy(path: str) -> dict[str, int]:
 # ---- the live node ----
 
 def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
-              owners: bool = True, progress=None, parallel: bool = False):
+              owners: bool = True, progress=None, parallel: bool = False,
+              owners_method: str = "auto"):
     """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`.
-    ``parallel`` forks a helper for the walk of processes (not from threaded programs)."""
+    ``parallel`` forks a helper for the walk of processes (not from threaded programs);
+    ``owners_method`` "auto", "iterator" (the kernel's task_file iterator) or "proc"."""
     from .host.live import scan_maps
     return scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
-                     progress=progress, parallel=parallel)
+                     progress=progress, parallel=parallel, owners_method=owners_method)
 
 
 def snapshot_document(snap, profile) -> dict:

@@ -58,6 +58,11 @@ def _add_scan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-owners", action="store_true",
                    help="do not walk the processes' fds: no owners and no cgroups, and no "
                         "need for CAP_SYS_PTRACE (memlock is read through bpfmem's own fds)")
+    p.add_argument("--owners-from", choices=("auto", "iterator", "proc"), default="auto",
+                   help="how owners are found: the kernel's task_file iterator (one BPF "
+                        "program, needs CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN and kallsyms "
+                        "addresses), the /proc walk, or auto: the iterator where it can "
+                        "run (default); the JSON's owners_from says which ran")
 
 
 def _add_filter_args(p: argparse.ArgumentParser) -> None:
@@ -159,7 +164,8 @@ def cmd_snapshot(args) -> int:
     status, say = _progress()
     try:
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
-                             pins=not args.no_pins, owners=not args.no_owners, progress=say, parallel=True)
+                             pins=not args.no_pins, owners=not args.no_owners, progress=say, parallel=True,
+                             owners_method=args.owners_from)
     finally:
         if status is not None:
             status.stop()
@@ -228,7 +234,8 @@ def cmd_top(args) -> int:
 
     def scan() -> None:
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
-                             pins=not args.no_pins, owners=not args.no_owners, parallel=True)
+                             pins=not args.no_pins, owners=not args.no_owners, parallel=True,
+                             owners_method=args.owners_from)
         state["doc"] = api.snapshot_document(_filtered(snap, args), prof)
         state["total"] = len(snap.maps)
 
@@ -271,7 +278,8 @@ def cmd_export(args) -> int:
 
     def scan():
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
-                             pins=not args.no_pins, owners=not args.no_owners)
+                             pins=not args.no_pins, owners=not args.no_owners,
+                             owners_method=args.owners_from)
         return snap, api.cgroup_memory_of(snap)
 
     cache = ScanCache(scan, args.interval)
