@@ -20,17 +20,14 @@ that is not a kernel's BTF. Decompression is bounded (:data:`MAX_UNPACKED`).
 
 from __future__ import annotations
 
-import bz2
-import io
-import lzma
 import re
 import struct
-import tarfile
-import zlib
 from dataclasses import dataclass, replace
 
 from ..errors import ParseError
-from .btf import ENUM, ENUM64, STRUCT, Btf
+
+# The codecs, tarfile and the BTF parser are imported where a file needs them: a profile from
+# the cached facts of the host imports none of them (start-up time).
 
 BTF_MAGIC_LE = b"\x9f\xeb"
 BTF_MAGIC_BE = b"\xeb\x9f"
@@ -115,6 +112,9 @@ def _decompress(data: bytes, offset: int) -> bytes:
     the stream (a bzImage's size word and padding) are ignored. gzip, xz and bzip2 come with
     Python; LZ4 and zstd (the payloads of Debian's 5.10/6.1 and 6.12 images) need the
     optional packages ``lz4`` and ``zstandard`` (``pip install 'bpfmem[kernel-images]'``)."""
+    import bz2
+    import lzma
+    import zlib
     head = bytes(data[offset:offset + 6])
     src = memoryview(data)[offset:]
     try:
@@ -180,6 +180,8 @@ def _is_tar(data: bytes) -> bool:
 
 def _from_tar(data: bytes, name: str) -> tuple[bytes, str | None, str]:
     """A BTFHub archive: one ``<release>.btf`` member (the first raw BTF member is taken)."""
+    import io
+    import tarfile
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             for member in tar:
@@ -295,6 +297,7 @@ def release_from_name(name: str) -> str | None:
 # -- the facts --------------------------------------------------------------------------------
 def facts_from_btf(data: bytes, struct_names=(), container: str = "raw BTF",
                    section: str = "BTF") -> KernelFacts:
+    from .btf import ENUM, ENUM64, STRUCT, Btf
     btf = Btf(data, section=section)
     wanted = set(struct_names) | {"cpumask"} | set(MARKER_STRUCTS)
     sizes: dict[str, int] = {}
