@@ -203,10 +203,28 @@ def test_debian_tables_are_their_btf(release):
     assert release in table.name
     for name, size in facts.sizes.items():
         assert getattr(table, name) == size, name
+    assert table.nr_cpus == facts.nr_cpus
     prof = api.profile(mk.parse_release(release)[:2] and ".".join(release.split(".")[:2]),
                        cpus=2)
     assert prof.source == "table" and not prof.exact
     assert any(f"table of Debian {release}" in n for n in prof.notes)
+
+
+def test_the_6_18_table_reproduces_its_own_builds_sweep():
+    """The 6.18 table is 6.18.44-fc-v857's (data): that build's recorded sweep (libbpf 1.1
+    creating every shape) is reproduced by it, NR_CPUS (cpumap's E2BIG) included."""
+    sweep = json.loads((SWEEPS / "6.18.44-fc-v857.json").read_text())
+    prof = api.profile("6.18", cpus=sweep["profile"]["possible_cpus"])
+    equal = agree = 0
+    for row in sweep["specs"]:
+        sh = MapShape(int(T.from_name(row["type"])), row["key_size"], row["value_size"],
+                      row["max_entries"], row["map_flags"], row["map_extra"])
+        assert (rejection(sh, prof) is None) == row["kernel_ok"], row
+        agree += 1
+        if row["kernel_ok"]:
+            assert estimate(sh, prof).memlock == row["memlock"], row
+            equal += 1
+    assert (equal, agree) == (sweep["counts"]["memlock_equal"], sweep["counts"]["specs"])
 
 
 def test_map_types_come_from_the_kernels_enum():

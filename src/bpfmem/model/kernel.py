@@ -56,8 +56,6 @@ FEATURES = (
      "trie')"),
 )
 
-# Debian's x86_64 kernels are built with NR_CPUS=8192; a release-table profile assumes it.
-ASSUMED_NR_CPUS = 8192
 NEWEST_MODELLED = (6, 18)
 
 
@@ -145,21 +143,21 @@ class KernelProfile:
     @classmethod
     def for_release(cls, release: str | tuple[int, int, int], possible_cpus: int,
                     *, page_size: int = 4096) -> "KernelProfile":
-        """The release's table: mainline eras, the struct sizes of the build the table was
-        read from (exact for that build only), NR_CPUS as Debian builds it."""
+        """The release's table: mainline eras, the struct sizes and NR_CPUS of the build the
+        table was read from (exact for that build only)."""
         rel = parse_release(release) if isinstance(release, str) else tuple(release)
         sizes = sizes_for_release(rel)
         notes = [f"struct sizes from the {sizes.name}; other builds of {rel[0]}.{rel[1]} may "
                  "differ by a few cache lines per map (--kernel-btf FILE for a node's own)",
                  f"eras of mainline {rel[0]}.{rel[1]}; a distro kernel may backport others "
                  "(--kernel-btf detects them)",
-                 f"NR_CPUS assumed {ASSUMED_NR_CPUS} (Debian's x86_64 build)"]
+                 f"NR_CPUS assumed {sizes.nr_cpus} (that build's; it limits cpumap sizes)"]
         if rel[:2] > NEWEST_MODELLED:
             notes.insert(0, f"{rel[0]}.{rel[1]} is newer than the newest release modelled "
                             f"({NEWEST_MODELLED[0]}.{NEWEST_MODELLED[1]}): modelled with its "
                             "rules")
         return cls(rel, possible_cpus, page_size, "x86_64", sizes, "table",
-                   ASSUMED_NR_CPUS, sizes_source=sizes.name, notes=tuple(notes))
+                   sizes.nr_cpus, sizes_source=sizes.name, notes=tuple(notes))
 
     @property
     def version(self) -> str:

@@ -44,9 +44,11 @@ class StructSizes:
     bpf_struct_ops_map: int
     bpf_struct_ops_value: int
     bpf_arena: int
+    nr_cpus: int = 8192      # CONFIG_NR_CPUS of that build (sizeof(struct cpumask) * 8)
 
 
-STRUCT_NAMES = tuple(f.name for f in fields(StructSizes) if f.name not in ("name", "exact"))
+STRUCT_NAMES = tuple(f.name for f in fields(StructSizes)
+                     if f.name not in ("name", "exact", "nr_cpus"))
 
 # Each table is one build's BTF, as measured; another build of the same release can differ
 # by a few cache lines per struct (two builds of 6.18.44: bpf_htab 832 and 896). Tests check
@@ -60,7 +62,8 @@ LINUX_6_18 = StructSizes(
     bpf_local_storage_map=448, bpf_local_storage_map_bucket=16, bpf_dtab=344,
     bpf_dtab_netdev=64, bpf_cpu_map=304, xsk_map=304, xsk_map_node=32, bpf_stab=376,
     bpf_shtab=384, bpf_shtab_bucket=16, bpf_shtab_elem=48, bpf_cgroup_storage_map=328,
-    reuseport_array=296, bpf_struct_ops_map=512, bpf_struct_ops_value=64, bpf_arena=400)
+    reuseport_array=296, bpf_struct_ops_map=512, bpf_struct_ops_value=64, bpf_arena=400,
+    nr_cpus=256)
 
 # Debian 6.12.117+deb12-cloud-amd64 (package 6.12.117-1~deb12u1), from its image's BTF.
 LINUX_6_12 = StructSizes(
