@@ -543,3 +543,25 @@ def test_maps_diff_advise_run_every_configured_kernel(tmp_path):
     (tmp_path / "bpfmem.toml").write_text('[[kernels]]\nname = "n61"\nbtf = "n61.btf.xz"\n')
     rc, out, err = run("maps", ex, cwd=tmp_path)
     assert rc == 2 and '[[kernels]] n61: ' in err and 'add release = "VERSION"' in err
+
+
+@needs_host_btf
+def test_a_cache_another_user_could_write_is_not_used(tmp_path, monkeypatch):
+    """Planted facts under a cache directory not ours (or world-writable) are ignored: the
+    host profile is read from the kernel's BTF again."""
+    from bpfmem.host import cache
+    from bpfmem.host.profile import host_profile
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    want = host_profile()                        # fills the cache
+    (entry,) = (tmp_path / "bpfmem" / "btf-facts").glob("*.json")
+    planted = json.loads(entry.read_text())
+    planted["struct_sizes"] = [[k, v + 64] for k, v in planted["struct_sizes"]]
+    entry.write_text(json.dumps(planted))
+    assert host_profile().sizes.bpf_htab == want.sizes.bpf_htab + 64   # our own cache: used
+    os.chmod(entry.parent, 0o777)                                      # anyone could write
+    same_kernel(host_profile(), want)
+    os.chmod(entry.parent, 0o700)
+    if is_root():
+        os.chown(entry.parent, 65534, 65534)                           # not ours
+        same_kernel(host_profile(), want)
+    assert cache.load("btf-facts", "no such key") is None

@@ -16,15 +16,13 @@ kallsyms addresses or a pid namespace other than the initial one, :func:`map_fds
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import struct
 from dataclasses import asdict, dataclass
 
 from bpfmem.errors import HostError, ParseError
 
-from . import bpfsys
+from . import bpfsys, cache
 
 HOST_BTF = "/sys/kernel/btf/vmlinux"
 PROC_PID_INIT_INO = 0xEFFFFFFC          # the initial pid namespace's inode number
@@ -176,15 +174,12 @@ def read_layout() -> Layout:
     except OSError as e:
         raise IteratorUnavailable(f"no kernel BTF or boot id ({e.strerror})") from None
     key = f"iter-v1|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(base, "bpfmem", "iter-layout",
-                        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
-    try:
-        with open(path) as f:
-            d = json.load(f)
-        return Layout(**{k: int(d[k]) for k in Layout.__dataclass_fields__})
-    except (OSError, ValueError, TypeError, KeyError):
-        pass
+    d = cache.load("iter-layout", key)
+    if d is not None:
+        try:
+            return Layout(**{k: int(d[k]) for k in Layout.__dataclass_fields__})
+        except (ValueError, TypeError, KeyError):
+            pass
     try:
         with open(HOST_BTF, "rb") as f:
             btf = f.read()
@@ -193,14 +188,7 @@ def read_layout() -> Layout:
         lay = parse_layout(btf, syms)
     except (OSError, ParseError) as e:
         raise IteratorUnavailable(str(e)) from None
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(asdict(lay), f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    cache.store("iter-layout", key, asdict(lay))
     return lay
 
 

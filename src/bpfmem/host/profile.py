@@ -6,8 +6,6 @@ The model never reads files: this module reads ``/sys`` and BTF files, hands the
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import platform
 import stat
@@ -126,34 +124,26 @@ def _cached_host_facts(btf_path: str, release: str):
     by the release, the build string and the BTF file's size and mtime."""
     from dataclasses import asdict
 
+    from . import cache
     from ..parse.kernel_btf import KernelFacts, parse_kernel_btf
     st = os.stat(btf_path)
     key = f"v2|{release}|{platform.version()}|{st.st_size}|{st.st_mtime_ns}"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(base, "bpfmem", "btf-facts",
-                        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
-    try:
-        with open(path) as f:
-            d = json.load(f)
-        return KernelFacts(tuple((str(k), int(v)) for k, v in d["struct_sizes"]),
-                           frozenset(map(str, d["members"])), frozenset(map(int, d["map_types"])),
-                           None if d["nr_cpus"] is None else int(d["nr_cpus"]), None,
-                           str(d["container"]))
-    except (OSError, ValueError, TypeError, KeyError):
-        pass
+    d = cache.load("btf-facts", key)
+    if d is not None:
+        try:
+            return KernelFacts(tuple((str(k), int(v)) for k, v in d["struct_sizes"]),
+                               frozenset(map(str, d["members"])),
+                               frozenset(map(int, d["map_types"])),
+                               None if d["nr_cpus"] is None else int(d["nr_cpus"]), None,
+                               str(d["container"]))
+        except (ValueError, TypeError, KeyError):
+            pass
     with open(btf_path, "rb") as f:
         data = f.read()
     facts = parse_kernel_btf(data, name="", struct_names=STRUCT_NAMES)
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        d = asdict(facts)
-        d["members"], d["map_types"] = sorted(d["members"]), sorted(d["map_types"])
-        with open(tmp, "w") as f:
-            json.dump(d, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    d = asdict(facts)
+    d["members"], d["map_types"] = sorted(d["members"]), sorted(d["map_types"])
+    cache.store("btf-facts", key, d)
     return facts
 
 
