@@ -401,13 +401,13 @@ def _whatif(args: argparse.Namespace, cfg):
         raise _Usage(str(e)) from None
 
 
-def _emit(doc: dict, args: argparse.Namespace) -> None:
+def _emit(doc: dict, args: argparse.Namespace, **junit) -> None:
     from .report.gate import render
     if args.output:
         with open(args.output, "w") as f:
-            render(doc, args.format, f)
+            render(doc, args.format, f, **junit)
     else:
-        render(doc, args.format, sys.stdout)
+        render(doc, args.format, sys.stdout, **junit)
 
 
 def _emit_each(docs: list[dict], args: argparse.Namespace) -> None:
@@ -444,9 +444,14 @@ def _expand(pattern: str) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    import time
+    from datetime import datetime, timezone
+
     from . import api
     from .analysis.quantity import parse_size
 
+    started = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    t0 = time.monotonic()
     try:
         cfg = _config(args)
         limit = parse_size(args.limit) if args.limit else cfg.limit
@@ -467,7 +472,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps)
     except (ValueError, argparse.ArgumentTypeError) as e:
         raise _Usage(str(e)) from None
-    _emit(doc, args)
+    junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
+             if args.format == "junit" else {})
+    _emit(doc, args, **junit)
     return EXIT_OK if doc["pass"] else EXIT_ERROR
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from typing import IO
-from xml.sax.saxutils import escape, quoteattr
 
 from ..analysis.quantity import format_size as fs
 
@@ -50,39 +49,50 @@ def check_markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_junit(doc: dict) -> str:
-    cases = []
-    for r in doc["results"]:
+def check_junit(doc: dict, *, timestamp: str | None = None, seconds: float = 0.0,
+                hostname: str | None = None) -> str:
+    """JUnit XML that validates against Jenkins xUnit's junit-10.xsd (and carries what Ant's
+    schema requires too): one suite per kernel/CPU profile, one test case per check, so a
+    test case is exactly one comparison and never contradicts another. ``timestamp`` (ISO
+    8601, no zone, as Ant writes it) and ``seconds`` are when and how long the check ran."""
+    import socket
+    import xml.etree.ElementTree as ET
+    from datetime import datetime, timezone
+    if timestamp is None:
+        timestamp = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    hostname = hostname or socket.gethostname() or "localhost"
+    results = doc["results"]
+    per_suite = f"{seconds / max(1, len(results)):.3f}"
+    root = ET.Element("testsuites", name="bpfmem check",
+                      tests=str(sum(len(r["checks"]) for r in results)),
+                      failures=str(sum(1 for r in results for c in r["checks"] if not c["pass"])),
+                      errors="0", time=f"{seconds:.3f}")
+    for i, r in enumerate(results):
         k = r["kernel"]
         suite = f"linux-{k['version']}-{k['possible_cpus']}cpus"
-        for o in r["objects"]:
-            name = f"{o['name']} fits its share of the budget"
-            cases.append((suite, name, o["total"], [f for f in r["failures"]
-                                                    if f.startswith(o["name"] + ":")
-                                                    or f.startswith(o["name"] + "/")]))
-        cases.append((suite, f"all maps within {fs(r['budget'])}", r["total"],
-                      [f for f in r["failures"] if f.startswith("maps charge")]))
-    failures = sum(1 for c in cases if c[3])
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name="bpfmem check" tests="{len(cases)}" failures="{failures}">']
-    by_suite: dict[str, list] = {}
-    for c in cases:
-        by_suite.setdefault(c[0], []).append(c)
-    for suite, cs in by_suite.items():
-        out.append(f'  <testsuite name={quoteattr(suite)} tests="{len(cs)}" '
-                   f'failures="{sum(1 for c in cs if c[3])}">')
-        for _s, name, total_, fails in cs:
-            out.append(f'    <testcase classname={quoteattr("bpfmem." + suite)} '
-                       f'name={quoteattr(name)}>')
-            out.append(f"      <system-out>{escape(f'maps charge {total_:,} bytes')}"
-                       "</system-out>")
-            if fails:
-                msg = "; ".join(fails)
-                out.append(f'      <failure message={quoteattr(msg)}>{escape(msg)}</failure>')
-            out.append("    </testcase>")
-        out.append("  </testsuite>")
-    out.append("</testsuites>")
-    return "\n".join(out) + "\n"
+        ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(r["checks"])),
+                           failures=str(sum(1 for c in r["checks"] if not c["pass"])),
+                           errors="0", skipped="0", time=per_suite, timestamp=timestamp,
+                           hostname=hostname, id=str(i), package="bpfmem")
+        props = ET.SubElement(ts, "properties")
+        for name, value in (("kernel", k["version"]), ("possible_cpus", k["possible_cpus"]),
+                            ("limit", doc["limit"]), ("max_fraction", doc["max_fraction"]),
+                            ("budget", doc["budget"]), ("measure", doc["measure"])):
+            ET.SubElement(props, "property", name=name, value=str(value))
+        for c in r["checks"]:
+            tc = ET.SubElement(ts, "testcase", classname=f"bpfmem.{suite}", name=c["name"],
+                               time="0")
+            if not c["pass"]:
+                msg = "; ".join(c["failures"])
+                ET.SubElement(tc, "failure", message=msg, type="bpfmem.budget").text = msg
+            if c["value"] is not None:
+                limit = f" (limit {c['limit']:,})" if c["limit"] is not None else ""
+                ET.SubElement(tc, "system-out").text = f"{c['value']:,} bytes{limit}"
+        ET.SubElement(ts, "system-out").text = (f"maps charge {r['total']:,} bytes at "
+                                                f"{'full' if doc['full'] else 'create'}")
+        ET.SubElement(ts, "system-err").text = ""
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
 def check_table(doc: dict, out: IO[str]) -> None:
@@ -282,8 +292,8 @@ def advise_table(doc: dict, out: IO[str]) -> None:
                            f"{fs(o['saves_at_create'])}", style="bold green"))
 
 
-def render(doc: dict, fmt: str, out: IO[str]) -> None:
-    """Any document, any format."""
+def render(doc: dict, fmt: str, out: IO[str], **junit) -> None:
+    """Any document, any format (``junit`` takes check_junit's timestamp and seconds)."""
     kind = doc["schema"].split("/")[1]
     if kind == "advise":
         if fmt == "json":
@@ -305,7 +315,7 @@ def render(doc: dict, fmt: str, out: IO[str]) -> None:
     elif fmt == "junit":
         if kind != "check":
             raise ValueError("junit is for `check` (one test case per object and budget)")
-        out.write(check_junit(doc))
+        out.write(check_junit(doc, **junit))
     elif fmt == "html":
         from .html import render_html
         out.write(render_html(doc if kind == "check" else None,
