@@ -298,11 +298,18 @@ def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
 
 
 def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
-                  full: bool = False, whatif=None, object_limits=None, map_caps=None) -> dict:
+                  full: bool = False, whatif=None, object_limits=None, map_caps=None,
+                  config: str | None = None) -> dict:
     """The ``check`` document (schema bpfmem/check/v1) for compiled objects, on every
-    profile of ``profiles`` (:func:`profiles`)."""
+    profile of ``profiles`` (:func:`profiles`). ValueError when a what-if, a map cap or an
+    object limit names nothing checked (a gate must not pass on a typo); ``config`` names the
+    file the caps and limits came from."""
     from .analysis.budget import Budget, check
+    from .analysis.typos import unmatched
     objs = [load_object(s) for s in sources]
+    typos = unmatched(objs, whatif, map_caps, object_limits, config)
+    if typos:
+        raise ValueError("; ".join(typos))
     budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}))
     return check(objs, budget, list(profiles), whatif)
 
@@ -311,8 +318,11 @@ def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None) ->
     """The ``diff`` document (schema bpfmem/diff/v1) between two builds (each one or more
     objects) on ``profile``; the what-if applies to the new side."""
     from .analysis.diff import diff
-    return diff([load_object(s) for s in old], [load_object(s) for s in new],
-                profile, whatif, limit)
+    from .analysis.typos import unmatched
+    new_objs = [load_object(s) for s in new]
+    doc = diff([load_object(s) for s in old], new_objs, profile, whatif, limit)
+    doc["warnings"] = unmatched(new_objs, whatif)
+    return doc
 
 
 def is_snapshot_file(path: str) -> bool:

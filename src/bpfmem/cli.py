@@ -255,6 +255,11 @@ def _fail(msg: str) -> None:
     print(f"bpfmem: error: {msg}", file=sys.stderr)
 
 
+def _warn(command: str, messages: list[str]) -> None:
+    for m in messages:
+        print(f"bpfmem {command}: warning: {m}", file=sys.stderr)
+
+
 def cmd_maps(args: argparse.Namespace) -> int:
     from . import api
     from .errors import BpfmemError
@@ -285,6 +290,9 @@ def cmd_maps(args: argparse.Namespace) -> int:
                                     or args.node_memory) else None
     docs = [report.build_maps_report(objects, errors, profile=p, whatif=whatif)
             for p in profiles]
+    if objects:
+        from .analysis.typos import unmatched
+        _warn("maps", unmatched(objects, whatif))
     if args.format == "json":
         report.render_json(_one_or_matrix(docs), sys.stdout,
                            indent=2 if sys.stdout.isatty() else None)
@@ -469,7 +477,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         doc = api.check_objects(
             args.objects, limit=limit, profiles=profiles, max_fraction=fraction,
             full=bool(args.full if args.full is not None else cfg.full),
-            whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps)
+            whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps,
+            config=cfg.path)
     except (ValueError, argparse.ArgumentTypeError) as e:
         raise _Usage(str(e)) from None
     junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
@@ -504,6 +513,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
                                  whatif=whatif, limit=limit) for p in _kernels(args, cfg)]
     except ValueError as e:
         raise _Usage(str(e)) from None
+    _warn("diff", docs[0].get("warnings", []) if docs else [])
     _emit_each(docs, args)
     return EXIT_OK
 

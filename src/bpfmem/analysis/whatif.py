@@ -124,5 +124,8 @@ class WhatIf:
 
     def unmatched(self, names: list[str]) -> list[str]:
         """Settings whose glob matches no map: almost always a typo."""
-        return [str(s) for s in self.settings
-                if not any(fnmatch.fnmatchcase(n, s.glob) for n in names)]
+        return [str(s) for s in self.settings if self.unmatched_one(s, names)]
+
+    @staticmethod
+    def unmatched_one(setting: Setting, names: list[str]) -> bool:
+        return not any(fnmatch.fnmatchcase(n, setting.glob) for n in names)
