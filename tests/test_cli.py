@@ -131,7 +131,8 @@ def test_estimate_rejection_and_flags(capsys):
                      "--value-size", "8", "--max-entries", "10", "--flags", "no_prealloc",
                      "--format", "json")
     assert rc == 0 and json.loads(out)["rejected"].startswith("ENOTSUPP")
-    rc, _, err = run(capsys, "estimate", "--type", "hash", "--flags", "no_such_flag")
+    rc, _, err = run(capsys, "estimate", "--type", "hash", "--max-entries", "10",
+                     "--flags", "no_such_flag")
     assert rc == 2 and "no_such_flag" in err
     rc, _, err = run(capsys, "estimate", "--type", "nope")
     assert rc == 2 and "unknown map type" in err

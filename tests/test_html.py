@@ -262,7 +262,7 @@ def test_without_plotly_says_how_to_get_it(monkeypatch):
         if name == "plotly" or name.startswith("plotly."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "plotly", None)
-    with pytest.raises(UnsupportedError, match=r"pip install 'bpfmem\[html\]'"):
+    with pytest.raises(UnsupportedError, match=r"pip install '\.\[html\]'"):
         report_html.render_html(small_check_doc())
 
 

@@ -321,7 +321,7 @@ def run_cli(argv, capsys):
     (["pod", "--pid", "1", "--limit", "1Mi"], 2, "--limit goes with --trace"),
     (["pod", "--pid", "999999999"], 1, "no process 999999999"),
     (["pod", "--cgroup", "/no/such/cgroup"], 1, "no memory cgroup /no/such/cgroup"),
-    (["pod", "--container", "xyz"], 1, "not a container id"),
+    (["pod", "--container", "xyz"], 2, "not a container id"),
 ])
 def test_cli_errors_are_one_line(argv, code, text, capsys):
     rc, out, err = run_cli(argv, capsys)

@@ -551,7 +551,8 @@ def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 5
         screenshot_html(render_trace_html(doc, width=width, height=height, static=True), p,
                         width=width, height=height)
     elif p.lower().endswith((".html", ".htm")):
+        page = render_trace_html(doc, width=width, height=height)   # before the file exists
         with open(p, "w", encoding="utf-8") as f:
-            f.write(render_trace_html(doc, width=width, height=height))
+            f.write(page)
     else:
         raise ValueError(f"--plot wants a .png or .html file, not {p}")

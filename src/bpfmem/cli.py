@@ -148,7 +148,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--type", help="map type, e.g. hash, lru_hash, percpu_array, ringbuf")
     e.add_argument("--key-size", type=_count, default=0, metavar="K")
     e.add_argument("--value-size", type=_count, default=0, metavar="V")
-    e.add_argument("--max-entries", type=_count, default=0, metavar="N")
+    e.add_argument("--max-entries", type=_count, default=None, metavar="N",
+                   help="max_entries (required; for a ring buffer, its size in bytes)")
     e.add_argument("--flags", default="", metavar="a,b",
                    help="map flags, e.g. no_prealloc,numa_node (or a number)")
     e.add_argument("--map-extra", type=lambda x: int(x, 0), default=0, metavar="X",
@@ -253,6 +254,22 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
 
 def _fail(msg: str) -> None:
     print(f"bpfmem: error: {msg}", file=sys.stderr)
+
+
+def _unmodelled_releases(kernels: list[str]) -> list[str]:
+    """A warning per release newer than the newest one bpfmem models."""
+    from .model.kernel import DEFAULT_RELEASE, parse_release
+    newest = ".".join(map(str, DEFAULT_RELEASE[:2]))
+    out = []
+    for k in kernels:
+        try:
+            rel = parse_release(k)
+        except ValueError:
+            continue                         # the usage error comes from the model itself
+        if rel[:2] > DEFAULT_RELEASE[:2]:
+            out.append(f"Linux {k} is newer than the newest release bpfmem models ({newest}): "
+                       f"its figures are {newest}'s rules, unchecked on {k}")
+    return out
 
 
 def _warn(command: str, messages: list[str]) -> None:
@@ -381,6 +398,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         return api.estimate_batch_stream(_open_in(args.batch), sys.stdout, prof)
     if not args.type:
         raise _Usage("estimate needs --type (or --batch FILE)")
+    if args.max_entries is None:
+        raise _Usage("estimate needs --max-entries N (for a ring buffer its size in bytes, "
+                     "e.g. 262144)")
     try:
         shape = api.shape_from_args(args.type, args.key_size, args.value_size,
                                     args.max_entries, args.flags, args.map_extra)
@@ -411,11 +431,8 @@ def _whatif(args: argparse.Namespace, cfg):
 
 def _emit(doc: dict, args: argparse.Namespace, **junit) -> None:
     from .report.gate import render
-    if args.output:
-        with open(args.output, "w") as f:
-            render(doc, args.format, f, **junit)
-    else:
-        render(doc, args.format, sys.stdout, **junit)
+    from .report.output import emit
+    emit(args.output, lambda out: render(doc, args.format, out, **junit))
 
 
 def _emit_each(docs: list[dict], args: argparse.Namespace) -> None:
@@ -462,9 +479,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         cfg = _config(args)
-        limit = parse_size(args.limit) if args.limit else cfg.limit
+        limit = parse_size(args.limit) if args.limit is not None else cfg.limit
         if limit is None:
             raise _Usage("check needs --limit (or `limit` in bpfmem.toml)")
+        if limit <= 0:
+            raise _Usage(f"--limit must be more than 0 bytes, not {args.limit or limit!r}")
         cpus = [_positive(c) for c in _list(args.cpus)] or cfg.cpus
         kernels = _list(args.kernel)
         configured = () if (kernels or args.kernel_btf) else cfg.kernel_entries
@@ -499,15 +518,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
             doc = api.diff_snapshots(args.old, args.new)
         except ValueError as e:
             raise _Usage(str(e)) from None
-        if args.output:
-            with open(args.output, "w") as f:
-                render_snapshot_diff(doc, args.format, f)
-        else:
-            render_snapshot_diff(doc, args.format, sys.stdout)
+        from .report.output import emit
+        emit(args.output, lambda out: render_snapshot_diff(doc, args.format, out))
         return EXIT_OK
     try:
         cfg = _config(args)
-        limit = parse_size(args.limit) if args.limit else cfg.limit
+        limit = parse_size(args.limit) if args.limit is not None else cfg.limit
+        if limit is not None and limit <= 0:
+            raise _Usage(f"--limit must be more than 0 bytes, not {args.limit or limit!r}")
         whatif = _whatif(args, cfg)
         docs = [api.diff_objects(_expand(args.old), _expand(args.new), profile=p,
                                  whatif=whatif, limit=limit) for p in _kernels(args, cfg)]
@@ -569,6 +587,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if getattr(args, "kernel", None):
+        _warn(args.command, _unmodelled_releases(_list(args.kernel)))
     try:
         if args.command == "maps":
             return cmd_maps(args)

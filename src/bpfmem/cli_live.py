@@ -114,7 +114,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--rows", type=int, default=None, metavar="N",
                    help="rows to show (default: what fits the terminal)")
     t.add_argument("--once", action="store_true", help="print one frame and exit")
-    t.add_argument("--iterations", type=int, default=None, help=argparse.SUPPRESS)
+    t.add_argument("-n", "--iterations", type=int, default=None, metavar="N",
+                   help="frames to show, then exit (default: until q or Ctrl-C). When stdout "
+                        "is not a terminal, frames are printed one after another, as `top -b`")
 
     e = sub.add_parser(
         "export", help="Prometheus exporter of the node's maps (root)",
@@ -171,8 +173,9 @@ def cmd_snapshot(args) -> int:
             status.stop()
     doc = api.snapshot_document(_filtered(snap, args), api.profile())
     from .report import snapshot as report
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
+    from .report.output import emit
+
+    def render(out) -> None:
         if args.format == "table":
             report.render_table(doc, out)
         elif args.format == "html":
@@ -180,9 +183,7 @@ def cmd_snapshot(args) -> int:
             out.write(render_snapshot_html(doc))
         else:
             report.render_json(doc, out, indent=2 if out.isatty() or args.output else None)
-    finally:
-        if args.output:
-            out.close()
+    emit(args.output, render)
     if args.output:
         print(f"bpfmem: {doc['totals']['maps']} maps, memlock "
               f"{doc['totals']['memlock']:,} bytes -> {args.output}", file=sys.stderr)
@@ -246,8 +247,18 @@ def cmd_top(args) -> int:
                         keys=keys)
 
     scan()
-    if args.once:
+    if args.once or not console.is_terminal:
+        # not a terminal (a pipe, a file, CI): frames one after another, as `top -b` does,
+        # every --interval until --iterations (or Ctrl-C); --once prints one
+        n = 1
         console.print(frame())
+        while not args.once and (args.iterations is None or n < args.iterations):
+            sys.stdout.flush()
+            time.sleep(args.interval)
+            scan()
+            console.print()
+            console.print(frame())
+            n += 1
         return EXIT_OK
     n = 0
     with _Keys() as keys, Live(frame(keys.fd is not None), console=console, screen=True,
@@ -271,10 +282,17 @@ def cmd_top(args) -> int:
 
 
 def cmd_export(args) -> int:
+    import importlib.util
     import signal
     import threading
     from . import api
     from .exporter import ScanCache, serve
+
+    if importlib.util.find_spec("prometheus_client") is None:
+        from .errors import UnsupportedError
+        raise UnsupportedError("bpfmem export needs prometheus_client, the `export` extra: "
+                               "pip install '.[export]' in a checkout (.venv/bin/pip ...), or "
+                               "pip install prometheus_client")
 
     def scan():
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,

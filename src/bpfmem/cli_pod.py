@@ -112,6 +112,12 @@ def _check(args) -> list[str]:
         raise Usage("--before goes with --after NEW.o")
     if args.pid is not None and args.pid < 1:
         raise Usage(f"not a pid: {args.pid}")
+    if args.container is not None:
+        from .host.cgroup import parse_container_id
+        try:
+            parse_container_id(args.container)
+        except ValueError as e:
+            raise Usage(str(e)) from None
     return cmd
 
 
@@ -140,8 +146,9 @@ def cmd_pod(args) -> int:
 
 def _emit(doc: dict, args, table: str) -> None:
     from .report import pod as report
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
+    from .report.output import emit
+
+    def render(out) -> None:
         if args.output and args.output.endswith(".jsonl") and table == "trace":
             report.render_jsonl(doc, out)
         elif args.format == "json" or args.output:
@@ -150,9 +157,7 @@ def _emit(doc: dict, args, table: str) -> None:
             report.render_trace_table(doc, out)
         else:
             report.render_table(doc, out)
-    finally:
-        if args.output:
-            out.close()
+    emit(args.output, render)
 
 
 def _trace(args, cmd: list[str]) -> int:
@@ -163,6 +168,8 @@ def _trace(args, cmd: list[str]) -> int:
         limit = parse_size(args.limit) if args.limit is not None else None
     except ValueError as e:
         raise Usage(f"--limit: {e}") from None
+    if limit is not None and limit <= 0:
+        raise Usage(f"--limit must be more than 0 bytes, not {args.limit!r}")
     interval = args.interval if args.interval is not None else 0.1
     status = None
     say = None
@@ -201,7 +208,15 @@ def _trace(args, cmd: list[str]) -> int:
     if args.plot:
         api.write_trace_plot(doc, args.plot)
         print(f"bpfmem: plot -> {args.plot}", file=sys.stderr)
-    return EXIT_OK
+    return command_status(doc.get("exit_code"))
+
+
+def command_status(code: int | None) -> int:
+    """bpfmem's exit status after tracing a command: the command's own, as `time` gives it
+    (128 + N when signal N ended it); 0 when there was no command or it outlived the trace."""
+    if code is None:
+        return EXIT_OK
+    return code if code >= 0 else 128 - code
 
 
 def _stderr_fd() -> int | None:

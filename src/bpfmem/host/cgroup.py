@@ -392,11 +392,20 @@ def cgroup_of_pid(pid: int, root: str | os.PathLike = "/") -> str:
     raise HostError(f"process {pid} is in no memory cgroup visible here")
 
 
-def _normalize_id(container_id: str) -> str:
+def parse_container_id(container_id: str) -> str:
+    """The hex id in ``docker://3f2a...``, ``containerd://...`` or a bare id (12 to 64 hex
+    digits, lower-cased). ValueError otherwise."""
     cid = container_id.strip().lower().split("://", 1)[-1]  # containerd://..., docker://...
     if not re.fullmatch(r"[0-9a-f]{12,64}", cid):
-        raise HostError(f"not a container id: {container_id!r} (want 12 to 64 hex digits)")
+        raise ValueError(f"not a container id: {container_id!r} (want 12 to 64 hex digits)")
     return cid
+
+
+def _normalize_id(container_id: str) -> str:
+    try:
+        return parse_container_id(container_id)
+    except ValueError as e:
+        raise HostError(str(e)) from None
 
 
 def find_container(container_id: str, root: str | os.PathLike = "/") -> str:

@@ -4,7 +4,7 @@
 (``bpfmem/diff/v1``) build and returns one HTML page: plotly.js is embedded whole, every figure
 is inline JSON, the CSS is inline, and the page names no URL of its own, so it opens from a file
 with no network. Pure: it reads no file and no kernel. plotly is imported only when rendering
-(``pip install 'bpfmem[html]'``).
+(the ``html`` extra: ``pip install '.[html]'``).
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def _plotly():
         import plotly.io as pio
         from plotly.offline import get_plotlyjs
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise UnsupportedError("HTML reports need plotly: pip install 'bpfmem[html]'") from e
+        raise UnsupportedError("HTML reports need plotly, the `html` extra: pip install '.[html]' "
+                               "in a checkout (.venv/bin/pip ...), or pip install plotly") from e
     return go, pio, get_plotlyjs
 
 

@@ -259,7 +259,8 @@ def _plotly():
         from plotly.offline import get_plotlyjs
     except ImportError as e:  # pragma: no cover - depends on the environment
         from ..errors import UnsupportedError
-        raise UnsupportedError("plots need plotly: pip install 'bpfmem[html]'") from e
+        raise UnsupportedError("plots need plotly, the `html` extra: pip install '.[html]' in "
+                               "a checkout (.venv/bin/pip ...), or pip install plotly") from e
     return go, pio, get_plotlyjs
 
 
