@@ -398,14 +398,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         return api.estimate_batch_stream(_open_in(args.batch), sys.stdout, prof)
     if not args.type:
         raise _Usage("estimate needs --type (or --batch FILE)")
+    try:
+        shape = api.shape_from_args(args.type, args.key_size, args.value_size,
+                                    args.max_entries or 0, args.flags, args.map_extra)
+    except ValueError as e:
+        raise _Usage(str(e)) from None
     if args.max_entries is None:
         raise _Usage("estimate needs --max-entries N (for a ring buffer its size in bytes, "
                      "e.g. 262144)")
-    try:
-        shape = api.shape_from_args(args.type, args.key_size, args.value_size,
-                                    args.max_entries, args.flags, args.map_extra)
-    except ValueError as e:
-        raise _Usage(str(e)) from None
     fp = api.estimate_map(shape, prof, args.entries)
     doc = report.estimate_record(fp)
     if args.format == "json":
