@@ -174,7 +174,8 @@ def _parser() -> argparse.ArgumentParser:
 
 sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantities.
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("objects", nargs="+", metavar="OBJ")
+    c.add_argument("objects", nargs="+", metavar="OBJ",
+                   help="compiled BPF object(s), or quoted globs bpfmem expands ('build/*.o')")
     c.add_argument("--limit", metavar="SIZE", help="the container's memory limit (128Mi)")
     c.add_argument("--max-fraction", type=float, metavar="F",
                    help="share of the limit the maps may take (default 1.0)")
@@ -204,6 +205,7 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed)")
     d.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed)")
+    d.add_argument("unquoted", nargs="*", help=argparse.SUPPRESS)
     d.add_argument("--limit", metavar="SIZE", help="memory limit, to show the share of it")
     _add_kernel_args(d)
     _add_whatif_args(d)
@@ -220,7 +222,8 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
   bpfmem advise agent.bpf.o --occupancy peak.json     {"map name": entries, ...}
   bpfmem advise agent.bpf.o --apply                   the --set line for check/diff
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
-    a.add_argument("objects", nargs="+", metavar="OBJ")
+    a.add_argument("objects", nargs="*", metavar="OBJ",
+                   help="compiled BPF object(s) or quoted globs; default: the bundled example")
     a.add_argument("--occupancy", metavar="SNAPSHOT.json",
                    help="entries per map from a live node: {map: entries} or a bpfmem snapshot")
     a.add_argument("--apply", action="store_true",
@@ -284,11 +287,7 @@ def cmd_maps(args: argparse.Namespace) -> int:
 
     if args.from_bpftool:
         return _maps_from_saved(args)
-    paths = list(args.objects)
-    if not paths:
-        paths = [str(api.example_object_path())]
-        print(f"bpfmem: no object given; showing the bundled example {paths[0]}",
-              file=sys.stderr)
+    paths = _default_objects(args.objects)
     objects, errors = [], []
     for path in paths:
         try:
@@ -459,12 +458,34 @@ def _list(text: str | None) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()] if text else []
 
 
-def _expand(pattern: str) -> list[str]:
+def expand_objects(arguments: Sequence[str]) -> list[str]:
+    """The one rule for object arguments in every command: each argument is a path, a glob
+    bpfmem expands itself when quoted ('build/*.o'), or a quoted list of them
+    ('a.o b/*.o'); a glob that matches nothing is a usage error, not a silent empty list."""
     import glob
-    paths = []
-    for part in pattern.split():
-        hits = sorted(glob.glob(part))
-        paths += hits if hits else [part]
+    import os
+    paths: list[str] = []
+    for arg in arguments:
+        parts = [arg] if os.path.exists(arg) else arg.split()
+        for part in parts:
+            if glob.has_magic(part):
+                hits = sorted(glob.glob(part))
+                if not hits:
+                    raise _Usage(f"no file matches {part!r}")
+                paths += hits
+            else:
+                paths.append(part)
+    return paths
+
+
+def _default_objects(arguments: Sequence[str]) -> list[str]:
+    """The objects given (globs expanded), or the bundled example, said on stderr."""
+    from . import api
+    paths = expand_objects(arguments)
+    if not paths:
+        paths = [str(api.example_object_path())]
+        print(f"bpfmem: no object given; showing the bundled example {paths[0]}",
+              file=sys.stderr)
     return paths
 
 
@@ -494,7 +515,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not 0 < fraction <= 1:
             raise _Usage(f"--max-fraction must be in (0, 1], not {fraction}")
         doc = api.check_objects(
-            args.objects, limit=limit, profiles=profiles, max_fraction=fraction,
+            expand_objects(args.objects), limit=limit, profiles=profiles, max_fraction=fraction,
             full=bool(args.full if args.full is not None else cfg.full),
             whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps,
             config=cfg.path)
@@ -510,6 +531,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from . import api
     from .analysis.quantity import parse_size
 
+    if args.unquoted:
+        n = 2 + len(args.unquoted)
+        raise _Usage(f"diff takes OLD and NEW, got {n} arguments: if the shell expanded a glob, "
+                     "quote each side so bpfmem expands it: bpfmem diff 'base/*.o' 'build/*.o'")
     if api.is_snapshot_file(args.old) and api.is_snapshot_file(args.new):
         from .report.snapshot import render_snapshot_diff
         if args.format not in ("table", "json", "markdown"):
@@ -527,8 +552,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if limit is not None and limit <= 0:
             raise _Usage(f"--limit must be more than 0 bytes, not {args.limit or limit!r}")
         whatif = _whatif(args, cfg)
-        docs = [api.diff_objects(_expand(args.old), _expand(args.new), profile=p,
-                                 whatif=whatif, limit=limit) for p in _kernels(args, cfg)]
+        old, new = expand_objects([args.old]), expand_objects([args.new])
+        docs = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit)
+                for p in _kernels(args, cfg)]
     except ValueError as e:
         raise _Usage(str(e)) from None
     _warn("diff", docs[0].get("warnings", []) if docs else [])
@@ -542,7 +568,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
         occ = api.load_occupancy(args.occupancy) if args.occupancy else None
     except ValueError as e:
         raise _Usage(str(e)) from None
-    docs = [api.advise_objects(args.objects, profile=p, occupancy=occ)
+    paths = _default_objects(args.objects)
+    docs = [api.advise_objects(paths, profile=p, occupancy=occ)
             for p in _kernels(args, _config(args))]
     if args.apply:
         sets = list(dict.fromkeys(s for doc in docs for o in doc["objects"] for s in o["apply"]))

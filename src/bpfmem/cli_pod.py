@@ -131,6 +131,9 @@ def cmd_pod(args) -> int:
                         entries=not args.no_entries, profile=prof)
     headroom = None
     if args.after:
+        from .cli import expand_objects
+        args.after = expand_objects(args.after)
+        args.before = expand_objects(args.before) if args.before else None
         try:
             headroom, _diff = api.pod_headroom(view, args.after, args.before, profile=prof)
         except ValueError as e:

@@ -267,6 +267,7 @@ def advise_table(doc: dict, out: IO[str]) -> None:
     from rich.text import Text
 
     console = Console(file=out, highlight=False)
+    said: dict[tuple[str, str], str] = {}      # (trade-off, kernel rule) -> first map
     for o in doc["objects"]:
         console.print(f"{o['path'] or o['name']} on {_kernel(doc['kernel'])}")
         t = Table(box=box.SIMPLE_HEAD)
@@ -286,6 +287,11 @@ def advise_table(doc: dict, out: IO[str]) -> None:
             console.print(Text(f"* {a['title']}", style="bold"))
             if a["kind"] not in ("keep_prealloc", "percpu"):
                 console.print(f"  {saving}")
+            first = said.setdefault((a["tradeoff"], a["rule"]), a["map"])
+            if first != a["map"]:       # the same paragraph again: once is enough
+                console.print(Text(f"  trade-off and kernel: as for {first} above",
+                                   style="dim"), overflow="fold")
+                continue
             console.print(Text(f"  trade-off: {a['tradeoff']}", style="dim"), overflow="fold")
             console.print(Text(f"  kernel: {a['rule']}", style="dim"), overflow="fold")
         console.print(Text(f"total saving at start from the recommended changes: "
