@@ -169,7 +169,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog="""examples:
   bpfmem check build/*.o --limit 128Mi --max-fraction 0.5
   bpfmem check build/*.o --limit 128Mi --kernel 5.10,6.1,6.12 --cpus 2,64,192
-  bpfmem check build/*.o --limit 128Mi --set 'service_*.flags+=no_prealloc'
+  bpfmem check build/*.o --limit 128Mi --set 'service_*.flags+=no_prealloc' \
+      --set 'service_reverse_table.flags-=no_prealloc'     (a glob, less the LRU)
+  bpfmem check build/*.o --limit 128Mi $(bpfmem advise build/*.o --apply)
   bpfmem check build/*.o --format junit -o bpfmem.xml     (limit from bpfmem.toml)
 
 sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantities.
@@ -573,7 +575,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
             for p in _kernels(args, _config(args))]
     if args.apply:
         sets = list(dict.fromkeys(s for doc in docs for o in doc["objects"] for s in o["apply"]))
-        print(" ".join(f"--set '{s}'" for s in sets))
+        import shlex      # unquoted where safe, so $(bpfmem advise ... --apply) works too
+        print(" ".join(f"--set {shlex.quote(s)}" for s in sets))
         return EXIT_OK
     _emit_each(docs, args)
     return EXIT_OK
