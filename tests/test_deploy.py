@@ -230,9 +230,16 @@ def test_port_name_matches_service_servicemonitor_and_probes():
     pod_labels = _one("DaemonSet")["spec"]["template"]["metadata"]["labels"]
     assert svc["spec"]["selector"].items() <= pod_labels.items()
     assert svc["spec"].get("clusterIP") == "None", "headless: one endpoint per node"
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        # the cheap endpoint: /metrics may run a full scan of the node
         get = _container()[probe]["httpGet"]
-        assert get["path"] == "/metrics" and get["port"] in (port["name"], PORT)
+        assert get["path"] == "/healthz" and get["port"] in (port["name"], PORT)
+
+
+def test_linux_nodes_only_despite_tolerating_every_taint():
+    spec = _one("DaemonSet")["spec"]["template"]["spec"]
+    assert {"operator": "Exists"} in spec["tolerations"]
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
 
 
 def test_servicemonitor():
