@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..model.kernel import KernelProfile
 from ..parse.objspec import ObjectSpec
 from .footprints import object_costs, total
+from .placeholders import placeholder_note
 from .whatif import WhatIf
 
 SCHEMA = "bpfmem/check/v1"
@@ -86,13 +87,16 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
         checks.insert(0, _check(f"all maps within the budget {format_size(budget.budget)}",
                                 over, value=grand, limit=budget.budget))
         failures = [f for c in checks for f in c["failures"]]
+        notes = [f"{c.object}/{c.name}: {n}" for c in all_costs
+                 for n in (placeholder_note(c.spec),) if n]
         ranked = sorted(((m[what] or 0, o["name"], m["name"]) for o in objs for m in o["maps"]),
                         reverse=True)[:top]
         results.append({
             "kernel": prof.describe(), "total": grand, "total_before_whatif": before,
             "budget": budget.budget,
             "limit": budget.limit, "share_of_limit": grand / budget.limit if budget.limit else 0,
-            "pass": not failures, "failures": failures, "checks": checks, "objects": objs,
+            "pass": not failures, "failures": failures, "checks": checks, "notes": notes,
+            "objects": objs,
             "offenders": [{"object": on, "map": mn, "charged": v,
                            "share": v / grand if grand else 0.0} for v, on, mn in ranked]})
     return {"schema": SCHEMA, "limit": budget.limit, "max_fraction": budget.max_fraction,

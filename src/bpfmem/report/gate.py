@@ -46,6 +46,8 @@ def check_markdown(doc: dict) -> str:
         lines += [f"- {f}" for f in dict.fromkeys(fails)] + ["", "</details>"]
     if doc["whatif"]:
         lines += ["", "what-if: " + "; ".join(f"`{w}`" for w in doc["whatif"])]
+    notes = dict.fromkeys(n for r in doc["results"] for n in r.get("notes", []))
+    lines += [""] + [f"> note: {n}" for n in notes] if notes else []
     return "\n".join(lines) + "\n"
 
 
@@ -118,6 +120,8 @@ def check_table(doc: dict, out: IO[str]) -> None:
         console.print(t)
         for f in r["failures"]:
             console.print(Text(f"  - {f}", style="red"))
+        for n in r.get("notes", []):
+            console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
         if r.get("total_before_whatif") is not None:
             console.print(Text(f"  what-if: {fs(r['total_before_whatif'])} before -> "
                                f"{fs(r['total'])} after", style="yellow"))

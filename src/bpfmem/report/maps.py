@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Iterable
 
+from ..analysis.placeholders import placeholder_note
 from ..parse.objspec import MapSpec, ObjectSpec, ProgramSpec
 from ..uapi import attach_type_name, flag_names, map_type_name, prog_type_name
 from .memory import memory_record, mib, totals
@@ -39,7 +40,7 @@ def map_record(m: MapSpec, profile=None) -> dict[str, Any]:
         "key_type": m.key_type,
         "value_type": m.value_type,
         "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
-        "notes": list(m.notes),
+        "notes": list(m.notes) + [n for n in (placeholder_note(m),) if n],
     }
     if profile is not None:
         from ..model.estimate import estimate, shape_of_spec
