@@ -7,7 +7,9 @@ The scratch project: agent.bpf.o is the bundled example; build/ holds the seed's
 before the fix and base/build/ the seed's v0.5.4 (the upgrade the project started from);
 old/ and new/ the same pair; examples/ is the repository's; bpfmem.toml sets limit = 128Mi;
 shapes.jsonl, peak.json, bpftool.json, before.json, after.json and node.json are small
-samples of what their commands read. Commands that need a node (top, export, pod, measure:
+samples of what their commands read; node-vmlinux and the *.btf files are the Debian kernels'
+BTF committed under tests/data/btf. Commands that read a file from elsewhere (a vmlinuz in
+/boot, a BTFHub archive) or need a node (top, export, pod, measure:
 root, a running agent, a server) are parsed by bpfmem's own parser instead of run; snapshot
 runs for real as root. The quick start is tests/test_quickstart.py's.
 """
@@ -37,6 +39,8 @@ NOT_RUN = {                                              # command prefix -> why
     "bash tests/run": "CI itself (.ci/run)",
     "apt-get update": "the quick start: tests/test_quickstart.py",
 }
+# files a README command reads that come from elsewhere (a node's /boot, BTFHub): parsed only
+ELSEWHERE = ("/boot/vmlinuz-", ".btf.tar.xz")
 
 
 def _commands(block: Block) -> list[str]:
@@ -72,6 +76,12 @@ def project(tmp_path_factory):
         name = "agent.bpf.o" if "build" in sub else "agent.o"
         shutil.copy(SEED / f"{src}.bpf.o", d / sub / name)
     (d / "examples").symlink_to(ROOT / "examples")
+    import lzma                       # kernels named by their BTF: the committed Debian ones
+    btf = ROOT / "tests" / "data" / "btf"
+    for name, src in (("node-vmlinux", "6.12.117+deb12-cloud-amd64"),
+                      ("6.1.0-57-cloud-amd64.btf", "6.1.0-57-cloud-amd64"),
+                      ("6.12.117+deb12-cloud-amd64.btf", "6.12.117+deb12-cloud-amd64")):
+        (d / name).write_bytes(lzma.decompress((btf / f"{src}.btf.xz").read_bytes()))
     (d / "bpfmem.toml").write_text('limit = "128Mi"\n')
     (d / "shapes.jsonl").write_text(
         '{"type": "lru_hash", "key_size": 16, "value_size": 40, "max_entries": 65536}\n'
@@ -88,7 +98,7 @@ def project(tmp_path_factory):
     (d / "bpftool.json").write_text(json.dumps(dump(1, 131072)))
     (d / "before.json").write_text(json.dumps(dump(1, 131072)))
     (d / "after.json").write_text(json.dumps(dump(3, 262144)))
-    snap = api.load_snapshot(str(d / "bpftool.json"), kernel="6.18", cpus=2)
+    snap = api.load_snapshot(str(d / "bpftool.json"), profile=api.profile("6.18", cpus=2))
     (d / "node.json").write_text(json.dumps(api.snapshot_document(snap, None)))
     bindir = d / ".bin"
     bindir.mkdir()
@@ -128,7 +138,8 @@ def test_readme_command(project, where, command):
     words = shlex.split(command, comments=True)
     assert words[0] == "bpfmem", f"{where}: a README command this test does not know: {command}"
     sub = words[1] if len(words) > 1 else ""
-    if sub in NODE_COMMANDS or (sub in ROOT_COMMANDS and not is_root()):
+    if (sub in NODE_COMMANDS or (sub in ROOT_COMMANDS and not is_root())
+            or any(e in command for e in ELSEWHERE)):
         _parses(command)
         return
     r = _run(project, command)
@@ -208,10 +219,30 @@ def test_readme_python(project, block, monkeypatch, capsys):
 
 def test_every_readme_block_is_covered():
     """A new kind of block needs a rule here, not silence."""
-    known = {"sh", "python", "yaml"}
+    known = {"sh", "python", "yaml", "toml"}
     for path in readmes():
         for b in read_blocks(path):
             if b.lang in known or b.body.startswith("$ bpfmem "):
                 continue
             # the JSON field reference: a listing, not a command
             assert b.lang == "" and b.body.lstrip().startswith("{"), b.where()
+
+
+def _toml_blocks() -> list[Block]:
+    return [b for p in readmes() for b in read_blocks(p) if b.lang == "toml"]
+
+
+@pytest.mark.parametrize("block", _toml_blocks(), ids=lambda b: b.where())
+def test_readme_toml_is_a_bpfmem_toml_that_loads(block, tmp_path):
+    """A bpfmem.toml the README shows: bpfmem reads it (the BTF files it names are the
+    committed ones under tests/data/btf)."""
+    from bpfmem.config import load_config
+    (tmp_path / "bpfmem.toml").write_text(block.body)
+    import lzma
+    for btf in re.findall(r'btf = "([^"]+)"', block.body):
+        src = ROOT / "tests" / "data" / "btf" / f"{Path(btf).name}.xz"
+        (tmp_path / btf).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / btf).write_bytes(lzma.decompress(src.read_bytes()))
+    cfg = load_config(tmp_path / "bpfmem.toml")
+    names = re.findall(r'name = "([^"]+)"', block.body)
+    assert [k.name for k in cfg.kernel_entries] == names

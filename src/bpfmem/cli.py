@@ -263,15 +263,15 @@ def _fail(msg: str) -> None:
 
 def _unmodelled_releases(kernels: list[str]) -> list[str]:
     """A warning per release newer than the newest one bpfmem models."""
-    from .model.kernel import DEFAULT_RELEASE, parse_release
-    newest = ".".join(map(str, DEFAULT_RELEASE[:2]))
+    from .model.kernel import NEWEST_MODELLED, parse_release
+    newest = ".".join(map(str, NEWEST_MODELLED))
     out = []
     for k in kernels:
         try:
             rel = parse_release(k)
         except ValueError:
-            continue                         # the usage error comes from the model itself
-        if rel[:2] > DEFAULT_RELEASE[:2]:
+            continue            # a [[kernels]] name, or a usage error the model reports
+        if rel[:2] > NEWEST_MODELLED:
             out.append(f"Linux {k} is newer than the newest release bpfmem models ({newest}): "
                        f"its figures are {newest}'s rules, unchecked on {k}")
     return out
