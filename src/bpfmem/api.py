@@ -439,17 +439,35 @@ def pod_cgroup(*, cgroup: str | None = None, pid: int | None = None,
     return resolve_cgroup(cgroup=cgroup, pid=pid, container=container)
 
 
+def go_prober(endpoints=None, *, go: bool = True, discover: bool = True,
+              pprof: bool = False, timeout: float | None = None):
+    """What reads each process of a pod in detail (smaps by class; for Go programs the
+    runtime's /metrics and heap profile): ``endpoints`` maps a pid (or None: the pod's Go
+    process) to :class:`bpfmem.host.goproc.Endpoints`; ``discover`` looks for a loopback
+    listener serving /metrics; None when ``go`` is false."""
+    if not go:
+        return None
+    from .host import httpget
+    from .host.goproc import GoProber
+    return GoProber(endpoints, discover=discover, pprof=pprof,
+                    timeout=httpget.TIMEOUT if timeout is None else timeout)
+
+
 def pod_view(*, cgroup: str | None = None, pid: int | None = None,
              container: str | None = None, entries: bool = True, time_bound: float = 0.5,
-             profile):
+             profile, go: bool = True, endpoints=None, discover: bool = True,
+             pprof: bool = True):
     """One reading of a pod's memory cgroup split into parts that add up to its usage
     (:class:`bpfmem.analysis.pod.PodView`): processes with RSS/PSS/USS, page cache, kernel
     memory, the BPF maps its processes hold (model charge; which are charged elsewhere) and
-    what remains unexplained. Reading other processes' maps needs root."""
+    what remains unexplained; for Go processes, their memory split into heap in use, freed
+    not returned, stacks, runtime metadata, binary and other (``go``; endpoints as in
+    :func:`go_prober`). Reading other processes' maps and smaps needs root."""
     from .analysis.pod import pod_view as split
     from .host.podscan import PodSampler
     fs = pod_cgroup(cgroup=cgroup, pid=pid, container=container)
-    sample = PodSampler(fs, entries=entries, entry_time_bound=time_bound).sample()
+    prober = go_prober(endpoints, go=go, discover=discover, pprof=pprof)
+    sample = PodSampler(fs, entries=entries, entry_time_bound=time_bound, go=prober).sample()
     return split(sample, profile)
 
 
@@ -476,7 +494,7 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
               container: str | None = None, command=None, duration: float = 60.0,
               interval: float = 0.1, limit: int | None = None, entries: bool = False,
               stop_on_exit: bool = True, command_output=None, on_sample=None,
-              profile) -> dict:
+              profile, go: bool = True, endpoints=None, discover: bool = True) -> dict:
     """Sample a pod's memory every ``interval`` seconds for ``duration`` seconds; returns the
     ``bpfmem/pod-trace/v1`` document (samples, the peak and when it happened, what it
     settled at).
@@ -485,7 +503,8 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
     from its first instruction and traced from then on; the trace ends early when it exits
     (``stop_on_exit``). Whatever it left running is killed and the cgroup removed on the way
     out, also on errors and Ctrl-C (which ends the trace early, keeping the samples).
-    ``on_sample(PodView, t)`` is called after each sample."""
+    ``on_sample(PodView, t)`` is called after each sample. Go processes are split at every
+    sample as in :func:`pod_view` (``go``, ``endpoints``, ``discover``; no heap profile)."""
     from .analysis.pod import pod_view as split, summarize_trace, trace_point
     from .host.podscan import PodSampler, launched, sample_loop
     from .report.pod import build_trace_report
@@ -497,7 +516,8 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
 
     def run(fs: str, start: float, fresh: bool, stop=None):
         origin.append(start)
-        sampler = PodSampler(fs, entries=entries)
+        sampler = PodSampler(fs, entries=entries,
+                             go=go_prober(endpoints, go=go, discover=discover))
         firsts: list = []
 
         def each(s):

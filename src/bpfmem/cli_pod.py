@@ -18,6 +18,14 @@ what you see:
     kernel (not maps)  the cgroup's kernel memory less the maps below
     BPF maps           the model's memcg charge of the maps its processes hold
     unexplained        what the counters leave over (per-CPU batching: a few pages)
+  for Go processes (found from the binary's build info), their memory split further:
+    Go heap in use, Go heap freed but not returned to the OS (heap_idle - heap_released),
+    Go stacks, Go runtime metadata (out of processes), Go binary pages (out of page cache)
+  and per Go process the same split of its RSS from /proc/PID/smaps and the runtime's own
+  /metrics (go_memstats_*), its GOGC/GOMEMLIMIT/GODEBUG and what they imply, and the top
+  allocation sites of its /debug/pprof/heap. The endpoints are the ones named with
+  --metrics-url/--pprof-url, or a loopback listener of the process serving /metrics; nothing
+  else is contacted, and an endpoint that is down, slow or broken is a note, not an error.
   each process with RSS, PSS and USS (smaps_rollup); kernel memory by kind; each held map
   with memlock and charge. A map is charged to the cgroup of the process that CREATED it:
   a map pinned before this cgroup's processes started (left by an earlier incarnation of
@@ -28,6 +36,9 @@ examples:
   bpfmem pod --container 3f2a9c1e7b4d --format json
   bpfmem pod --cgroup /kubepods/burstable/pod1234/3f2a...   (as /proc/PID/cgroup names it)
   bpfmem pod --cgroup X --after new/agent.o --before old/agent.o   headroom after upgrading
+  bpfmem pod --pid 4242 --metrics-url http://127.0.0.1:9962/metrics
+  bpfmem pod --container 3f2a --metrics-url 4242=http://10.0.0.7:9962/metrics \
+             --pprof-url 4242=http://10.0.0.7:6060/debug/pprof/heap
   bpfmem pod --pid 4242 --trace 60s --interval 100ms -o trace.jsonl --plot trace.html
   bpfmem pod --trace 30s --limit 128Mi --plot startup.png -- ./agent --flags
         (starts ./agent in a fresh scratch cgroup and traces it from its first instant)
@@ -61,6 +72,17 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-entries", action="store_true",
                    help="do not count the maps' entries (faster; maps that allocate on "
                         "insert are then sized empty)")
+    g = p.add_argument_group("Go processes (their runtime's view)")
+    g.add_argument("--metrics-url", action="append", metavar="[PID=]URL",
+                   help="the Go runtime's Prometheus /metrics: URL for the one --pid (or the "
+                        "pod's largest Go process), PID=URL to name several (repeat)")
+    g.add_argument("--pprof-url", action="append", metavar="[PID=]URL",
+                   help="its /debug/pprof/heap, for the top allocation sites (default: next "
+                        "to a /metrics found on loopback)")
+    g.add_argument("--no-discover", action="store_true",
+                   help="do not look for a loopback listener serving /metrics")
+    g.add_argument("--no-go", action="store_true",
+                   help="skip the per-process detail (smaps by class, Go runtime)")
     up = p.add_argument_group("headroom after an upgrade")
     up.add_argument("--after", nargs="+", metavar="NEW.o",
                     help="the new release's object(s): add what its maps charge at start")
@@ -118,7 +140,35 @@ def _check(args) -> list[str]:
             parse_container_id(args.container)
         except ValueError as e:
             raise Usage(str(e)) from None
+    if args.no_go and (args.metrics_url or args.pprof_url):
+        raise Usage("--no-go leaves out the Go runtime: drop --metrics-url/--pprof-url")
     return cmd
+
+
+def _endpoints(args) -> dict:
+    """pid (None: the pod's Go process) -> Endpoints, from --metrics-url/--pprof-url."""
+    from .host.goproc import Endpoints
+    found: dict = {}
+    for opt, field in (("metrics_url", "metrics"), ("pprof_url", "pprof")):
+        plain = []
+        for item in getattr(args, opt) or []:
+            head, sep, url = item.partition("=")
+            if sep and head.isdigit():
+                pid = int(head)
+            else:
+                pid, url = None, item
+                plain.append(url)
+            if not url.startswith(("http://", "https://")):
+                raise Usage(f"--{opt.replace('_', '-')}: not an http:// URL: {url}")
+            if pid is None and args.pid is not None:
+                pid = args.pid
+            cur = found.get(pid, {})
+            cur[field] = url
+            found[pid] = cur
+        if len(plain) > 1:
+            raise Usage(f"--{opt.replace('_', '-')}: several URLs without PID=: name the "
+                        "process of each (PID=URL)")
+    return {pid: Endpoints(**v) for pid, v in found.items()}
 
 
 def cmd_pod(args) -> int:
@@ -128,7 +178,8 @@ def cmd_pod(args) -> int:
     from . import api
     prof = api.profile()
     view = api.pod_view(cgroup=args.cgroup, pid=args.pid, container=args.container,
-                        entries=not args.no_entries, profile=prof)
+                        entries=not args.no_entries, profile=prof, go=not args.no_go,
+                        endpoints=_endpoints(args), discover=not args.no_discover)
     headroom = None
     if args.after:
         from .cli import expand_objects
@@ -192,7 +243,8 @@ def _trace(args, cmd: list[str]) -> int:
         doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
                             command=cmd or None, duration=args.trace, interval=interval,
                             limit=limit, entries=False, command_output=_stderr_fd(),
-                            on_sample=say, profile=api.profile())
+                            on_sample=say, profile=api.profile(), go=not args.no_go,
+                            endpoints=_endpoints(args), discover=not args.no_discover)
     finally:
         signal.signal(signal.SIGTERM, old)
         if status is not None:

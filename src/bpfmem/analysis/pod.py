@@ -12,6 +12,12 @@ kernel          the cgroup's kernel memory minus the maps below: v2 ``kernel`` (
 maps            the model's memcg charge (:func:`bpfmem.model.estimate.estimate`) of the maps
                 that the cgroup's processes hold and that were (probably) created here
 sock            v2 only (v1 counts TCP buffers apart from usage)
+go_*, binary    for Go processes (:mod:`bpfmem.analysis.gosplit`), taken out of the two
+                above: heap in use, freed not returned (or the heap arenas whole, without
+                the runtime's figures), stacks and runtime metadata out of "processes";
+                the executables' resident text/rodata/data out of "page cache" (once per
+                executable file). Each is capped at what is left of the part it comes from,
+                so the parts still add up to usage.
 unexplained     usage minus all of the above: the cgroup's counters are per-CPU batched, so
                 usage and memory.stat disagree by up to a few pages per CPU; and maps whose
                 model charge exceeds the kernel figure push it below zero
@@ -28,10 +34,11 @@ the evidence used here: such a map is reported as "charged elsewhere" and left o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model.kernel import KernelProfile
 from ..uapi import map_type_name
+from .gosplit import GoSplit, go_split
 from .live import check_map
 
 __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
@@ -39,7 +46,11 @@ __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS"
            "Headroom", "HeadroomLine", "headroom_after", "PIN_COMPAT", "kernel_name"]
 
 # the stacked parts, bottom to top, with their labels
-COMPONENTS = (("processes", "processes (anon)"), ("page_cache", "page cache"),
+COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not returned"),
+              ("go_arenas", "Go heap arenas"), ("go_stacks", "Go stacks"),
+              ("go_runtime", "Go runtime metadata"),
+              ("processes", "processes (anon)"), ("binary", "Go binary pages"),
+              ("page_cache", "page cache"),
               ("kernel", "kernel (not maps)"), ("maps", "BPF maps"), ("sock", "sockets"),
               ("unexplained", "unexplained"))
 PIN_COMPAT = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
@@ -109,6 +120,8 @@ class PodView:
     maps_unknown: int            # held maps the model cannot size
     totals: dict                 # sums over processes: rss, pss, uss, pss_anon, swap
     notes: tuple[str, ...]
+    go: tuple = ()               # GoSplit of each Go process, largest first
+    details: dict = field(default_factory=dict)   # pid -> ProcDetail read with the view
 
     def component(self, key: str) -> int | None:
         return next((c.bytes for c in self.components if c.key == key), None)
@@ -220,10 +233,15 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     sock = cg.sock if cg.version == 2 else None
     parts = {"processes": cg.anon, "page_cache": cg.file, "kernel": kernel_other,
              "maps": maps_part, "sock": sock}
+    details = dict(getattr(sample, "details", None) or {})
+    splits = sorted((x for x in (go_split(d) for d in details.values()) if x is not None),
+                    key=lambda x: -x.rss)
+    go_keys = _carve_go(parts, splits, details) if splits else ()
     known = sum(v for v in parts.values() if v is not None)
     parts["unexplained"] = cg.usage - known
     comps = tuple(Component(k, label, parts[k]) for k, label in COMPONENTS
-                  if not (k == "sock" and cg.version == 1))
+                  if not (k == "sock" and cg.version == 1)
+                  and (not k.startswith("go_") and k != "binary" or k in go_keys))
     missing = [label for k, label in COMPONENTS if k in ("processes", "page_cache", "kernel")
                and parts[k] is None and not (k == "kernel" and here)]
     if missing:
@@ -251,7 +269,42 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
         None if cg.limit is None else cg.limit - cg.usage, cg.peak, comps,
         tuple(_kernel_kinds(cg)), tuple(procs),
         tuple(sorted(rows, key=lambda r: (not r.charged_here, -(r.charged or 0), r.id))),
-        here, elsewhere, unknown, totals, tuple(notes))
+        here, elsewhere, unknown, totals, tuple(notes), tuple(splits), details)
+
+
+def _carve_go(parts: dict, splits: list[GoSplit], details: dict) -> tuple[str, ...]:
+    """Take the Go processes' parts out of "processes" and "page cache" (in place); the
+    keys added. A part is capped at what is left of the one it comes from."""
+    sums = {"go_heap": 0, "go_free": 0, "go_arenas": 0, "go_stacks": 0, "go_runtime": 0}
+    for x in splits:
+        sums["go_heap"] += x.part("heap_inuse") or 0
+        sums["go_free"] += x.part("heap_free") or 0
+        sums["go_arenas"] += x.part("go_arenas") or 0
+        sums["go_stacks"] += x.part("stacks") or 0
+        sums["go_runtime"] += x.part("runtime") or 0
+    binary: dict = {}      # one executable file mapped by several processes: counted once
+    for x in splits:
+        c = details[x.pid].classes
+        key = details[x.pid].exe or x.pid
+        binary[key] = max(binary.get(key, 0), c.binary_text + c.binary_rodata + c.binary_data)
+    keys = [k for k in sums if k != "go_arenas" or sums[k]]
+    if not any(x.part("heap_inuse") is not None for x in splits):
+        keys = [k for k in keys if k not in ("go_heap", "go_free", "go_runtime")]
+    if parts["processes"] is not None:
+        left = parts["processes"]
+        for k in keys:
+            take = max(0, min(sums[k], left))
+            parts[k] = take
+            left -= take
+        parts["processes"] = left
+    else:
+        keys = []
+    if parts["page_cache"] is not None:
+        take = max(0, min(sum(binary.values()), parts["page_cache"]))
+        parts["binary"] = take
+        parts["page_cache"] -= take
+        keys.append("binary")
+    return tuple(keys)
 
 
 # ---- over time ----

@@ -25,6 +25,7 @@ from bpfmem.errors import HostError
 from bpfmem.host import procfs
 from bpfmem.host.cgroup import (CgroupMemory, ScratchCgroup, read_cgroup_memory,
                                 read_subtree_procs, scratch_cgroup)
+from bpfmem.host.goproc import GoProber
 from bpfmem.host.live import LiveMap, walk_pins, maps_held_by
 
 __all__ = ["ProcMem", "Pin", "PodSample", "PodSampler", "read_proc_mem", "boot_seconds",
@@ -71,6 +72,7 @@ class PodSample:
     pins: dict = field(default_factory=dict)   # map id -> tuple[Pin, ...]
     skipped: int = 0                      # processes or maps gone meanwhile
     bpffs: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)   # pid -> goproc.ProcDetail (with ``go``)
 
 
 def _start_time(pid: int, root: str) -> float | None:
@@ -140,7 +142,7 @@ class PodSampler:
 
     def __init__(self, fs_path: str, *, entries: bool = False, entry_time_bound: float = 0.5,
                  smaps: bool = True, maps: bool = True, pins: bool = True,
-                 root: str = "/"):
+                 root: str = "/", go: GoProber | None = None):
         self.fs_path = fs_path
         self.entries = entries
         self.entry_time_bound = entry_time_bound
@@ -152,6 +154,7 @@ class PodSampler:
         self._pin_ids: frozenset[int] | None = None
         self._pin_cache: dict[int, tuple[Pin, ...]] = {}
         self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
+        self.go = go      # reads each process in detail (smaps by class, Go runtime)
 
     def sample(self) -> PodSample:
         # maps before the cgroup's counters: a map created in between is then in the
@@ -174,6 +177,7 @@ class PodSampler:
                 skipped += 1
             else:
                 procs.append(pm)
+        details = self.go.read_all(procs, smaps=self.smaps) if self.go is not None else {}
         pins: dict = {}
         if self.pins and maps:
             ids = frozenset(m.id for m in maps)
@@ -182,7 +186,7 @@ class PodSampler:
                 self._pin_ids = ids
             pins = {i: p for i, p in self._pin_cache.items() if i in ids}
         return PodSample(t, wall, time.monotonic() - t, cg, tuple(procs), maps, pins,
-                         skipped, tuple(self._bpffs))
+                         skipped, tuple(self._bpffs), details)
 
 
 def sample_loop(sample: Callable[[], PodSample], duration: float, interval: float, *,

@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict
 from typing import IO, Any
 
+from ..analysis.gosplit import PARTS as GO_PARTS
 from ..analysis.pod import COMPONENTS, Headroom, PodView, TracePoint, TraceSummary
 
 SCHEMA = "bpfmem/pod/v1"
@@ -16,7 +17,13 @@ TRACE_SCHEMA = "bpfmem/pod-trace/v1"
 MiB = 1 << 20
 
 # the chart's parts, bottom to top (sockets go with kernel; unexplained on top)
-_PLOT_PARTS = (("processes", "processes (anon)", "#4C78A8"),
+_PLOT_PARTS = (("go_heap", "Go heap in use", "#1F4E79"),
+               ("go_free", "Go heap freed, not returned", "#9ECAE9"),
+               ("go_arenas", "Go heap arenas", "#2E6DA4"),
+               ("go_stacks", "Go stacks", "#54A24B"),
+               ("go_runtime", "Go runtime metadata", "#88D27A"),
+               ("processes", "processes (anon)", "#4C78A8"),
+               ("binary", "Go binary pages", "#E45756"),
                ("page_cache", "page cache", "#72B7B2"),
                ("kernel", "kernel (not maps)", "#B279A2"),
                ("maps", "BPF maps", "#F58518"),
@@ -33,7 +40,41 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{x * 100:.0f}%"
 
 
+def qty(n: int | None) -> str:
+    """Kubernetes-quantity style (612Mi, 1.5Gi, 310Ki), to paste back as input."""
+    if n is None:
+        return "?"
+    sign, n = ("-", -n) if n < 0 else ("", n)
+    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= size:
+            x = n / size
+            return sign + (f"{x:.0f}{unit}" if x >= 100 or x == int(x) else f"{x:.1f}{unit}")
+    return f"{sign}{n}"
+
+
 # ---- documents ----
+
+def go_record(split, detail) -> dict:
+    """One Go process: its split (parts add up to rss), settings, runtime figures, top
+    allocation sites, where it all came from."""
+    st = split.settings
+    return {
+        "pid": split.pid, "exe": detail.exe, "go_version": split.version,
+        "main_package": detail.go.path if detail.go else None,
+        "rss": split.rss, "parts": dict(split.parts), "source": split.source,
+        "settings": {"GOGC": st.gogc, "GOGC_from": st.gogc_source,
+                     "GOMEMLIMIT": st.memlimit, "GOMEMLIMIT_from": st.memlimit_source,
+                     "madvdontneed": st.madvdontneed, "env": dict(detail.env),
+                     "implications": list(st.implications)},
+        "smaps": asdict(detail.classes) if detail.classes is not None else None,
+        "runtime": asdict(detail.figures) if detail.figures is not None else None,
+        "heap_profile": None if detail.top is None else {
+            "url": detail.pprof_url, "inuse_space": detail.pprof_total,
+            "top": [asdict(t) for t in detail.top]},
+        "notes": list(split.notes) + list(detail.notes),
+    }
+
+
 
 def view_record(view: PodView) -> dict:
     return {
@@ -48,6 +89,7 @@ def view_record(view: PodView) -> dict:
                  for m in view.maps],
         "maps_charged_here": view.maps_here, "maps_charged_elsewhere": view.maps_elsewhere,
         "maps_not_modelled": view.maps_unknown,
+        "go": [go_record(x, view.details[x.pid]) for x in view.go],
         "notes": list(view.notes),
     }
 
@@ -172,6 +214,8 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
     p.add_row("", "[b]total[/b]", _mib(tot.get("rss")), _mib(tot.get("pss")),
               _mib(tot.get("uss")), _mib(tot.get("pss_anon")), "")
     con.print(p)
+    for g in doc.get("go") or []:
+        _go_table(con, g)
     if doc["maps"]:
         m = Table(title="BPF maps held by these processes", title_justify="left", box=None,
                   pad_edge=False)
@@ -210,6 +254,61 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
             con.print(f"  note: {n}")
 
 
+def _go_table(con, g: dict) -> None:
+    from rich.table import Table
+    labels = dict(GO_PARTS)
+    t = Table(title=f"Go process {g['pid']} ({g.get('exe') or '?'}, "
+                    f"{g.get('go_version') or 'Go version unknown'}): RSS {qty(g['rss'])}, "
+                    f"figures from {g['source']}",
+              title_justify="left", box=None, pad_edge=False)
+    t.add_column("part")
+    t.add_column("bytes", justify="right")
+    t.add_column("size", justify="right")
+    t.add_column("of RSS", justify="right")
+    for k, v in g["parts"].items():
+        t.add_row(labels.get(k, k), f"{v:,}", qty(v), _pct(v / g["rss"] if g["rss"] else None))
+    t.add_row("[b]RSS (smaps)[/b]", f"[b]{g['rss']:,}[/b]", f"[b]{qty(g['rss'])}[/b]", "100%")
+    con.print(t)
+    for line in g["settings"]["implications"]:
+        con.print(f"  {line}")
+    hp = g.get("heap_profile")
+    if hp and hp["top"]:
+        con.print(f"  top allocation sites by inuse_space ({hp['url']}, "
+                  f"{qty(hp['inuse_space'])} sampled):")
+        for f in hp["top"][:5]:
+            if f["flat"] > 0:
+                con.print(f"    {qty(f['flat']):>7}  {f['name']}")
+    for n in g["notes"]:
+        con.print(f"  note: {n}")
+
+
+def peak_explained(doc: dict) -> str | None:
+    """'peak 612Mi at 4.1 s: Go heap 410Mi of which 180Mi freed but not yet returned, maps
+    150Mi, ...': the largest parts of the usage at the peak."""
+    pk = (doc.get("summary") or {}).get("peak")
+    if not pk:
+        return None
+    parts = dict(pk.get("parts") or {})
+    labels = dict(COMPONENTS)
+    items = []
+    heap = (parts.pop("go_heap", None) or 0) + (parts.pop("go_free", None) or 0)
+    free = (pk.get("parts") or {}).get("go_free") or 0
+    if heap:
+        items.append((heap, f"Go heap {qty(heap)}" + (
+            f" of which {qty(free)} freed but not yet returned" if free else "")))
+    names = {"maps": "maps", "processes": "other process memory", "page_cache": "page cache",
+             "kernel": "kernel", "go_stacks": "Go stacks", "go_runtime": "Go runtime",
+             "go_arenas": "Go heap arenas", "binary": "binary pages", "sock": "sockets"}
+    for k, v in parts.items():
+        if k == "unexplained" or not v or v <= 0:
+            continue
+        items.append((v, f"{names.get(k, labels.get(k, k))} {qty(v)}"))
+    items.sort(key=lambda x: -x[0])
+    floor = pk["usage"] * 0.03
+    shown = [text for v, text in items if v >= floor][:5]
+    return f"peak {qty(pk['usage'])} at {pk['t']:.1f} s: " + ", ".join(shown)
+
+
 def trace_headline(doc: dict) -> str:
     s = doc["summary"]
     pk = s.get("peak")
@@ -233,6 +332,9 @@ def render_trace_table(doc: dict, out: IO[str], width: int | None = None) -> Non
               + (f": {' '.join(doc['command'])}" if doc.get("command") else ""))
     con.print(trace_headline(doc))
     pk = (doc["summary"] or {}).get("peak")
+    why = peak_explained(doc)
+    if why and any(k.startswith("go_") for k in (pk or {}).get("parts", {})):
+        con.print(why)
     if pk:
         t = Table(title=f"at the peak ({pk['t']:.2f}s)", title_justify="left", box=None,
                   pad_edge=False)
@@ -264,6 +366,12 @@ def _plotly():
     return go, pio, get_plotlyjs
 
 
+def _wrap(text: str, width: int) -> str:
+    import html as _html
+    import textwrap
+    return "<br>".join(_html.escape(x) for x in textwrap.wrap(text, width))
+
+
 def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
     """The stacked chart of a trace: usage split into its parts over time, the limit, and
     the peak marked."""
@@ -279,6 +387,9 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
                 v += s["parts"].get("sock") or 0
             ys.append(max(v, 0) / MiB)
         if key == "unexplained" and not any(y > 0.05 for y in ys):
+            continue
+        if key not in ("processes", "page_cache", "kernel", "maps") and not any(
+                key in x["parts"] for x in samples):
             continue
         fig.add_trace(go.Scatter(
             x=ts, y=ys, name=label + (" + sockets" if key == "kernel" and any(
@@ -305,8 +416,12 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
             marker=dict(size=11, color="#D62728", symbol="diamond",
                         line=dict(color="white", width=1.5)),
             hovertemplate="peak %{y:.1f} MiB at %{x:.2f}s<extra></extra>"))
+        label = f"peak {pk['usage'] / MiB:.1f} MiB at {pk['t']:.2f}s{share}"
+        if any(k.startswith("go_") for k in pk.get("parts", {})):
+            why = peak_explained(doc) or ""
+            label += "<br>" + _wrap(why[why.find(": ") + 2:], 60)
         fig.add_annotation(x=pk["t"], y=pk["usage"] / MiB, ax=70, ay=40,
-                           text=f"peak {pk['usage'] / MiB:.1f} MiB at {pk['t']:.2f}s{share}",
+                           text=label, align="left",
                            showarrow=True, arrowhead=2, arrowcolor="#D62728",
                            font=dict(color="#D62728", size=13), bgcolor="rgba(255,255,255,0.9)",
                            bordercolor="#D62728", borderpad=3, xanchor="left")

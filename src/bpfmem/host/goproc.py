@@ -1,0 +1,236 @@
+"""One process read in detail, from outside and without changing it: its smaps by class,
+whether its executable is a Go program (and which Go), the Go settings in its environment,
+and, when it serves them, its runtime's own figures (Prometheus ``/metrics``) and heap
+profile (``/debug/pprof/heap``).
+
+Endpoints are the ones the user named, or found: a TCP listener the process itself holds
+that is reachable on loopback (bound to 127.0.0.1, ::1 or any address) in our own network
+namespace, asked for ``/metrics``. Nothing else is contacted. Every failure (endpoint down,
+slow, garbage, huge; no prometheus_client) becomes a note on the reading, never an error.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import BpfmemError
+from ..parse.gobuildinfo import GoBuildInfo, parse_go_buildinfo
+from ..parse.gometrics import GoRuntimeFigures, parse_go_metrics
+from ..parse.pprof import TopFunction, parse_pprof, top_functions
+from . import httpget
+from .listeners import read_listeners, same_netns
+from .smaps import MemClasses, classify_mappings, read_environ, read_exe, read_smaps
+
+__all__ = ["Endpoints", "ProcDetail", "GoProber", "read_go_buildinfo", "GO_ENV"]
+
+GO_ENV = ("GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS")
+_RETRY_AFTER = 5.0          # seconds an endpoint that failed is left alone in a trace
+_DISCOVER_EVERY = 1.0       # seconds between looks for a listener that was not there yet
+_MAX_PROBES = 8             # listeners tried per look
+_PROBE_TIMEOUT = 0.5
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where to read one process's runtime (None: find it, when ``discover``)."""
+    metrics: str | None = None
+    pprof: str | None = None
+
+
+@dataclass(frozen=True)
+class ProcDetail:
+    pid: int
+    exe: str | None
+    go: GoBuildInfo | None               # None: not a Go binary (or unreadable: see notes)
+    classes: MemClasses | None
+    env: dict = field(default_factory=dict)        # GOGC, GOMEMLIMIT, GODEBUG, GOMAXPROCS
+    figures: GoRuntimeFigures | None = None
+    metrics_url: str | None = None
+    top: tuple[TopFunction, ...] | None = None
+    pprof_url: str | None = None
+    pprof_total: int | None = None       # inuse_space over all samples
+    notes: tuple[str, ...] = ()
+
+
+def read_go_buildinfo(path: str) -> GoBuildInfo | None:
+    """The build info of an executable file (mapped, not read: binaries are big)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return parse_go_buildinfo(m)
+
+
+class GoProber:
+    """Reads :class:`ProcDetail` for processes again and again: build info cached per
+    executable file, discovered endpoints cached per process, failing endpoints left alone
+    for a few seconds (a trace must not stall on them)."""
+
+    def __init__(self, endpoints: dict | None = None, *, discover: bool = True,
+                 pprof: bool = False, timeout: float = httpget.TIMEOUT,
+                 max_bytes: int = httpget.MAX_BODY, root: str = "/"):
+        """``endpoints``: pid -> :class:`Endpoints`; the key None names the endpoints of
+        "the" Go process of the pod (the largest one, when there are several)."""
+        eps = dict(endpoints or {})
+        self.default: Endpoints | None = eps.pop(None, None)
+        self.default_pid: int | None = None
+        self.endpoints: dict = eps
+        self.discover = discover
+        self.pprof = pprof
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.root = root
+        self._builds: dict = {}
+        self._found: dict[int, str | None] = {}
+        self._looked: dict[int, float] = {}
+        self._failed: dict[str, tuple[float, str]] = {}
+
+    # ---- pieces ----
+
+    def _build(self, pid: int, notes: list[str]):
+        try:
+            exe = read_exe(pid, self.root)
+        except OSError as e:
+            notes.append(f"executable unreadable: {e.strerror or e}")
+            return None, None
+        key = (exe.dev, exe.inode, exe.size, exe.mtime)
+        if key not in self._builds:
+            try:
+                self._builds[key] = read_go_buildinfo(exe.open_path)
+            except (OSError, ValueError) as e:
+                notes.append(f"cannot read {exe.path}: {getattr(e, 'strerror', None) or e}")
+                return exe, None
+            except BpfmemError as e:
+                notes.append(f"{exe.path}: Go build info unreadable: {e}")
+                self._builds[key] = None
+        return exe, self._builds[key]
+
+    def _get(self, url: str, *, loopback_only: bool, notes: list[str],
+             timeout: float | None = None) -> bytes | None:
+        now = time.monotonic()
+        failed = self._failed.get(url)
+        if failed is not None and now - failed[0] < _RETRY_AFTER:
+            notes.append(failed[1] + " (not asked again for a few seconds)")
+            return None
+        try:
+            body = httpget.http_get(url, timeout=timeout or self.timeout,
+                                    max_bytes=self.max_bytes, loopback_only=loopback_only)
+        except BpfmemError as e:
+            self._failed[url] = (time.monotonic(), str(e))
+            notes.append(str(e))
+            return None
+        self._failed.pop(url, None)
+        return body
+
+    def _discover(self, pid: int, notes: list[str]) -> tuple[str | None, bytes | None]:
+        """A loopback /metrics of ``pid`` (and the body it just gave, when asked now)."""
+        now = time.monotonic()
+        if pid in self._found and (self._found[pid] is not None
+                                   or now - self._looked.get(pid, 0) < _DISCOVER_EVERY):
+            return self._found[pid], None
+        self._looked[pid] = now
+        self._found[pid] = None
+        if same_netns(pid, self.root) is False:
+            notes.append("its network namespace is not ours: its loopback listeners cannot "
+                         "be reached from here (name the endpoint: --metrics-url)")
+            return None, None
+        try:
+            listeners = [s for s in read_listeners(pid, self.root) if s.loopback_reachable]
+        except OSError as e:
+            notes.append(f"its sockets are unreadable: {e.strerror or e}")
+            return None, None
+        for s in listeners[:_MAX_PROBES]:
+            host = s.connect_host
+            url = f"http://{'[' + host + ']' if ':' in host else host}:{s.port}/metrics"
+            quiet: list[str] = []
+            body = self._get(url, loopback_only=True, notes=quiet, timeout=_PROBE_TIMEOUT)
+            if body is None:
+                continue
+            try:
+                parse_go_metrics(body.decode(errors="replace"))
+            except BpfmemError:
+                continue
+            self._found[pid] = url
+            return url, body
+        notes.append("no loopback listener of it serves Go /metrics"
+                     + (f" (tried {len(listeners[:_MAX_PROBES])})" if listeners else
+                        " (it listens on no loopback TCP port)"))
+        return None, None
+
+    # ---- readings ----
+
+    def read_all(self, procs, *, smaps: bool = True) -> dict:
+        """pid -> ProcDetail for ``procs`` (ProcMem-like: pid, rss); gone ones left out."""
+        if self.default is not None and self.default_pid is None:
+            for p in sorted(procs, key=lambda p: -(p.rss or 0)):
+                if self._build(p.pid, [])[1] is not None:
+                    self.default_pid = p.pid
+                    break
+        out = {}
+        for p in procs:
+            d = self.read(p.pid, smaps=smaps)
+            if d is not None:
+                out[p.pid] = d
+        return out
+
+    def read(self, pid: int, *, smaps: bool = True) -> ProcDetail | None:
+        """``pid`` in detail; None when it has gone."""
+        notes: list[str] = []
+        exe, build = self._build(pid, notes)
+        classes = None
+        if smaps:
+            try:
+                maps = read_smaps(pid, self.root)
+            except (FileNotFoundError, ProcessLookupError):
+                return None
+            except OSError as e:
+                notes.append(f"smaps unreadable: {e.strerror or e}")
+            else:
+                classes, _ = classify_mappings(
+                    maps, exe.path if exe else None, (exe.dev, exe.inode) if exe else None,
+                    go=build is not None)
+        env: dict = {}
+        if build is not None:
+            try:
+                raw = read_environ(pid, self.root)
+                env = {k: raw[k] for k in GO_ENV if k in raw}
+            except OSError:
+                notes.append("environment unreadable: Go settings unknown")
+        ep = self.endpoints.get(pid) or (self.default if pid == self.default_pid
+                                         else None) or Endpoints()
+        figures = top = pprof_total = None
+        metrics_url = ep.metrics
+        named = metrics_url is not None
+        body = None
+        if metrics_url is None and build is not None and self.discover:
+            metrics_url, body = self._discover(pid, notes)
+        if metrics_url is not None:
+            if body is None:
+                body = self._get(metrics_url, loopback_only=not named, notes=notes)
+            if body is not None:
+                try:
+                    figures = parse_go_metrics(body.decode(errors="replace"))
+                except BpfmemError as e:
+                    notes.append(f"{metrics_url}: {e}")
+        pprof_url = ep.pprof
+        if (pprof_url is None and self.pprof and figures is not None
+                and metrics_url.endswith("/metrics")):
+            pprof_url = metrics_url[:-len("/metrics")] + "/debug/pprof/heap"
+        if pprof_url is not None:
+            body = self._get(pprof_url, loopback_only=ep.pprof is None, notes=notes)
+            if body is not None:
+                try:
+                    prof = parse_pprof(body)
+                    kind = ("inuse_space" if ("inuse_space", "bytes") in prof.sample_types
+                            else None)
+                    top = tuple(top_functions(prof, kind, n=10))
+                    idx = prof.index_of(kind)
+                    pprof_total = sum(v[idx] for _l, v in prof.samples if idx < len(v))
+                except BpfmemError as e:
+                    notes.append(f"{pprof_url}: {e}")
+        return ProcDetail(pid, exe.path if exe else None, build, classes, env, figures,
+                          metrics_url, top, pprof_url, pprof_total, tuple(notes))

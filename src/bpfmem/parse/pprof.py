@@ -1,0 +1,215 @@
+"""A pprof profile (``/debug/pprof/heap``): gzipped protobuf, decoded here without a protobuf
+library (pure: bytes in).
+
+Only what a heap profile's top list needs is read from ``profile.proto``: ``sample_type``
+(1), ``sample`` (2: location ids, values), ``location`` (4: id, lines), ``function`` (5: id,
+name), ``string_table`` (6) and ``default_sample_type`` (14). A location with several lines
+is inlined code: its first line is the innermost function, as pprof counts it.
+
+:func:`top_functions` mirrors ``go tool pprof -top`` at function granularity: a sample's
+value is "flat" for the innermost function of its first location and "cum" once for every
+distinct function on its stack.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from dataclasses import dataclass
+
+from ..errors import ParseError
+
+__all__ = ["Profile", "TopFunction", "parse_pprof", "top_functions", "MAX_PROFILE"]
+
+MAX_PROFILE = 64 << 20      # bytes of decompressed protobuf accepted
+
+
+@dataclass(frozen=True)
+class Profile:
+    sample_types: tuple[tuple[str, str], ...]        # (type, unit): ("inuse_space", "bytes")
+    samples: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]   # (location ids, values)
+    locations: dict                                  # id -> tuple of function ids, innermost first
+    functions: dict                                  # id -> name
+    default_sample_type: str | None
+
+    def index_of(self, sample_type: str | None) -> int:
+        names = [t for t, _u in self.sample_types]
+        want = sample_type or self.default_sample_type
+        if want is None:
+            return len(names) - 1     # pprof's default: the last sample type
+        if want not in names:
+            raise ParseError(f"no sample type {want!r} in the profile (has {', '.join(names)})",
+                             section="pprof")
+        return names.index(want)
+
+
+@dataclass(frozen=True)
+class TopFunction:
+    name: str
+    flat: int
+    cum: int
+
+
+def _err(what: str, pos: int) -> ParseError:
+    return ParseError(what, section="pprof", offset=pos)
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    n = len(buf)
+    while True:
+        if pos >= n:
+            raise _err("truncated varint", pos)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise _err("varint longer than 10 bytes", pos)
+
+
+def _fields(buf: bytes):
+    """(field number, wire type, value) of one message; value is an int for varints and
+    fixed widths, bytes for length-delimited fields."""
+    pos, n = 0, len(buf)
+    while pos < n:
+        key, pos = _varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, pos = _varint(buf, pos)
+        elif wt == 1:
+            if pos + 8 > n:
+                raise _err("truncated fixed64", pos)
+            v, pos = int.from_bytes(buf[pos:pos + 8], "little"), pos + 8
+        elif wt == 2:
+            ln, pos = _varint(buf, pos)
+            if ln > n - pos:
+                raise _err(f"field {num} of {ln} bytes runs past its message", pos)
+            v, pos = buf[pos:pos + ln], pos + ln
+        elif wt == 5:
+            if pos + 4 > n:
+                raise _err("truncated fixed32", pos)
+            v, pos = int.from_bytes(buf[pos:pos + 4], "little"), pos + 4
+        else:
+            raise _err(f"wire type {wt} (field {num})", pos)
+        yield num, wt, v
+
+
+def _ints(wt: int, v, out: list, signed: bool = False) -> None:
+    """A repeated integer field, packed (one length-delimited run) or not."""
+    if wt == 2:
+        pos = 0
+        while pos < len(v):
+            x, pos = _varint(v, pos)
+            out.append(x - (1 << 64) if signed and x >= 1 << 63 else x)
+    elif wt == 0:
+        out.append(v - (1 << 64) if signed and v >= 1 << 63 else v)
+
+
+def _decompress(data: bytes) -> bytes:
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as g:
+            out = g.read(MAX_PROFILE + 1)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ParseError(f"bad gzip: {e}", section="pprof") from None
+    if len(out) > MAX_PROFILE:
+        raise ParseError(f"profile larger than {MAX_PROFILE >> 20} MiB decompressed",
+                         section="pprof")
+    return out
+
+
+def parse_pprof(data: bytes) -> Profile:
+    """A profile from its bytes (gzipped or not). ParseError for anything else."""
+    buf = _decompress(bytes(data))
+    strings: list[str] = []
+    types_raw: list[tuple[int, int]] = []
+    samples_raw: list[tuple[bytes]] = []
+    locations: dict[int, tuple[int, ...]] = {}
+    functions_raw: dict[int, int] = {}
+    default_type = None
+    for num, wt, v in _fields(buf):
+        if num == 6 and wt == 2:
+            strings.append(bytes(v).decode(errors="replace"))
+        elif num == 1 and wt == 2:
+            t = u = 0
+            for n2, w2, v2 in _fields(v):
+                if n2 == 1 and w2 == 0:
+                    t = v2
+                elif n2 == 2 and w2 == 0:
+                    u = v2
+            types_raw.append((t, u))
+        elif num == 2 and wt == 2:
+            samples_raw.append(v)
+        elif num == 4 and wt == 2:
+            lid, funcs = 0, []
+            for n2, w2, v2 in _fields(v):
+                if n2 == 1 and w2 == 0:
+                    lid = v2
+                elif n2 == 4 and w2 == 2:
+                    fid = next((v3 for n3, w3, v3 in _fields(v2) if n3 == 1 and w3 == 0), 0)
+                    funcs.append(fid)
+            locations[lid] = tuple(funcs)
+        elif num == 5 and wt == 2:
+            fid = name = 0
+            for n2, w2, v2 in _fields(v):
+                if n2 == 1 and w2 == 0:
+                    fid = v2
+                elif n2 == 2 and w2 == 0:
+                    name = v2
+            functions_raw[fid] = name
+        elif num == 14 and wt == 0:
+            default_type = v
+    if not strings and not samples_raw:
+        raise ParseError("not a pprof profile (no strings, no samples)", section="pprof")
+
+    def s(i: int) -> str:
+        if not 0 <= i < len(strings):
+            raise ParseError(f"string index {i} outside the table of {len(strings)}",
+                             section="pprof")
+        return strings[i]
+
+    samples = []
+    for raw in samples_raw:
+        locs: list[int] = []
+        vals: list[int] = []
+        for n2, w2, v2 in _fields(raw):
+            if n2 == 1:
+                _ints(w2, v2, locs)
+            elif n2 == 2:
+                _ints(w2, v2, vals, signed=True)
+        samples.append((tuple(locs), tuple(vals)))
+    return Profile(tuple((s(t), s(u)) for t, u in types_raw), tuple(samples), locations,
+                   {fid: s(n) for fid, n in functions_raw.items()},
+                   s(default_type) if default_type else None)
+
+
+def top_functions(prof: Profile, sample_type: str | None = None,
+                  n: int | None = 10) -> list[TopFunction]:
+    """Functions by flat value of ``sample_type`` (default: the profile's default, else the
+    last type, as pprof chooses: ``inuse_space`` for a Go heap profile), largest first."""
+    idx = prof.index_of(sample_type)
+    flat: dict[str, int] = {}
+    cum: dict[str, int] = {}
+    for locs, vals in prof.samples:
+        if idx >= len(vals):
+            continue
+        v = vals[idx]
+        if not v:
+            continue
+        stack = []
+        for lid in locs:
+            for fid in prof.locations.get(lid, ()):
+                stack.append(prof.functions.get(fid, f"<function {fid}>"))
+        if not stack:
+            stack = ["<unknown>"]
+        flat[stack[0]] = flat.get(stack[0], 0) + v
+        for name in set(stack):
+            cum[name] = cum.get(name, 0) + v
+    names = sorted(cum, key=lambda k: (-flat.get(k, 0), k))   # pprof's flat-then-name order
+    out = [TopFunction(k, flat.get(k, 0), cum[k]) for k in names]
+    return out if n is None else out[:n]
