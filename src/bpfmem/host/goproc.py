@@ -216,6 +216,7 @@ class GoProber:
                     figures = parse_go_metrics(body.decode(errors="replace"))
                 except BpfmemError as e:
                     notes.append(f"{metrics_url}: {e}")
+                    self._failed[metrics_url] = (time.monotonic(), notes[-1])
         pprof_url = ep.pprof
         if (pprof_url is None and self.pprof and figures is not None
                 and metrics_url.endswith("/metrics")):

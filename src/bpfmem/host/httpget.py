@@ -84,7 +84,9 @@ def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
     except ConnectionRefusedError:
         raise HostError(f"{url}: connection refused (nothing listens there)") from None
     except (OSError, http.client.HTTPException) as e:
-        why = getattr(e, "strerror", None) or str(e) or type(e).__name__
-        raise HostError(f"{url}: {why}") from None
+        why = (getattr(e, "strerror", None) or str(e).strip() or type(e).__name__)[:120]
+        why = "".join(c if c.isprintable() else "?" for c in why)
+        raise HostError(f"{url}: not an HTTP answer: {why}" if isinstance(
+            e, http.client.HTTPException) else f"{url}: {why}") from None
     finally:
         conn.close()

@@ -9,6 +9,7 @@
 //	GET /step?do=return   debug.FreeOSMemory: return the free heap to the OS
 //	GET /memstats         runtime.ReadMemStats as JSON
 //	GET /metrics          go_memstats_* in the Prometheus text format
+//	-script hold:0.5,free:1.5,return:2.5   the same steps by itself, at seconds after start
 package main
 
 import (
@@ -21,7 +22,10 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 var (
@@ -77,10 +81,10 @@ func churn() {
 	sink = nil
 }
 
-func step(w http.ResponseWriter, r *http.Request) {
+func do(what string) bool {
 	mu.Lock()
 	defer mu.Unlock()
-	switch r.URL.Query().Get("do") {
+	switch what {
 	case "hold":
 		heldA, heldB, heldC = holdTables(), holdIndex(), holdCache()
 		churn()
@@ -89,12 +93,32 @@ func step(w http.ResponseWriter, r *http.Request) {
 	case "return":
 		debug.FreeOSMemory()
 	default:
-		http.Error(w, "do=hold|free|return", http.StatusBadRequest)
-		return
+		return false
 	}
 	runtime.GC()
 	runtime.GC() // the heap profile shows the state as of the last completed cycle
+	return true
+}
+
+func step(w http.ResponseWriter, r *http.Request) {
+	if !do(r.URL.Query().Get("do")) {
+		http.Error(w, "do=hold|free|return", http.StatusBadRequest)
+		return
+	}
 	fmt.Fprintln(w, "ok")
+}
+
+func run(script string, start time.Time) {
+	for _, item := range strings.Split(script, ",") {
+		what, at, _ := strings.Cut(item, ":")
+		sec, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad -script item", item)
+			os.Exit(2)
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(sec * float64(time.Second)))))
+		do(what)
+	}
 }
 
 func memstats(w http.ResponseWriter, _ *http.Request) {
@@ -136,7 +160,9 @@ func metrics(w http.ResponseWriter, _ *http.Request) {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	ready := flag.String("ready", "", "file to write the listening address to")
+	script := flag.String("script", "", "steps to take by itself: what:seconds,...")
 	flag.Parse()
+	start := time.Now()
 	http.HandleFunc("/step", step)
 	http.HandleFunc("/memstats", memstats)
 	http.HandleFunc("/metrics", metrics)
@@ -148,6 +174,9 @@ func main() {
 	if *ready != "" {
 		os.WriteFile(*ready+".tmp", []byte(ln.Addr().String()), 0o644)
 		os.Rename(*ready+".tmp", *ready)
+	}
+	if *script != "" {
+		go run(*script, start)
 	}
 	http.Serve(ln, nil)
 }
