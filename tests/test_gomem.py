@@ -381,7 +381,7 @@ def test_peak_explained():
         "unexplained": 0}}}}
     assert rp.peak_explained(doc) == (
         "peak 612Mi at 4.1 s: Go heap 410Mi of which 180Mi freed but not yet returned, "
-        "maps 150Mi, other process memory 40Mi")
+        "maps 150Mi, other anon 40Mi")
     assert rp.qty(1536 * MiB) == "1.5Gi" and rp.qty(310 * KiB) == "310Ki"
 
 

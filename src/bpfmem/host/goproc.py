@@ -28,7 +28,7 @@ __all__ = ["Endpoints", "ProcDetail", "GoProber", "read_go_buildinfo", "GO_ENV"]
 
 GO_ENV = ("GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS")
 _RETRY_AFTER = 5.0          # seconds an endpoint that failed is left alone in a trace
-_DISCOVER_EVERY = 1.0       # seconds between looks for a listener that was not there yet
+_DISCOVER_EVERY = 0.25      # seconds between looks for a listener that was not there yet
 _MAX_PROBES = 8             # listeners tried per look
 _PROBE_TIMEOUT = 0.5
 

@@ -296,7 +296,7 @@ def peak_explained(doc: dict) -> str | None:
     if heap:
         items.append((heap, f"Go heap {qty(heap)}" + (
             f" of which {qty(free)} freed but not yet returned" if free else "")))
-    names = {"maps": "maps", "processes": "other process memory", "page_cache": "page cache",
+    names = {"maps": "maps", "processes": "other anon", "page_cache": "page cache",
              "kernel": "kernel", "go_stacks": "Go stacks", "go_runtime": "Go runtime",
              "go_arenas": "Go heap arenas", "binary": "binary pages", "sock": "sockets"}
     for k, v in parts.items():

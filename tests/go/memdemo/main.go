@@ -5,7 +5,9 @@
 //
 //	memdemo -addr 127.0.0.1:0 -ready FILE   writes "host:port" to FILE once it listens
 //	GET /step?do=hold     hold 32+16+8 MiB (three allocation sites), churn 32 MiB of garbage
-//	GET /step?do=free     drop the 32 MiB (runtime.GC: freed, not yet returned to the OS)
+//	GET /step?do=free     drop the 32 MiB (runtime.GC: freed, not yet returned to the OS;
+//	                      the background scavenger returns it over time, slower the higher
+//	                      GOGC, not at all with GOGC=off)
 //	GET /step?do=return   debug.FreeOSMemory: return the free heap to the OS
 //	GET /memstats         runtime.ReadMemStats as JSON
 //	GET /metrics          go_memstats_* in the Prometheus text format
@@ -90,6 +92,8 @@ func do(what string) bool {
 		churn()
 	case "free":
 		heldA = nil
+		runtime.GC() // once: a second cycle lowers the goal the scavenger works towards
+		return true
 	case "return":
 		debug.FreeOSMemory()
 	default:
