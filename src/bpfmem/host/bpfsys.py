@@ -28,7 +28,8 @@ __all__ = ["MapInfo", "ProgInfo", "map_ids", "prog_ids", "map_fd_by_id", "prog_f
            "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
            "count_entries", "map_create", "map_update", "obj_pin", "close",
            "prog_load", "link_create", "iter_create",
-           "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available"]
+           "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available", "setns_thread",
+           "CLONE_NEWNET"]
 
 # commands (include/uapi/linux/bpf.h, enum bpf_cmd)
 MAP_CREATE, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, MAP_GET_NEXT_KEY = 0, 1, 2, 3, 4
@@ -102,6 +103,21 @@ def _call(cmd: int, buf: ctypes.Array, size: int, what: str = "") -> int:
     e = HostError(f"{where}: {os.strerror(err)}")
     e.errno = err
     raise e
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def setns_thread(fd: int, nstype: int = CLONE_NEWNET) -> None:
+    """setns(2): move the calling thread (only it) into the namespace ``fd`` refers to. A
+    network namespace can be entered by one thread of a threaded process: its sockets are
+    then created there. (Here because this module is the one that turns errno into errors.)"""
+    if _libc.setns(fd, nstype) == 0:
+        return
+    err = ctypes.get_errno()
+    if err == _errno.EPERM:
+        raise PermissionDenied("entering another network namespace", "CAP_SYS_ADMIN")
+    raise HostError(f"setns: {os.strerror(err)}")
 
 
 # ---- ids and fds ----

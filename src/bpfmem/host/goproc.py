@@ -4,8 +4,10 @@ and, when it serves them, its runtime's own figures (Prometheus ``/metrics``) an
 profile (``/debug/pprof/heap``).
 
 Endpoints are the ones the user named, or found: a TCP listener the process itself holds
-that is reachable on loopback (bound to 127.0.0.1, ::1 or any address) in our own network
-namespace, asked for ``/metrics``. Nothing else is contacted. Every failure (endpoint down,
+that is reachable on loopback (bound to 127.0.0.1, ::1 or any address), asked for
+``/metrics``; when the process has a network namespace of its own (a pod's), the request is
+made from inside it (one thread enters it with setns), to the pod's own loopback. Nothing
+else is contacted. Every failure (endpoint down,
 slow, garbage, huge; no prometheus_client) becomes a note on the reading, never an error.
 """
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BpfmemError
 from ..parse.gobuildinfo import GoBuildInfo, parse_go_buildinfo
-from ..parse.gometrics import GoRuntimeFigures, parse_go_metrics
+from ..parse.gometrics import HINT, GoRuntimeFigures, have_parser, parse_go_metrics
 from ..parse.pprof import TopFunction, parse_pprof, top_functions
 from . import httpget
 from .listeners import read_listeners, same_netns
@@ -88,8 +90,14 @@ class GoProber:
         self._found: dict[int, str | None] = {}
         self._looked: dict[int, float] = {}
         self._failed: dict[str, tuple[float, str]] = {}
+        self._netns: dict[int, bool] = {}     # pid -> its endpoint is in its own netns
 
     # ---- pieces ----
+
+    def _parser(self) -> bool:
+        if not hasattr(self, "_have_parser"):
+            self._have_parser = have_parser()
+        return self._have_parser
 
     def _build(self, pid: int, notes: list[str]):
         try:
@@ -110,20 +118,26 @@ class GoProber:
         return exe, self._builds[key]
 
     def _get(self, url: str, *, loopback_only: bool, notes: list[str],
-             timeout: float | None = None) -> bytes | None:
+             timeout: float | None = None, netns_of: int | None = None) -> bytes | None:
         now = time.monotonic()
-        failed = self._failed.get(url)
+        key = (netns_of, url)       # the same loopback URL in two pods is two endpoints
+        failed = self._failed.get(key)
         if failed is not None and now - failed[0] < _RETRY_AFTER:
             notes.append(failed[1] + " (not asked again for a few seconds)")
             return None
         try:
-            body = httpget.http_get(url, timeout=timeout or self.timeout,
-                                    max_bytes=self.max_bytes, loopback_only=loopback_only)
+            if netns_of is not None:
+                body = httpget.http_get_in_netns(netns_of, url,
+                                                 timeout=timeout or self.timeout,
+                                                 max_bytes=self.max_bytes, root=self.root)
+            else:
+                body = httpget.http_get(url, timeout=timeout or self.timeout,
+                                        max_bytes=self.max_bytes, loopback_only=loopback_only)
         except BpfmemError as e:
-            self._failed[url] = (time.monotonic(), str(e))
+            self._failed[key] = (time.monotonic(), str(e))
             notes.append(str(e))
             return None
-        self._failed.pop(url, None)
+        self._failed.pop(key, None)
         return body
 
     def _discover(self, pid: int, notes: list[str]) -> tuple[str | None, bytes | None]:
@@ -134,10 +148,7 @@ class GoProber:
             return self._found[pid], None
         self._looked[pid] = now
         self._found[pid] = None
-        if same_netns(pid, self.root) is False:
-            notes.append("its network namespace is not ours: its loopback listeners cannot "
-                         "be reached from here (name the endpoint: --metrics-url)")
-            return None, None
+        inside = pid if same_netns(pid, self.root) is False else None
         try:
             listeners = [s for s in read_listeners(pid, self.root) if s.loopback_reachable]
         except OSError as e:
@@ -147,7 +158,8 @@ class GoProber:
             host = s.connect_host
             url = f"http://{'[' + host + ']' if ':' in host else host}:{s.port}/metrics"
             quiet: list[str] = []
-            body = self._get(url, loopback_only=True, notes=quiet, timeout=_PROBE_TIMEOUT)
+            body = self._get(url, loopback_only=True, notes=quiet, timeout=_PROBE_TIMEOUT,
+                             netns_of=inside)
             if body is None:
                 continue
             try:
@@ -155,6 +167,7 @@ class GoProber:
             except BpfmemError:
                 continue
             self._found[pid] = url
+            self._netns[pid] = inside is not None
             return url, body
         notes.append("no loopback listener of it serves Go /metrics"
                      + (f" (tried {len(listeners[:_MAX_PROBES])})" if listeners else
@@ -206,23 +219,31 @@ class GoProber:
         metrics_url = ep.metrics
         named = metrics_url is not None
         body = None
-        if metrics_url is None and build is not None and self.discover:
+        if (metrics_url is not None or (build is not None and self.discover)) \
+                and not self._parser():
+            notes.append(HINT)
+            metrics_url = None
+        elif metrics_url is None and build is not None and self.discover:
             metrics_url, body = self._discover(pid, notes)
         if metrics_url is not None:
+            inside = pid if not named and self._netns.get(pid) else None
             if body is None:
-                body = self._get(metrics_url, loopback_only=not named, notes=notes)
+                body = self._get(metrics_url, loopback_only=not named, notes=notes,
+                                 netns_of=inside)
             if body is not None:
                 try:
                     figures = parse_go_metrics(body.decode(errors="replace"))
                 except BpfmemError as e:
                     notes.append(f"{metrics_url}: {e}")
-                    self._failed[metrics_url] = (time.monotonic(), notes[-1])
+                    self._failed[(inside, metrics_url)] = (time.monotonic(), notes[-1])
         pprof_url = ep.pprof
         if (pprof_url is None and self.pprof and figures is not None
                 and metrics_url.endswith("/metrics")):
             pprof_url = metrics_url[:-len("/metrics")] + "/debug/pprof/heap"
         if pprof_url is not None:
-            body = self._get(pprof_url, loopback_only=ep.pprof is None, notes=notes)
+            body = self._get(pprof_url, loopback_only=ep.pprof is None, notes=notes,
+                             netns_of=pid if ep.pprof is None and self._netns.get(pid)
+                             else None)
             if body is not None:
                 try:
                     prof = parse_pprof(body)

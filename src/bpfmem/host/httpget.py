@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import http.client
 import ipaddress
+import os
 import socket
+import threading
 import time
 from urllib.parse import urlsplit
 
 from ..errors import HostError
 
-__all__ = ["http_get", "is_loopback_host", "TIMEOUT", "MAX_BODY"]
+__all__ = ["http_get", "http_get_in_netns", "is_loopback_host", "TIMEOUT", "MAX_BODY"]
 
 TIMEOUT = 2.0
 MAX_BODY = 16 << 20
@@ -90,3 +92,43 @@ def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
             e, http.client.HTTPException) else f"{url}: {why}") from None
     finally:
         conn.close()
+
+
+def http_get_in_netns(pid: int, url: str, *, timeout: float = TIMEOUT,
+                      max_bytes: int = MAX_BODY, root: str = "/") -> bytes:
+    """:func:`http_get` of a loopback ``url`` from inside the network namespace of ``pid``
+    (a pod's own loopback): one short-lived thread enters it (setns) and fetches; the rest
+    of this process stays where it is."""
+    from .bpfsys import setns_thread
+    try:
+        fd = os.open(os.path.join(root, "proc", str(pid), "ns", "net"), os.O_RDONLY)
+    except OSError as e:
+        raise HostError(f"{url}: the network namespace of {pid}: {e.strerror or e}") from None
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            try:
+                setns_thread(fd)
+            finally:
+                os.close(fd)
+            out["body"] = http_get(url, timeout=timeout, max_bytes=max_bytes,
+                                   loopback_only=True)
+        except Exception as e:      # handed to the caller's thread below
+            out["error"] = e
+
+    t = threading.Thread(target=run, name=f"bpfmem-netns-{pid}", daemon=True)
+    try:
+        t.start()
+    except RuntimeError as e:
+        os.close(fd)
+        raise HostError(f"{url}: {e}") from None
+    t.join(timeout + 1.0)
+    if t.is_alive():
+        raise HostError(f"{url}: no complete answer within {timeout:g}s")
+    if "error" in out:
+        e = out["error"]
+        if isinstance(e, HostError):
+            raise e
+        raise HostError(f"{url}: {e}") from None
+    return out["body"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import ParseError, UnsupportedError
 
-__all__ = ["GoRuntimeFigures", "parse_go_metrics", "HINT"]
+__all__ = ["GoRuntimeFigures", "parse_go_metrics", "have_parser", "HINT"]
 
 HINT = "reading Go /metrics needs prometheus_client: pip install 'bpfmem[export]'"
 
@@ -75,6 +75,15 @@ class GoRuntimeFigures:
         if all(x is None for x in xs):
             return None
         return sum(x for x in xs if x is not None)
+
+
+def have_parser() -> bool:
+    """Whether prometheus_client's text parser can be imported."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _families(text: str) -> dict:
