@@ -79,6 +79,20 @@ def settled(addr: str, timeout: float = 10.0) -> dict:
     return last
 
 
+def quiet_view(addr: str, fs_path: str, tries: int = 10, **kw):
+    """A pod view taken while the program's own MemStats did not move across it (the
+    scavenger returns memory in bursts: a reading between smaps and /metrics would see a
+    burst on one side only). Returns (MemStats before, view, MemStats after)."""
+    for _ in range(tries):
+        before = memstats(addr)
+        v = api.pod_view(cgroup=fs_path, **kw)
+        after = memstats(addr)
+        if abs(after["HeapReleased"] - before["HeapReleased"]) < 256 << 10:
+            break
+        time.sleep(0.5)
+    return before, v, after
+
+
 def go_of(view, pid: int):
     return next(g for g in view.go if g.pid == pid)
 
@@ -96,19 +110,21 @@ def test_split_agrees_with_the_programs_own_memstats(memdemo, tmp_path):
     smaps RSS exactly, and the heap arenas' resident bytes are within 1 MiB of in use +
     free + goroutine stacks (the unexplained rest). Then the 32 MiB are dropped: they show
     as freed but not returned; once returned (debug.FreeOSMemory), RSS falls by what was
-    freed-not-returned. Asserted: 0.5 MiB for heap in use, 2 MiB for released, 3 MiB for
-    |unexplained| and for the fall in RSS."""
+    freed-not-returned. "The same moment": a reading across which the program's own
+    HeapReleased did not move (the scavenger works in bursts, also with GOGC=off right after
+    the churn; a burst between the smaps and the /metrics reading showed as +9 MiB
+    unexplained once under load). Asserted: 0.5 MiB for heap in use, 2 MiB for released,
+    3 MiB for |unexplained| and for the fall in RSS."""
     exe, _tmp = memdemo
     ready = tmp_path / "ready"
-    # GOGC=off: no background scavenging towards a heap goal, so what is freed stays
-    # "freed, not returned" until the program returns it
+    # GOGC=off: no collection but the program's own runtime.GC calls, so heap in use holds
+    # still between readings (bpfmem's requests make a little garbage)
     with launched(["env", "GOGC=off", str(exe), "-ready", str(ready)],
                   limit=512 * MiB) as job:
         addr = wait_file(ready)
         get(f"http://{addr}/step?do=hold")
-        before = settled(addr)
-        v = api.pod_view(cgroup=job.cgroup.fs_path, pprof=False)
-        own = memstats(addr)
+        settled(addr)
+        before, v, own = quiet_view(addr, job.cgroup.fs_path, pprof=False)
         g = go_of(v, job.pid)
         d = v.details[job.pid]
         f = d.figures
@@ -139,19 +155,25 @@ def test_split_agrees_with_the_programs_own_memstats(memdemo, tmp_path):
               f"{f.heap_released - own['HeapReleased']:+d} B, unexplained "
               f"{parts['unexplained'] / MiB:+.2f} MiB, rss-rollup {(g.rss - rollup) // 1024} KiB")
 
-        get(f"http://{addr}/step?do=free")
-        time.sleep(0.3)
-        v1 = api.pod_view(cgroup=job.cgroup.fs_path)
+        # freed: the 32 MiB are free spans until the scavenger returns them (Go 1.19 does
+        # within 0.3..2 s here, whatever GOGC): read at once, and again from "hold" if the
+        # program's HeapReleased moved across the reading
+        for _attempt in range(3):
+            get(f"http://{addr}/step?do=free")
+            b1, v1, a1 = quiet_view(addr, job.cgroup.fs_path, tries=1, pprof=False)
+            if abs(a1["HeapReleased"] - b1["HeapReleased"]) < 256 << 10:
+                break
+            get(f"http://{addr}/step?do=hold")
         g1 = go_of(v1, job.pid)
         free1 = g1.part("heap_free")
-        assert free1 >= 30 * MiB, free1 / MiB
-        assert abs(g1.part("unexplained")) <= 3 * MiB
+        assert free1 >= 28 * MiB, free1 / MiB
+        assert abs(g1.part("unexplained")) <= 3 * MiB, g1.parts
         get(f"http://{addr}/step?do=return")
-        v2 = api.pod_view(cgroup=job.cgroup.fs_path)
+        _b, v2, _a = quiet_view(addr, job.cgroup.fs_path, pprof=False)
         g2 = go_of(v2, job.pid)
         assert g2.part("heap_free") <= MiB
         fell = g1.rss - g2.rss
-        returned = free1 - g2.part("heap_free")
+        returned = g1.go_heap - g2.go_heap      # in use + freed-not-returned, before - after
         assert abs(fell - returned) <= 3 * MiB, (fell / MiB, returned / MiB)
         print(f"freed not returned {free1 / MiB:.1f} MiB; after FreeOSMemory RSS fell "
               f"{fell / MiB:.1f} MiB for {returned / MiB:.1f} MiB returned")
@@ -208,15 +230,15 @@ def test_pprof_top_matches_go_tool_pprof(memdemo, tmp_path):
 
 def test_trace_shows_the_go_parts_and_explains_the_peak(memdemo, tmp_path):
     """memdemo under --trace holds 56 MiB at 0.6 s, drops 32 MiB at 1.6 s and returns the
-    free heap at 2.6 s (GOGC=off: the background scavenger has no heap goal to return
-    memory towards; with GOGC=100 or 400 it returned 10..25 MiB of the 32 within 0.5 s
-    here): the stacked parts show heap in use, then freed not returned, then neither; the
-    peak is explained by its Go heap."""
+    free heap at 2.4 s: the stacked parts show heap in use, then freed not returned (until
+    the runtime's background scavenger returns it: 0.3..2 s after the GC here, whatever
+    GOGC), then neither; the peak is explained by its Go heap. GOGC=off keeps the
+    sampler's requests' garbage from triggering other collections."""
     exe, _tmp = memdemo
     ready = tmp_path / "ready"
     doc = api.trace_pod(command=["env", "GOGC=off", str(exe), "-ready", str(ready),
-                                 "-script", "hold:0.6,free:1.6,return:2.6"],
-                        duration=3.4, interval=0.1, limit=512 * MiB, stop_on_exit=False,
+                                 "-script", "hold:0.6,free:1.6,return:2.4"],
+                        duration=3.2, interval=0.1, limit=512 * MiB, stop_on_exit=False,
                         command_output=subprocess.DEVNULL)
     samples = doc["samples"]
     assert all(sum(v for v in s["parts"].values() if v is not None) == s["usage"]
@@ -224,12 +246,14 @@ def test_trace_shows_the_go_parts_and_explains_the_peak(memdemo, tmp_path):
 
     def during(a, b):
         return [s for s in samples if a <= s["t"] <= b and "go_heap" in s["parts"]]
-    held, freed, back = during(1.1, 1.5), during(2.1, 2.5), during(3.0, 3.4)
+    held, freed, back = during(1.0, 1.5), during(1.7, 2.3), during(2.8, 3.2)
     assert held and freed and back, [s["t"] for s in samples if "go_heap" in s["parts"]]
     def mib(xs, key):
         return [(round(s["t"], 2), round(s["parts"][key] / MiB, 1)) for s in xs]
     assert all(s["parts"]["go_heap"] >= 56 * MiB for s in held), mib(held, "go_heap")
-    assert all(s["parts"]["go_free"] >= 28 * MiB for s in freed), mib(freed, "go_free")
+    # the scavenger returns free spans within 0.3..2 s: the first sample after the free
+    # sees them (later ones may see fewer)
+    assert freed[0]["parts"]["go_free"] >= 28 * MiB, mib(freed, "go_free")
     assert all(s["parts"]["go_heap"] <= 30 * MiB for s in freed), mib(freed, "go_heap")
     assert all(s["parts"]["go_free"] <= 2 * MiB for s in back), mib(back, "go_free")
     from bpfmem.report.pod import peak_explained, render_trace_html
