@@ -18,18 +18,20 @@ what you see:
     kernel (not maps)  the cgroup's kernel memory less the maps below
     BPF maps           the model's memcg charge of the maps its processes hold
     unexplained        what the counters leave over (per-CPU batching: a few pages)
-  for Go processes (found from the binary's build info), their memory split further:
-    Go heap in use, Go heap freed but not returned to the OS (heap_idle - heap_released),
-    Go stacks, Go runtime metadata (out of processes), Go binary pages (out of page cache)
-  and per Go process the same split of its RSS from /proc/PID/smaps and the runtime's own
-  /metrics (go_memstats_*), its GOGC/GOMEMLIMIT/GODEBUG and what they imply, and the top
-  allocation sites of its /debug/pprof/heap. The endpoints are the ones named with
-  --metrics-url/--pprof-url, or a loopback listener of the process serving /metrics; nothing
-  else is contacted, and an endpoint that is down, slow or broken is a note, not an error.
   each process with RSS, PSS and USS (smaps_rollup); kernel memory by kind; each held map
   with memlock and charge. A map is charged to the cgroup of the process that CREATED it:
   a map pinned before this cgroup's processes started (left by an earlier incarnation of
   the pod) is held here but "charged elsewhere", and is not in this cgroup's usage.
+  For Go processes (found from the binary's build info; Go version shown) the parts go
+  further: Go heap in use, Go heap freed but not yet returned to the OS (heap_idle -
+  heap_released), Go stacks and Go runtime metadata come out of processes (anon), the
+  binary's resident text/rodata/data out of page cache. Per Go process, the same split of
+  its RSS (from /proc/PID/smaps and the runtime's /metrics, go_memstats_*), adding up to it
+  with the unexplained rest; GOGC, GOMEMLIMIT, GODEBUG=madvdontneed and what they imply; the
+  top allocation sites of /debug/pprof/heap. Endpoints: the ones named with --metrics-url /
+  --pprof-url, else a loopback listener of the process serving /metrics (asked inside its
+  network namespace). Nothing else is contacted; an endpoint that is down, slow, garbage or
+  huge is a note after at most 2 s, not an error.
 
 examples:
   bpfmem pod --pid $(pidof cilium-agent)
@@ -37,8 +39,8 @@ examples:
   bpfmem pod --cgroup /kubepods/burstable/pod1234/3f2a...   (as /proc/PID/cgroup names it)
   bpfmem pod --cgroup X --after new/agent.o --before old/agent.o   headroom after upgrading
   bpfmem pod --pid 4242 --metrics-url http://127.0.0.1:9962/metrics
-  bpfmem pod --container 3f2a --metrics-url 4242=http://10.0.0.7:9962/metrics \
-             --pprof-url 4242=http://10.0.0.7:6060/debug/pprof/heap
+  bpfmem pod --container 3f2a --metrics-url 4242=http://10.0.0.7:9962/metrics
+        --pprof-url 4242=http://10.0.0.7:6060/debug/pprof/heap   (PID=URL: several processes)
   bpfmem pod --pid 4242 --trace 60s --interval 100ms -o trace.jsonl --plot trace.html
   bpfmem pod --trace 30s --limit 128Mi --plot startup.png -- ./agent --flags
         (starts ./agent in a fresh scratch cgroup and traces it from its first instant)
@@ -53,7 +55,9 @@ def add_parsers(sub) -> None:
         "pod", help="one pod's memory: processes, page cache, kernel, BPF maps (root)",
         description="One view of a pod's memory cgroup: limit, usage, headroom; its "
                     "processes (RSS, PSS, USS); kernel memory by kind; the BPF maps its "
-                    "processes hold and what they cost; what remains unexplained. --trace "
+                    "processes hold and what they cost; for Go processes, heap in use, heap "
+                    "freed but not returned, stacks, runtime metadata and binary pages; what "
+                    "remains unexplained. --trace "
                     "samples it over time and finds the peak; --after adds what a new "
                     "release's maps charge at start.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
