@@ -29,6 +29,7 @@ from bpfmem.host.podscan import launched
 MiB = 1 << 20
 HERE = Path(__file__).resolve().parent
 GO = shutil.which("go")
+HOST = api.profile()          # the running kernel (the maps' model; none are held here)
 pytestmark = [pytest.mark.kernel,
               pytest.mark.skipif(not is_root(), reason="cgroups and smaps need root"),
               pytest.mark.skipif(GO is None, reason="needs Debian's golang-go (tests/run)")]
@@ -85,7 +86,7 @@ def quiet_view(addr: str, fs_path: str, tries: int = 10, **kw):
     burst on one side only). Returns (MemStats before, view, MemStats after)."""
     for _ in range(tries):
         before = memstats(addr)
-        v = api.pod_view(cgroup=fs_path, **kw)
+        v = api.pod_view(cgroup=fs_path, profile=HOST, **kw)
         after = memstats(addr)
         if abs(after["HeapReleased"] - before["HeapReleased"]) < 256 << 10:
             break
@@ -199,7 +200,7 @@ def test_pprof_top_matches_go_tool_pprof(memdemo, tmp_path):
         addr = wait_file(ready)
         get(f"http://{addr}/step?do=hold")
         raw = get(f"http://{addr}/debug/pprof/heap")
-        v = api.pod_view(pid=job.pid)
+        v = api.pod_view(pid=job.pid, profile=HOST)
     path = tmp_path / "heap.pb.gz"
     path.write_bytes(raw)
     out = subprocess.run([GO, "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=200",
@@ -239,7 +240,7 @@ def test_trace_shows_the_go_parts_and_explains_the_peak(memdemo, tmp_path):
     doc = api.trace_pod(command=["env", "GOGC=off", str(exe), "-ready", str(ready),
                                  "-script", "hold:0.6,free:1.6,return:2.4"],
                         duration=3.2, interval=0.1, limit=512 * MiB, stop_on_exit=False,
-                        command_output=subprocess.DEVNULL)
+                        command_output=subprocess.DEVNULL, profile=HOST)
     samples = doc["samples"]
     assert all(sum(v for v in s["parts"].values() if v is not None) == s["usage"]
                for s in samples)
@@ -276,7 +277,7 @@ def test_discovery_inside_the_pods_own_network_namespace(memdemo, tmp_path):
     with launched(cmd, limit=512 * MiB) as job:
         addr = wait_file(ready)
         assert os.readlink(f"/proc/{job.pid}/ns/net") != ours
-        v = api.pod_view(cgroup=job.cgroup.fs_path)
+        v = api.pod_view(cgroup=job.cgroup.fs_path, profile=HOST)
         g = go_of(v, job.pid)
         d = v.details[job.pid]
     assert os.readlink("/proc/self/ns/net") == ours
@@ -319,7 +320,7 @@ def test_prometheus_in_a_scratch_cgroup(tmp_path):
                     raise
                 time.sleep(0.2)
         scrapes = [get(f"http://127.0.0.1:{port}/metrics").decode()]
-        v = api.pod_view(cgroup=job.cgroup.fs_path)
+        v = api.pod_view(cgroup=job.cgroup.fs_path, profile=HOST)
         scrapes.append(get(f"http://127.0.0.1:{port}/metrics").decode())
         where = job.cgroup.fs_path
     assert not os.path.exists(where)
