@@ -557,3 +557,31 @@ def test_prober_turns_bad_endpoints_into_notes(behave, monkeypatch):
     assert "not asked again" in d2.notes[-1]
     s = gs.go_split(d)
     assert s.source == "smaps" and sum(b for _k, b in s.parts) == s.rss
+
+
+# ---- the CLI's endpoint flags ----
+
+@pytest.mark.parametrize("argv, text", [
+    (["pod", "--pid", "1", "--metrics-url", "ftp://x/metrics"], "not an http:// URL"),
+    (["pod", "--cgroup", "/x", "--metrics-url", "http://a/metrics", "--metrics-url",
+      "http://b/metrics"], "name the process of each (PID=URL)"),
+    (["pod", "--pid", "1", "--no-go", "--metrics-url", "http://a/metrics"], "--no-go"),
+])
+def test_endpoint_flag_errors(argv, text, capsys):
+    from test_pod import run_cli
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 2 and text in err and len(err.strip().splitlines()) == 1
+
+
+def test_endpoint_flags_map_to_processes():
+    import argparse
+    from bpfmem import cli_pod
+    p = argparse.ArgumentParser()
+    cli_pod.add_parsers(p.add_subparsers(dest="command"))
+    a = p.parse_args(["pod", "--pid", "42", "--metrics-url", "http://127.0.0.1:9/metrics",
+                      "--pprof-url", "7=http://10.0.0.1:6060/debug/pprof/heap"])
+    assert cli_pod._endpoints(a) == {
+        42: Endpoints(metrics="http://127.0.0.1:9/metrics"),
+        7: Endpoints(pprof="http://10.0.0.1:6060/debug/pprof/heap")}
+    a = p.parse_args(["pod", "--container", "3f2a9c1e7b4d", "--metrics-url", "http://x/m"])
+    assert cli_pod._endpoints(a) == {None: Endpoints(metrics="http://x/m")}

@@ -89,13 +89,14 @@ class GoProber:
         self._builds: dict = {}
         self._found: dict[int, str | None] = {}
         self._looked: dict[int, float] = {}
-        self._failed: dict[str, tuple[float, str]] = {}
+        self._failed: dict[tuple, tuple[float, str]] = {}   # (netns pid, url) -> when, why
         self._netns: dict[int, bool] = {}     # pid -> its endpoint is in its own netns
+        self._have_parser: bool | None = None
 
     # ---- pieces ----
 
     def _parser(self) -> bool:
-        if not hasattr(self, "_have_parser"):
+        if self._have_parser is None:
             self._have_parser = have_parser()
         return self._have_parser
 
@@ -191,11 +192,12 @@ class GoProber:
         return out
 
     def read(self, pid: int, *, smaps: bool = True) -> ProcDetail | None:
-        """``pid`` in detail; None when it has gone."""
+        """``pid`` in detail (smaps and the runtime only for a Go program: the split is
+        made for those); None when it has gone."""
         notes: list[str] = []
         exe, build = self._build(pid, notes)
         classes = None
-        if smaps:
+        if smaps and build is not None:
             try:
                 maps = read_smaps(pid, self.root)
             except (FileNotFoundError, ProcessLookupError):
