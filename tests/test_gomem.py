@@ -170,7 +170,7 @@ def test_go_settings():
     assert "the heap may grow to 2x the live heap" in s.implications[0]
     s = gs.go_settings({"GOGC": "off", "GOMEMLIMIT": "512MiB"}, "go1.21.0")
     assert s.gogc is None and s.memlimit == 512 * MiB
-    assert "grows until GOMEMLIMIT (512Mi)" in s.implications[0]
+    assert "grows until GOMEMLIMIT (512MiB)" in s.implications[0]
     assert any("soft limit" in x for x in s.implications)
     s = gs.go_settings({"GOGC": "50", "GODEBUG": "gctrace=1,madvdontneed=0"}, "go1.20")
     assert "1.5x" in s.implications[0] and s.madvdontneed is False

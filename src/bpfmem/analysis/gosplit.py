@@ -35,6 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .quantity import format_quantity
+
 __all__ = ["GoSettings", "go_settings", "GoSplit", "go_split", "PARTS", "parse_go_size"]
 
 PARTS = (("heap_inuse", "Go heap in use"), ("heap_free", "Go heap freed, not returned"),
@@ -54,17 +56,15 @@ def parse_go_size(text: str) -> int | None:
     return int(float(m.group(1)) * _GO_UNITS[m.group(2)])
 
 
+def _go_size(n: int) -> str:
+    """A size as GOMEMLIMIT spells it (512MiB, 1.5GiB), to paste back into it."""
+    q = format_quantity(n)
+    return q + "B" if q.endswith("i") else q
+
+
 def _version(v: str | None) -> tuple[int, int] | None:
     m = re.match(r"go(\d+)\.(\d+)", v or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def _qty(n: int) -> str:
-    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if n >= size:
-            x = n / size
-            return f"{x:.0f}{unit}" if x >= 100 or x == int(x) else f"{x:.1f}{unit}"
-    return str(n)
 
 
 @dataclass(frozen=True)
@@ -108,16 +108,16 @@ def go_settings(env: dict, version: str | None = None, figures=None) -> GoSettin
         limit, lsrc = (figures.gomemlimit if figures.gomemlimit < (1 << 62) else None), "runtime"
     if gogc is None:
         out.append("GOGC=off: no GC by heap growth" + (
-            f"; the heap grows until GOMEMLIMIT ({_qty(limit)}) forces a collection"
+            f"; the heap grows until GOMEMLIMIT ({_go_size(limit)}) forces a collection"
             if limit else ": the heap grows without bound (no GOMEMLIMIT)"))
     else:
         out.append(f"GOGC={gogc}: the heap may grow to {1 + gogc / 100:g}x the live heap "
                    "before the next GC")
     if limit is not None:
         if ver is not None and ver < (1, 19):
-            out.append(f"GOMEMLIMIT={_qty(limit)} is ignored before Go 1.19")
+            out.append(f"GOMEMLIMIT={_go_size(limit)} is ignored before Go 1.19")
         else:
-            out.append(f"GOMEMLIMIT={_qty(limit)}: near it the runtime collects more often "
+            out.append(f"GOMEMLIMIT={_go_size(limit)}: near it the runtime collects more often "
                        "and returns freed memory to the OS sooner (a soft limit: it can be "
                        "exceeded)")
     godebug = {k: v for k, _, v in (x.partition("=") for x in

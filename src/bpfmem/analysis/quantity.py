@@ -82,3 +82,15 @@ def format_size(n: int | None) -> str:
         if n >= size:
             return f"{sign}{n / size:.1f} {unit}"
     return f"{sign}{n} B"
+
+
+def format_quantity(n: int | None) -> str:
+    """Kubernetes-quantity style (612Mi, 1.5Gi, 310Ki, 512): what parse_size reads back."""
+    if n is None:
+        return "?"
+    sign, n = ("-", -n) if n < 0 else ("", n)
+    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= size:
+            x = n / size
+            return sign + (f"{x:.0f}{unit}" if x >= 100 or x == int(x) else f"{x:.1f}{unit}")
+    return f"{sign}{n}"

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from ..analysis.gosplit import PARTS as GO_PARTS
+from ..analysis.quantity import format_quantity as qty
 from ..analysis.pod import COMPONENTS, Headroom, PodView, TracePoint, TraceSummary
 
 SCHEMA = "bpfmem/pod/v1"
@@ -38,18 +39,6 @@ def _mib(n: int | None, signed: bool = False) -> str:
 
 def _pct(x: float | None) -> str:
     return "?" if x is None else f"{x * 100:.0f}%"
-
-
-def qty(n: int | None) -> str:
-    """Kubernetes-quantity style (612Mi, 1.5Gi, 310Ki), to paste back as input."""
-    if n is None:
-        return "?"
-    sign, n = ("-", -n) if n < 0 else ("", n)
-    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if n >= size:
-            x = n / size
-            return sign + (f"{x:.0f}{unit}" if x >= 100 or x == int(x) else f"{x:.1f}{unit}")
-    return f"{sign}{n}"
 
 
 # ---- documents ----
