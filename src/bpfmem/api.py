@@ -576,3 +576,98 @@ def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 5
             f.write(page)
     else:
         raise ValueError(f"--plot wants a .png or .html file, not {p}")
+
+
+# --- binary size (`bpfmem size`, `size diff`, `check --max-binary-size`) ----------------------
+
+def load_binary_size(source: str | os.PathLike | bytes, *, path: str | None = None,
+                     demangle: bool = True):
+    """Every byte of an ELF binary labelled (:class:`bpfmem.analysis.size.SizeReport`).
+
+    Go binaries (stripped or not, PIE or not, Go 1.2+) by their pclntab and build info;
+    other ELF files by sections and symbols (C++/Rust names demangled with c++filt when it is
+    installed). ParseError/UnsupportedError (naming the file) for anything else."""
+    import mmap
+    from .analysis.size import analyse_image
+    from .errors import UnsupportedError
+    from .parse.elfimage import parse_image
+    from .parse.gobin import parse_buildinfo, parse_pclntab
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        f, data, name = None, bytes(source), path or "<bytes>"
+    else:
+        name = path or os.fspath(source)
+        f = open(source, "rb")
+        size = os.fstat(f.fileno()).st_size
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    try:
+        img = parse_image(data, path=name)
+        is_go = any(img.section(s) is not None
+                    for s in (".gopclntab", ".go.buildinfo", ".note.go.buildid")) or (
+            not img.sections and data.find(b"\xff Go buildinf:") >= 0)
+        pcln = parse_pclntab(img) if is_go else None
+        info = parse_buildinfo(img) if is_go else None
+        demangler = None
+        if demangle and not is_go:
+            from .host.gotool import cxxfilt
+            demangler = cxxfilt
+        return analyse_image(img, path=name, pcln=pcln, buildinfo=info, demangle=demangler)
+    except ParseError as e:
+        raise e.with_path(name) from None
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{name}: {e.what}", e.since) from None
+    finally:
+        if f is not None:
+            if not isinstance(data, bytes):
+                try:
+                    data.close()
+                except BufferError:   # a view still refers to it: the GC closes it
+                    pass
+            f.close()
+
+
+def why_linked(report, go_src: str, *, go: str | None = None):
+    """The import savings of a Go binary's program (``go list -deps -json`` in ``go_src``,
+    weighted by the bytes each package has in ``report``)."""
+    from .analysis.imports import import_savings
+    from .host.gotool import go_list_deps
+    from .parse.golist import parse_go_list
+    graph = parse_go_list(go_list_deps(go_src, go=go))
+    return graph, import_savings(graph, report.package_bytes())
+
+
+def size_document(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,
+                  demangle: bool = True) -> dict:
+    """The ``bpfmem/size/v1`` document of one or more binaries."""
+    from .report.size import build_size_document
+    reps = [load_binary_size(p, demangle=demangle) for p in paths]
+    why = why_linked(reps[0], go_src) if go_src else None
+    return build_size_document(reps, by=by, top=top, why=why)
+
+
+def size_diff_document(old, new, *, by: str = "package", top: int = 30,
+                       go_src: str | None = None) -> dict:
+    """The ``bpfmem/size-diff/v1`` document of two builds (``go_src``: NEW's source)."""
+    from .report.size import build_size_diff_document
+    a, b = load_binary_size(old), load_binary_size(new)
+    why = why_linked(b, go_src) if go_src else None
+    return build_size_diff_document(a, b, by=by, top=top, why=why)
+
+
+def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int],
+                   file_limits: dict[str, int] | None = None) -> dict:
+    """The ``bpfmem/binary-check/v1`` document: each binary against its size limit (the
+    per-file limit whose glob matches its path or name, else ``max_size``) and the module
+    limits."""
+    import fnmatch
+    from .analysis.size import judge_binary
+    from .report.size import build_binary_check_document
+    verdicts, reps = [], []
+    for p in paths:
+        rep = load_binary_size(p)
+        limit = max_size
+        for glob, lim in (file_limits or {}).items():
+            if fnmatch.fnmatch(p, glob) or fnmatch.fnmatch(os.path.basename(p), glob):
+                limit = lim
+        reps.append(rep)
+        verdicts += judge_binary(rep, max_size=limit, module_limits=module_limits)
+    return build_binary_check_document(reps, verdicts)

@@ -191,6 +191,8 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     c.add_argument("--cpus", metavar="N[,N...]", help="possible CPU count(s) to check against")
     _add_whatif_args(c)
     _add_output_args(c, ("table", "json", "markdown", "junit", "html"))
+    from . import cli_size
+    cli_size.add_check_args(c)
 
     d = sub.add_parser(
         "diff", help="what changes between two builds: maps, memory, upgrade charge, pins",
@@ -254,6 +256,7 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     from . import cli_live, cli_pod
     cli_live.add_parsers(sub)
     cli_pod.add_parsers(sub)
+    cli_size.add_parsers(sub)
     return p
 
 
@@ -502,6 +505,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         cfg = _config(args)
+        from . import cli_size
+        if cli_size.binary_gate_applies(args, cfg, expand_objects(args.objects)):
+            return cli_size.cmd_check_binaries(args, cfg, expand_objects(args.objects))
         limit = parse_size(args.limit) if args.limit is not None else cfg.limit
         if limit is None:
             raise _Usage("check needs --limit (or `limit` in bpfmem.toml)")
@@ -632,7 +638,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_advise(args)
         if args.command == "diff":
             return cmd_diff(args)
-        from . import cli_live, cli_pod
+        from . import cli_live, cli_pod, cli_size
+        if args.command in cli_size.COMMANDS:
+            return cli_size.COMMANDS[args.command](args)
         if args.command in cli_live.COMMANDS:
             return cli_live.COMMANDS[args.command](args)
         if args.command in cli_pod.COMMANDS:

@@ -26,6 +26,10 @@
     max = 16777216
     [dynamic.maps]
     ct_tcp = { default = 524288, min = 131072 }
+    [binary]                   # binary-size gate (bpfmem check BINARY ...)
+    max = "60Mi"               # any binary
+    files = { "cilium-cni" = "24Mi" }      # per binary (path or file-name glob)
+    modules = { "k8s.io/*" = "2Mi" }       # per module glob: their bytes in each binary
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ from .analysis.quantity import parse_size
 from .errors import BpfmemError
 
 KEYS = {"limit", "max_fraction", "full", "kernels", "cpus", "set", "objects", "maps",
-        "dynamic"}
+        "dynamic", "binary"}
+BINARY_KEYS = {"max", "files", "modules"}
 
 
 class ConfigError(BpfmemError):
@@ -70,6 +75,9 @@ class Config:
     object_limits: dict[str, int] = field(default_factory=dict)
     map_caps: dict[str, int] = field(default_factory=dict)
     dynamic: dict[str, Any] = field(default_factory=dict)
+    binary_max: int | None = None
+    binary_files: dict[str, int] = field(default_factory=dict)
+    binary_modules: dict[str, int] = field(default_factory=dict)
 
 
 def find_config(start: str | os.PathLike = ".") -> Path | None:
@@ -106,6 +114,9 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     if unknown:
         raise ConfigError(f"{p}: unknown setting(s) {', '.join(sorted(unknown))}; "
                           f"known: {', '.join(sorted(KEYS))}")
+    binary = data.get("binary", {})
+    if not isinstance(binary, dict) or set(binary) - BINARY_KEYS:
+        raise ConfigError(f"{p}: [binary] takes {', '.join(sorted(BINARY_KEYS))}")
     try:
         kernels = data.get("kernels", [])
         cpus = data.get("cpus", [])
@@ -122,7 +133,10 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
             sets=list(data.get("set", [])),
             object_limits={k: parse_size(v) for k, v in data.get("objects", {}).items()},
             map_caps={k: parse_size(v) for k, v in data.get("maps", {}).items()},
-            dynamic=dict(data.get("dynamic", {})))
+            dynamic=dict(data.get("dynamic", {})),
+            binary_max=parse_size(binary["max"]) if "max" in binary else None,
+            binary_files={k: parse_size(v) for k, v in binary.get("files", {}).items()},
+            binary_modules={k: parse_size(v) for k, v in binary.get("modules", {}).items()})
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{p}: {e}") from None
 

@@ -1,0 +1,142 @@
+"""Why a package is linked, and what dropping an import would save.
+
+Over the import graph of the program (``go list -deps``), weighted by the bytes each package
+has in the binary: the chain from the main package to a package (shortest), and for every
+import edge X -> Y the bytes of the packages that only that edge makes reachable. Those are
+the nodes the edge dominates: each edge is split by a node of its own and the dominator tree
+is computed over the split graph (Cooper, Harvey, Kennedy: "A Simple, Fast Dominance
+Algorithm"). Pure.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from ..parse.golist import ImportGraph
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSaving:
+    importer: str
+    imported: str
+    saves: int                      # bytes of the packages only this import brings in
+    packages: tuple[str, ...]       # those packages, largest first
+    chain: tuple[str, ...]          # main -> ... -> importer -> imported (a shortest one)
+
+
+def chain_to(graph: ImportGraph, target: str) -> tuple[str, ...]:
+    """A shortest import chain from the main package to ``target`` (empty if unreachable)."""
+    prev: dict[str, str | None] = {graph.main: None}
+    q = deque([graph.main])
+    while q:
+        p = q.popleft()
+        if p == target:
+            break
+        pkg = graph.packages.get(p)
+        for nxt in (pkg.imports if pkg else ()):
+            if nxt in graph.packages and nxt not in prev:
+                prev[nxt] = p
+                q.append(nxt)
+    if target not in prev:
+        return ()
+    out = []
+    cur: str | None = target
+    while cur is not None:
+        out.append(cur)
+        cur = prev[cur]
+    return tuple(reversed(out))
+
+
+def _dominators(succ: list[list[int]], root: int) -> list[int]:
+    """idom of every node reachable from ``root`` (-1 for unreachable ones)."""
+    n = len(succ)
+    order: list[int] = []
+    seen = [False] * n
+    seen[root] = True
+    stack = [(root, 0)]
+    while stack:                          # iterative DFS, postorder
+        v, i = stack[-1]
+        if i < len(succ[v]):
+            stack[-1] = (v, i + 1)
+            w = succ[v][i]
+            if not seen[w]:
+                seen[w] = True
+                stack.append((w, 0))
+        else:
+            stack.pop()
+            order.append(v)
+    po = [-1] * n
+    for i, v in enumerate(order):
+        po[v] = i
+    rpo = list(reversed(order))
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for v in order:
+        for w in succ[v]:
+            preds[w].append(v)
+    idom = [-1] * n
+    idom[root] = root
+    changed = True
+    while changed:
+        changed = False
+        for v in rpo:
+            if v == root:
+                continue
+            new = -1
+            for p in preds[v]:
+                if idom[p] == -1:
+                    continue
+                if new == -1:
+                    new = p
+                    continue
+                a, b = p, new
+                while a != b:
+                    while po[a] < po[b]:
+                        a = idom[a]
+                    while po[b] < po[a]:
+                        b = idom[b]
+                new = a
+            if new != idom[v]:
+                idom[v] = new
+                changed = True
+    return idom
+
+
+def import_savings(graph: ImportGraph, weights: dict[str, int]) -> list[ImportSaving]:
+    """Every import edge with the bytes only it brings in, largest first (edges that save
+    nothing are left out)."""
+    names = list(graph.packages)
+    index = {p: i for i, p in enumerate(names)}
+    edges = list(graph.edges())
+    n_pkg = len(names)
+    succ: list[list[int]] = [[] for _ in range(n_pkg + len(edges))]
+    for k, (a, b) in enumerate(edges):
+        e = n_pkg + k
+        succ[index[a]].append(e)
+        succ[e].append(index[b])
+    idom = _dominators(succ, index[graph.main])
+    children: list[list[int]] = [[] for _ in succ]
+    for v, d in enumerate(idom):
+        if d >= 0 and d != v:
+            children[d].append(v)
+    out = []
+    for k, (a, b) in enumerate(edges):
+        e = n_pkg + k
+        if idom[e] == -1:
+            continue
+        pk, total = [], 0
+        stack = [e]
+        while stack:
+            v = stack.pop()
+            if v < n_pkg:
+                w = weights.get(names[v], 0)
+                total += w
+                pk.append((w, names[v]))
+            stack.extend(children[v])
+        if total <= 0:
+            continue
+        pk.sort(key=lambda t: (-t[0], t[1]))
+        out.append(ImportSaving(a, b, total, tuple(p for _w, p in pk),
+                                chain_to(graph, a) + (b,)))
+    out.sort(key=lambda s: (-s.saves, s.importer, s.imported))
+    return out

@@ -1,0 +1,426 @@
+"""Go's own tables inside a Go binary: the pclntab (functions and their sizes) and the build
+info (Go version, main module, dependencies). Pure: both take bytes (or an ElfImage over them).
+
+pclntab layouts by header magic (``runtime/symtab.go``, ``cmd/link/internal/ld/pcln.go``):
+
+  0xfffffffb  Go 1.2-1.15   one table: header, functab of (entry, funcoff) uintptr pairs
+  0xfffffffa  Go 1.16-1.17  header with offsets to funcnametab, cutab, filetab, pctab, pclntab
+  0xfffffff0  Go 1.18-1.19  + textStart; functab of (entryoff, funcoff) uint32 pairs
+  0xfffffff1  Go 1.20-      _func gains startLine; textStart no longer filled in (0)
+
+The table is found by its section (``.gopclntab``) or, when the section headers are gone or
+the linker put it elsewhere (PIE builds: inside ``.data.rel.ro``), by scanning for a header
+that validates.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from ..errors import ParseError, UnsupportedError
+from .elfimage import ElfImage
+
+MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1: "1.20"}
+#: the fixed part of a _func record, after its leading entry field, per layout
+_FUNC_FIXED = {"1.16": 36, "1.18": 36, "1.20": 40}
+BUILDINFO_MAGIC = b"\xff Go buildinf:"
+_MAX_FUNCS = 1 << 22
+
+
+@dataclass(frozen=True, slots=True)
+class PclnPart:
+    """One of the pclntab's own tables: ``name`` at ``offset`` (from the header), ``size``."""
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Pclntab:
+    """The functions of a Go binary as the runtime's table lists them.
+
+    ``entries[i]`` is function i's first address, ``ends[i]`` where the next one starts (so
+    sizes include the alignment padding after a function: every text byte belongs to one);
+    ``records[i]`` is (offset, size) of its ``_func`` record in the table, or None.
+    """
+    layout: str                # "1.2", "1.16", "1.18", "1.20": the first Go release of it
+    magic: int
+    offset: int                # file offset of the header
+    addr: int                  # its virtual address (0 when unknown)
+    size: int                  # bytes of the whole table
+    ptr_size: int
+    found_by: str              # "section .gopclntab" or "scan of <section>"
+    names: tuple[str, ...]
+    entries: tuple[int, ...]
+    ends: tuple[int, ...]
+    name_spans: tuple[tuple[int, int], ...]   # (offset from header, length incl. NUL)
+    records: tuple[tuple[int, int] | None, ...]
+    parts: tuple[PclnPart, ...]
+
+    @property
+    def nfunc(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    path: str
+    version: str
+    sum: str = ""
+    replace: "Module | None" = None
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    go_version: str
+    path: str                          # the main package's import path
+    main: Module | None
+    deps: tuple[Module, ...]
+    settings: tuple[tuple[str, str], ...]
+    offset: int                        # file offset of the build info blob
+    size: int
+
+
+# --- pclntab ----------------------------------------------------------------------------------
+
+def _header_ok(data, off: int) -> str | None:
+    """The layout of a pclntab header at ``off`` in ``data``, or None if it is not one."""
+    if off + 8 > len(data) or data[off + 4] != 0 or data[off + 5] != 0:
+        return None
+    if data[off + 6] not in (1, 2, 4) or data[off + 7] not in (4, 8):
+        return None
+    for endian in ("<", ">"):
+        layout = MAGICS.get(struct.unpack_from(endian + "I", data, off)[0])
+        if layout:
+            return layout
+    return None
+
+
+def _endian_of(data, off: int) -> str:
+    return "<" if struct.unpack_from("<I", data, off)[0] in MAGICS else ">"
+
+
+def find_pclntab(img: ElfImage) -> tuple[int, int | None, int, str]:
+    """(file offset, size or None, address, how it was found) of the pclntab."""
+    sec = img.section(".gopclntab")
+    if sec is not None and sec.in_file and sec.size >= 8:
+        if _header_ok(img.data, sec.offset) is None:
+            magic = struct.unpack_from(img.endian + "I", img.data, sec.offset)[0]
+            raise UnsupportedError(f".gopclntab has an unknown header (magic {magic:#010x}): "
+                                   "not a Go 1.2+ pclntab, or a newer layout than bpfmem knows")
+        return sec.offset, sec.size, sec.addr, "section .gopclntab"
+    # PIE and external linking put it inside .data.rel.ro (or .rodata); no sections: the file
+    places = [s for s in img.sections if s.name in (".data.rel.ro", ".rodata") and s.in_file]
+    ranges = [(s.offset, s.offset + s.size, s.name, s.addr) for s in places]
+    if not ranges:
+        ranges = [(0, img.file_size, "the file", 0)]
+    data = img.data
+    for start, end, name, addr in ranges:
+        for magic in MAGICS:
+            for endian in ("<", ">"):
+                needle = struct.pack(endian + "I", magic) + b"\0\0"
+                pos = data.find(needle, start, end)
+                while pos >= 0:
+                    if pos % 4 == 0 and _header_ok(data, pos) and _plausible(data, pos, end):
+                        a = addr + (pos - start) if addr else 0
+                        return pos, None, a, f"scan of {name}"
+                    pos = data.find(needle, pos + 1, end)
+    raise ParseError("no Go pclntab found (not a Go binary, or its tables were removed)")
+
+
+def _plausible(data, off: int, limit: int) -> bool:
+    layout = _header_ok(data, off)
+    e = _endian_of(data, off)
+    ptr = data[off + 7]
+    w = "Q" if ptr == 8 else "I"
+    if layout == "1.2":
+        nfunc = struct.unpack_from(e + w, data, off + 8)[0]
+        return 0 < nfunc < _MAX_FUNCS and off + 8 + ptr + nfunc * 2 * ptr < limit
+    n = 8 if layout != "1.16" else 7
+    if off + 8 + n * ptr > limit:
+        return False
+    words = struct.unpack_from(e + w * n, data, off + 8)
+    nfunc, offsets = words[0], words[-5:]
+    if not 0 < nfunc < _MAX_FUNCS:
+        return False
+    return all(8 + n * ptr <= o < limit - off for o in offsets) and \
+        list(offsets) == sorted(offsets)
+
+
+def parse_pclntab(img: ElfImage) -> Pclntab:
+    """The pclntab of the Go binary ``img``: ParseError if it has none or it is corrupt,
+    UnsupportedError for a header of a layout bpfmem does not know."""
+    off, size, addr, how = find_pclntab(img)
+    data = img.data
+    layout = _header_ok(data, off)
+    e = _endian_of(data, off)
+    magic = struct.unpack_from(e + "I", data, off)[0]
+    ptr = data[off + 7]
+    w = "Q" if ptr == 8 else "I"
+    limit = size if size is not None else img.file_size - off
+    where = ".gopclntab"
+
+    def unpack(fmt: str, rel: int, what: str) -> tuple:
+        st = struct.Struct(e + fmt)
+        if rel < 0 or rel + st.size > limit:
+            raise ParseError(f"pclntab {what}: {st.size} bytes at {rel:#x} run past the "
+                             f"table ({limit:#x} bytes)", section=where, offset=off + rel)
+        return st.unpack_from(data, off + rel)
+
+    text_start = 0
+    if layout == "1.2":
+        nfunc = unpack(w, 8, "nfunc")[0]
+        ftab, pair, nametab_base, func_base = 8 + ptr, 2 * ptr, 0, 0
+        hdr_size = 8 + ptr
+        parts_offsets = []
+    else:
+        n = 7 if layout == "1.16" else 8
+        words = unpack(w * n, 8, "header")
+        nfunc = words[0]
+        if layout != "1.16":
+            text_start = words[2]
+        funcname, cu, filetab, pctab, pcln = words[-5:]
+        hdr_size = 8 + n * ptr
+        ftab, nametab_base, func_base = pcln, funcname, pcln
+        pair = 8 if layout != "1.16" else 2 * ptr
+        parts_offsets = [("header", 0), ("funcnametab", funcname), ("cutab", cu),
+                         ("filetab", filetab), ("pctab", pctab), ("functab", pcln)]
+    if not 0 <= nfunc < _MAX_FUNCS:
+        raise ParseError(f"pclntab claims {nfunc} functions", section=where, offset=off + 8)
+    # functab: nfunc (entry, funcoff) pairs, then the end address of the last function
+    pfmt = "II" if pair == 8 else w * 2
+    tab_end = ftab + nfunc * pair + (4 if pair == 8 else ptr)
+    if tab_end > limit:
+        raise ParseError(f"pclntab function table ({nfunc} functions) runs past the table",
+                         section=where, offset=off + ftab)
+    pairs = list(struct.iter_unpack(e + pfmt, data[off + ftab:off + ftab + nfunc * pair]))
+    last = unpack("I" if pair == 8 else w, ftab + nfunc * pair, "functab end")[0]
+    if text_start == 0 and pair == 8:
+        text = img.section(".text")
+        text_start = text.addr if text is not None else _text_segment(img)
+    starts = [text_start + p[0] for p in pairs] if pair == 8 else [p[0] for p in pairs]
+    ends = starts[1:] + [text_start + last if pair == 8 else last]
+    names, spans, records = [], [], []
+    fixed = _FUNC_FIXED.get(layout)
+    entry_size = 4 if pair == 8 else ptr
+    max_end = tab_end
+    find = data.find
+    name_fmt = struct.Struct(e + "i")
+    for i, (_entry, funcoff) in enumerate(pairs):
+        rec = func_base + funcoff
+        if rec < 0 or rec + entry_size + 4 > limit:
+            raise ParseError(f"pclntab function {i}: record at {rec:#x} is outside the table",
+                             section=where, offset=off + ftab + i * pair)
+        nameoff = name_fmt.unpack_from(data, off + rec + entry_size)[0]
+        nstart = nametab_base + nameoff
+        if nameoff < 0 or nstart >= limit:
+            raise ParseError(f"pclntab function {i}: name offset {nameoff:#x} is outside the "
+                             "table", section=where, offset=off + rec + entry_size)
+        nend = find(b"\0", off + nstart, off + limit)
+        if nend < 0:
+            raise ParseError(f"pclntab function {i}: name is not NUL-terminated",
+                             section=where, offset=off + nstart)
+        names.append(bytes(data[off + nstart:nend]).decode("utf-8", "replace"))
+        spans.append((nstart, nend - off - nstart + 1))
+        if fixed is not None:
+            base = rec + entry_size + fixed - 4 * 3  # npcdata sits 12 bytes before the end
+            if layout == "1.20":
+                base -= 4
+            if rec + entry_size + fixed > limit:
+                raise ParseError(f"pclntab function {i}: record runs past the table",
+                                 section=where, offset=off + rec)
+            npcdata = struct.unpack_from(e + "I", data, off + base)[0]
+            nfuncdata = data[off + rec + entry_size + fixed - 1]
+            if layout == "1.16":
+                body = entry_size + fixed + 4 * npcdata
+                body = (body + ptr - 1) // ptr * ptr + nfuncdata * ptr
+            else:
+                body = entry_size + fixed + 4 * (npcdata + nfuncdata)
+            if npcdata > 1 << 12 or rec + body > limit:
+                raise ParseError(f"pclntab function {i}: {npcdata} pcdata entries run past "
+                                 "the table", section=where, offset=off + rec)
+            records.append((rec, body))
+            max_end = max(max_end, rec + body)
+        else:
+            records.append(None)
+    for i in range(len(starts)):
+        if ends[i] < starts[i]:
+            raise ParseError(f"pclntab function {i} ({names[i]}) ends before it starts: "
+                             "the function table is not sorted", section=where,
+                             offset=off + ftab + i * pair)
+    total = size if size is not None else max_end
+    parts = []
+    po = sorted(parts_offsets, key=lambda t: t[1])
+    for j, (name, o) in enumerate(po):
+        nxt = po[j + 1][1] if j + 1 < len(po) else total
+        parts.append(PclnPart(name, o, max(0, min(nxt, total) - o)))
+    if not parts:
+        parts = [PclnPart("table", 0, total)]
+    return Pclntab(layout, magic, off, addr, total, ptr, how, tuple(names), tuple(starts),
+                   tuple(ends), tuple(spans), tuple(records), tuple(parts))
+
+
+def _text_segment(img: ElfImage) -> int:
+    for s in img.segments:
+        if s.type == 1 and s.flags & 1:
+            return s.vaddr
+    return 0
+
+
+# --- package of a symbol ----------------------------------------------------------------------
+
+#: buckets for what has no Go package of its own
+TYPES = "(Go types)"
+RUNTIME_DATA = "(Go linker data)"
+C_CODE = "(C / assembly)"
+
+
+def package_of(name: str) -> str:
+    """The Go package a function or data symbol belongs to, from its linker name.
+
+    ``net/http.(*Client).Do`` -> ``net/http``; ``gopkg.in/yaml%2ev2.Marshal`` ->
+    ``gopkg.in/yaml.v2`` (the linker escapes dots of the last path element);
+    ``pkg.F[go.shape.int]`` -> ``pkg``; ``type:*``/``type.*`` -> the types bucket;
+    ``go:*``/``go.*`` -> the linker's bucket; a name with no dot (C, assembly) -> C_CODE.
+    """
+    if name.startswith(("type:", "type.")):
+        return TYPES
+    if name.startswith(("go:", "go.")):
+        return RUNTIME_DATA
+    cut = name.find("[")
+    base = name if cut < 0 else name[:cut]
+    slash = base.rfind("/")
+    dot = base.find(".", slash + 1)
+    if dot <= 0:
+        return C_CODE
+    pkg = base[:dot]
+    return pkg.replace("%2e", ".") if "%" in pkg else pkg
+
+
+# --- build info -------------------------------------------------------------------------------
+
+def parse_buildinfo(img: ElfImage) -> BuildInfo | None:
+    """The build info of a Go binary (``.go.buildinfo``), None when there is none."""
+    sec = img.section(".go.buildinfo")
+    data = img.data
+    if sec is not None and sec.in_file and sec.size >= 32:
+        off, end = sec.offset, sec.offset + sec.size
+        if bytes(data[off:off + 14]) != BUILDINFO_MAGIC:
+            raise ParseError(".go.buildinfo does not start with its magic",
+                             section=".go.buildinfo", offset=off)
+    else:
+        off = data.find(BUILDINFO_MAGIC)
+        while off >= 0 and off % 16:
+            off = data.find(BUILDINFO_MAGIC, off + 1)
+        if off < 0:
+            return None
+        end = min(img.file_size, off + (1 << 20))
+    if off + 32 > len(data):
+        raise ParseError("build info header is cut short", offset=off)
+    ptr, flags = data[off + 14], data[off + 15]
+    if flags & 2:   # Go 1.18+: two varint-prefixed strings after the 32-byte header
+        pos = off + 32
+        version, pos = _varint_string(data, pos, end, off)
+        modinfo, pos = _varint_string(data, pos, end, off)
+        size = pos - off
+    else:           # older: pointers to two Go strings
+        if ptr not in (4, 8):
+            raise ParseError(f"build info: pointer size {ptr}", offset=off + 14)
+        e = ">" if flags & 1 else "<"
+        w = "Q" if ptr == 8 else "I"
+        vp, mp = struct.unpack_from(e + w + w, data, off + 16)
+        version = _go_string(img, vp, e, w, ptr)
+        modinfo = _go_string(img, mp, e, w, ptr)
+        size = 16 + 2 * ptr
+    if len(modinfo) >= 33 and modinfo[-17] == "\n":
+        modinfo = modinfo[16:-16]
+    path, main, deps, settings = _modinfo(modinfo)
+    return BuildInfo(version, path, main, tuple(deps), tuple(settings), off,
+                     sec.size if sec is not None else size)
+
+
+def _varint_string(data, pos: int, end: int, base: int) -> tuple[str, int]:
+    n, shift = 0, 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ParseError("build info: string length runs past the section", offset=pos)
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            break
+    if pos + n > end:
+        raise ParseError(f"build info: a {n}-byte string runs past the section", offset=pos)
+    return bytes(data[pos:pos + n]).decode("utf-8", "replace"), pos + n
+
+
+def _go_string(img: ElfImage, addr: int, e: str, w: str, ptr: int) -> str:
+    if addr == 0:
+        return ""
+    sp, sl = struct.unpack(e + w + w, img.read_addr(addr, 2 * ptr, "build info string"))
+    if sl > 1 << 24:
+        raise ParseError(f"build info: a {sl}-byte string")
+    return img.read_addr(sp, sl, "build info string").decode("utf-8", "replace") if sl else ""
+
+
+def _modinfo(text: str):
+    path, main, deps, settings = "", None, [], []
+    for line in text.splitlines():
+        f = line.split("\t")
+        if f[0] == "path" and len(f) > 1:
+            path = f[1]
+        elif f[0] == "mod" and len(f) > 2:
+            main = Module(f[1], f[2], f[3] if len(f) > 3 else "")
+        elif f[0] == "dep" and len(f) > 2:
+            deps.append(Module(f[1], f[2], f[3] if len(f) > 3 else ""))
+        elif f[0] == "=>" and len(f) > 2 and deps:
+            d = deps.pop()
+            deps.append(Module(d.path, d.version, d.sum,
+                               Module(f[1], f[2], f[3] if len(f) > 3 else "")))
+        elif f[0] == "build" and len(f) > 1:
+            k, _, v = f[1].partition("=")
+            settings.append((k, v))
+    return path, main, deps, settings
+
+
+_STD = re.compile(r"^[^./]+(/|$)")
+
+
+def module_of(package: str, modules: list[str], main: str | None) -> str:
+    """The module a package belongs to: the longest module path that is a prefix of it;
+    ``std`` for the standard library (no dot in the first path element); else the package's
+    own bucket name (for the named buckets)."""
+    if package.startswith("("):
+        return package
+    best = ""
+    for m in modules:
+        if (package == m or package.startswith(m + "/")) and len(m) > len(best):
+            best = m
+    if best:
+        return best
+    if package == "main" or (main and (package == main or package.startswith(main + "/"))):
+        return main or "main"
+    parts = package.split("/")
+    if "." not in parts[0]:
+        return "std"
+    if modules:
+        return package
+    return guess_module(parts)
+
+
+#: hosts whose module paths have three elements (host/owner/repo)
+_THREE = {"github.com", "gitlab.com", "bitbucket.org", "golang.org", "gitea.com",
+          "git.sr.ht", "codeberg.org"}
+
+
+def guess_module(parts: list[str]) -> str:
+    """A module path for a package of a binary built without modules (GOPATH mode, as
+    Debian builds): host/owner/repo on the code hosts, host/name elsewhere."""
+    n = 3 if parts[0] in _THREE else 2
+    head = parts[:n]
+    if len(parts) > n and re.fullmatch(r"v[2-9][0-9]*", parts[n]):
+        head.append(parts[n])
+    return "/".join(head)

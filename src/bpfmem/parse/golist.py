@@ -1,0 +1,65 @@
+"""The import graph of a Go program from ``go list -deps -json`` output (a stream of JSON
+objects, one per package). Pure: it takes the text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..errors import ParseError
+
+
+@dataclass(frozen=True)
+class GoPackage:
+    import_path: str
+    name: str
+    imports: tuple[str, ...]
+    standard: bool
+    module: str | None
+
+
+@dataclass(frozen=True)
+class ImportGraph:
+    packages: dict[str, GoPackage]
+    main: str                       # import path of the main package (the root)
+
+    def edges(self):
+        for p in self.packages.values():
+            for q in p.imports:
+                if q in self.packages:
+                    yield p.import_path, q
+
+
+def parse_go_list(text: str) -> ImportGraph:
+    """The packages of a ``go list -deps -json`` run; the root is its main package (the last
+    package named main: ``-deps`` lists a package after all it imports)."""
+    dec = json.JSONDecoder()
+    pkgs: dict[str, GoPackage] = {}
+    main = None
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            raise ParseError(f"go list output is not a JSON stream: {e.msg}",
+                             offset=e.pos) from None
+        if not isinstance(obj, dict) or "ImportPath" not in obj:
+            raise ParseError("go list output: an object without ImportPath")
+        if obj.get("Error") and not obj.get("GoFiles"):
+            err = obj["Error"].get("Err") if isinstance(obj["Error"], dict) else obj["Error"]
+            raise ParseError(f"go list: {obj['ImportPath']}: {err}")
+        mod = obj.get("Module")
+        p = GoPackage(obj["ImportPath"], obj.get("Name", ""),
+                      tuple(obj.get("Imports") or ()), bool(obj.get("Standard")),
+                      mod.get("Path") if isinstance(mod, dict) else None)
+        pkgs[p.import_path] = p
+        if p.name == "main":
+            main = p.import_path
+    if main is None:
+        raise ParseError("go list found no main package (give --go-src the directory of the "
+                         "program's main package)")
+    return ImportGraph(pkgs, main)

@@ -1,0 +1,329 @@
+"""Documents and renderers of ``bpfmem size``, ``size diff`` and the binary-size gate:
+``bpfmem/size/v1``, ``bpfmem/size-diff/v1``, ``bpfmem/binary-check/v1``; table (rich), json,
+markdown, junit (the gate) and html (a treemap of the new build coloured by growth). Builders
+take analysis results; renderers read only the documents."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+from xml.sax.saxutils import escape, quoteattr
+
+from ..analysis.quantity import format_size as fs
+from ..analysis.size import SizeReport, diff_reports
+
+SIZE_SCHEMA = "bpfmem/size/v1"
+DIFF_SCHEMA = "bpfmem/size-diff/v1"
+CHECK_SCHEMA = "bpfmem/binary-check/v1"
+NEEDS_SRC = ("why it is linked needs the program's source: --go-src DIR (the main package's "
+             "directory; bpfmem runs `go list -deps -json` there)")
+
+
+def _delta(n: int) -> str:
+    return ("+" if n > 0 else "") + fs(n) if n else "0"
+
+
+def _summary(rep: SizeReport) -> dict[str, Any]:
+    return {
+        "path": rep.path, "file_size": rep.file_size, "vm_size": rep.vm_size,
+        "kind": rep.kind, "stripped": rep.stripped, "pie": rep.pie,
+        "go_version": rep.go_version,
+        "pclntab": ({"layout": rep.pclntab_layout, "found_by": rep.pclntab_found_by}
+                    if rep.pclntab_layout else None),
+        "functions": rep.functions,
+        "main_module": ({"path": rep.main_module.path, "version": rep.main_module.version}
+                        if rep.main_module else None),
+        "main_package": rep.main_path or None,
+        "modules": [{"path": m.path, "version": m.version,
+                     **({"replace": m.replace.path} if m.replace else {})}
+                    for m in rep.modules],
+        "notes": list(rep.notes),
+    }
+
+
+def _rows(rep: SizeReport, by: str, top: int) -> tuple[list[dict], dict]:
+    rows = rep.group(by)
+    shown = rows if top <= 0 else rows[:top]
+    rest = rows[len(shown):]
+    out = []
+    for r in shown:
+        d = {"name": r.name, "file": r.file, "vm": r.vm}
+        if by == "package":
+            d["module"] = r.module
+        out.append(d)
+    other = {"count": len(rest), "file": sum(r.file for r in rest),
+             "vm": sum(r.vm for r in rest)}
+    return out, other
+
+
+def _why(why, weights: dict[str, int], grown: list[str] | None = None,
+         limit: int = 10) -> dict[str, Any]:
+    graph, savings = why
+    if grown:
+        g = set(grown)
+        savings = sorted(savings, key=lambda s: (not (set(s.packages) & g), -s.saves))
+    heavy = [p for p, _w in sorted(weights.items(), key=lambda t: -t[1])
+             if p in graph.packages and p != graph.main][:limit]
+    from ..analysis.imports import chain_to
+    return {
+        "main": graph.main,
+        "savings": [{"importer": s.importer, "imported": s.imported, "saves": s.saves,
+                     "packages": list(s.packages[:12]), "package_count": len(s.packages),
+                     "chain": list(s.chain)} for s in savings[:limit]],
+        "chains": [{"package": p, "file": weights[p], "chain": list(chain_to(graph, p))}
+                   for p in (grown or heavy)[:limit] if p in graph.packages],
+    }
+
+
+def build_size_document(reps: list[SizeReport], *, by: str = "package", top: int = 30,
+                        why=None) -> dict:
+    bins = []
+    for rep in reps:
+        rows, other = _rows(rep, by, top)
+        b = _summary(rep)
+        b.update(rows=rows, other=other,
+                 labelled={"file": sum(p[3] for p in rep.pieces),
+                           "vm": sum(p[4] for p in rep.pieces)})
+        bins.append(b)
+    doc: dict[str, Any] = {"schema": SIZE_SCHEMA, "by": by, "binaries": bins}
+    if why is not None:
+        doc["why"] = _why(why, reps[0].package_bytes())
+    elif reps and reps[0].kind == "go":
+        doc["why"] = None
+        doc["why_note"] = NEEDS_SRC
+    return doc
+
+
+def build_size_diff_document(old: SizeReport, new: SizeReport, *, by: str = "package",
+                             top: int = 30, why=None) -> dict:
+    deltas = diff_reports(old, new, by)
+    shown = deltas if top <= 0 else deltas[:top]
+    rest = deltas[len(shown):]
+    # the new build's treemap: module -> package, with each package's growth
+    o_pk = old.package_bytes()
+    tree = [{"package": r.name, "module": r.module, "file": r.file,
+             "old": o_pk.get(r.name, 0)} for r in new.group("package") if r.file > 0]
+    grown = [d.name for d in diff_reports(old, new, "package") if d.delta > 0][:10]
+    doc: dict[str, Any] = {
+        "schema": DIFF_SCHEMA, "by": by,
+        "old": _summary(old), "new": _summary(new),
+        "total": {"old": old.file_size, "new": new.file_size,
+                  "delta": new.file_size - old.file_size,
+                  "vm_old": old.vm_size, "vm_new": new.vm_size},
+        "rows": [{"name": d.name, "old": d.old, "new": d.new, "delta": d.delta}
+                 for d in shown],
+        "other": {"count": len(rest), "delta": sum(d.delta for d in rest)},
+        "treemap": tree,
+    }
+    if why is not None:
+        doc["why"] = _why(why, new.package_bytes(), grown=grown)
+    elif new.kind == "go":
+        doc["why"] = None
+        doc["why_note"] = NEEDS_SRC
+    return doc
+
+
+def build_binary_check_document(reps: list[SizeReport], verdicts) -> dict:
+    failures = [f"{v.path}: {'file size' if v.what == 'file' else 'modules ' + v.what} "
+                f"{fs(v.size)} exceeds its limit {fs(v.limit)} by {fs(v.size - v.limit)}"
+                for v in verdicts if not v.ok]
+    return {
+        "schema": CHECK_SCHEMA, "pass": not failures,
+        "binaries": [{"path": r.path, "file_size": r.file_size, "vm_size": r.vm_size,
+                      "go_version": r.go_version} for r in reps],
+        "verdicts": [{"path": v.path, "what": v.what, "size": v.size, "limit": v.limit,
+                      "pass": v.ok} for v in verdicts],
+        "failures": failures,
+    }
+
+
+# --- text ---------------------------------------------------------------------------------
+
+def _title(b: dict) -> str:
+    bits = [b["kind"] == "go" and (b["go_version"] or "Go") or "ELF"]
+    if b["stripped"]:
+        bits.append("stripped")
+    if b["pie"]:
+        bits.append("PIE")
+    if b["pclntab"]:
+        bits.append(f"pclntab {b['pclntab']['layout']}+ ({b['pclntab']['found_by']})")
+    return ", ".join(bits)
+
+
+def _why_lines(why: dict | None, note: str | None, md: bool = False) -> list[str]:
+    if why is None:
+        return [f"_{note}_" if md else note] if note else []
+    out = []
+    for s in why["savings"]:
+        imp = f"{s['importer']} -> {s['imported']}"
+        chain = " -> ".join(s["chain"])
+        pk = ", ".join(s["packages"][:5]) + (" ..." if s["package_count"] > 5 else "")
+        if md:
+            out.append(f"- dropping the import `{imp}` saves **{fs(s['saves'])}** "
+                       f"({s['package_count']} packages: {pk}); chain: `{chain}`")
+        else:
+            out.append(f"  dropping the import {imp} saves {fs(s['saves'])} "
+                       f"({s['package_count']} packages: {pk})")
+            out.append(f"      chain: {chain}")
+    return out
+
+
+def size_table(doc: dict, out: IO[str]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
+    for b in doc["binaries"]:
+        con.print(Text(f"{b['path']}: {fs(b['file_size'])} file ({b['file_size']:,} bytes), "
+                       f"{fs(b['vm_size'])} in memory; {_title(b)}", style="bold"))
+        if b["main_module"] or b["main_package"]:
+            m = b["main_module"]
+            con.print(f"  main: {m['path'] + ' ' + m['version'] if m else b['main_package']}"
+                      f", {len(b['modules'])} dependency modules")
+        t = Table(box=box.SIMPLE_HEAD)
+        t.add_column(doc["by"])
+        if doc["by"] == "package":
+            t.add_column("module")
+        t.add_column("file", justify="right")
+        t.add_column("share", justify="right")
+        t.add_column("memory", justify="right")
+        for r in b["rows"]:
+            mod = r.get("module", "")
+            cells = [r["name"]] + ([mod if mod != r["name"] else ""]
+                                   if doc["by"] == "package" else [])
+            t.add_row(*cells, fs(r["file"]), f"{r['file'] / max(b['file_size'], 1):.1%}",
+                      fs(r["vm"]))
+        o = b["other"]
+        if o["count"]:
+            cells = [f"({o['count']} more)"] + ([""] if doc["by"] == "package" else [])
+            t.add_row(*cells, fs(o["file"]), f"{o['file'] / max(b['file_size'], 1):.1%}",
+                      fs(o["vm"]))
+        con.print(t)
+        for n in b["notes"]:
+            con.print(Text(f"  note: {n}", style="yellow"))
+    for line in _why_lines(doc.get("why"), doc.get("why_note")):
+        con.print(line)
+
+
+def size_markdown(doc: dict) -> str:
+    lines = []
+    for b in doc["binaries"]:
+        lines += [f"### `{b['path']}`: {fs(b['file_size'])} ({_title(b)})", "",
+                  f"| {doc['by']} | file | share | memory |", "|---|---:|---:|---:|"]
+        for r in b["rows"]:
+            lines.append(f"| `{r['name']}` | {fs(r['file'])} | "
+                         f"{r['file'] / max(b['file_size'], 1):.1%} | {fs(r['vm'])} |")
+        if b["other"]["count"]:
+            lines.append(f"| ({b['other']['count']} more) | {fs(b['other']['file'])} | | |")
+        lines.append("")
+    lines += _why_lines(doc.get("why"), doc.get("why_note"), md=True)
+    return "\n".join(lines) + "\n"
+
+
+def diff_table(doc: dict, out: IO[str]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
+    t = doc["total"]
+    con.print(Text(f"{doc['old']['path']} -> {doc['new']['path']}: {fs(t['old'])} -> "
+                   f"{fs(t['new'])} ({_delta(t['delta'])}, {t['delta']:+,} bytes)",
+                   style="bold"))
+    tab = Table(box=box.SIMPLE_HEAD)
+    for c, j in ((doc["by"], "left"), ("old", "right"), ("new", "right"),
+                 ("change", "right")):
+        tab.add_column(c, justify=j)
+    for r in doc["rows"]:
+        if r["delta"] == 0:
+            continue
+        style = "red" if r["delta"] > 0 else "green"
+        tab.add_row(r["name"], fs(r["old"]), fs(r["new"]), Text(_delta(r["delta"]), style=style))
+    if doc["other"]["count"]:
+        tab.add_row(f"({doc['other']['count']} more)", "", "", _delta(doc["other"]["delta"]))
+    con.print(tab)
+    for line in _why_lines(doc.get("why"), doc.get("why_note")):
+        con.print(line)
+
+
+def diff_markdown(doc: dict) -> str:
+    t = doc["total"]
+    lines = [f"### bpfmem size diff: {fs(t['old'])} → {fs(t['new'])} "
+             f"(**{_delta(t['delta'])}**)", "",
+             f"| {doc['by']} | old | new | change |", "|---|---:|---:|---:|"]
+    for r in doc["rows"]:
+        if r["delta"]:
+            lines.append(f"| `{r['name']}` | {fs(r['old'])} | {fs(r['new'])} | "
+                         f"{_delta(r['delta'])} |")
+    if doc["other"]["count"]:
+        lines.append(f"| ({doc['other']['count']} more) | | | {_delta(doc['other']['delta'])} |")
+    lines.append("")
+    lines += _why_lines(doc.get("why"), doc.get("why_note"), md=True)
+    return "\n".join(lines) + "\n"
+
+
+def check_table(doc: dict, out: IO[str]) -> None:
+    verdict = "PASS" if doc["pass"] else "FAIL"
+    out.write(f"{verdict}  binary size\n")
+    for v in doc["verdicts"]:
+        what = "file" if v["what"] == "file" else f"modules {v['what']}"
+        out.write(f"  {'ok  ' if v['pass'] else 'OVER'}  {v['path']}: {what} {fs(v['size'])}"
+                  f" (limit {fs(v['limit'])})\n")
+    for f in doc["failures"]:
+        out.write(f"  - {f}\n")
+
+
+def check_markdown(doc: dict) -> str:
+    lines = [f"### bpfmem binary size: {'✅ **pass**' if doc['pass'] else '❌ **fail**'}", "",
+             "| binary | what | size | limit | verdict |", "|---|---|---:|---:|---|"]
+    for v in doc["verdicts"]:
+        lines.append(f"| `{v['path']}` | {v['what']} | {fs(v['size'])} | {fs(v['limit'])} | "
+                     f"{'pass' if v['pass'] else '**fail**'} |")
+    return "\n".join(lines) + "\n"
+
+
+def check_junit(doc: dict) -> str:
+    cases = doc["verdicts"]
+    fails = sum(1 for v in cases if not v["pass"])
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="bpfmem binary size" tests="{len(cases)}" failures="{fails}">',
+           f'  <testsuite name="binary-size" tests="{len(cases)}" failures="{fails}">']
+    for v in cases:
+        name = f"{v['path']} {v['what']} within {fs(v['limit'])}"
+        out.append(f'    <testcase classname="bpfmem.binary-size" name={quoteattr(name)}>')
+        text = f"{v['what']} {v['size']:,} bytes"
+        out.append(f"      <system-out>{escape(text)}</system-out>")
+        if not v["pass"]:
+            msg = f"{fs(v['size'])} > {fs(v['limit'])}"
+            out.append(f"      <failure message={quoteattr(msg)}>{escape(msg)}</failure>")
+        out.append("    </testcase>")
+    out += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(out) + "\n"
+
+
+def render(doc: dict, fmt: str, out: IO[str]) -> None:
+    """Any of the three documents in ``fmt``."""
+    schema = doc["schema"]
+    if fmt == "json":
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    if schema == SIZE_SCHEMA:
+        table, md = size_table, size_markdown
+    elif schema == DIFF_SCHEMA:
+        table, md = diff_table, diff_markdown
+        if fmt == "html":
+            from .size_html import render_size_diff_html
+            out.write(render_size_diff_html(doc))
+            return
+    else:
+        table, md = check_table, check_markdown
+        if fmt == "junit":
+            out.write(check_junit(doc))
+            return
+    if fmt == "markdown":
+        out.write(md(doc))
+    elif fmt == "table":
+        table(doc, out)
+    else:
+        raise ValueError(f"{schema} does not render as {fmt}")

@@ -1,0 +1,90 @@
+"""A self-contained HTML page of a ``bpfmem size diff`` document: a treemap of the new build
+(module -> package, sized by file bytes, coloured by growth since the old build) and the table
+of changes. Pure: it renders a ``bpfmem/size-diff/v1`` document, nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .html import _bytes, _delta, _esc, _layout, _plot_div, _plotly, page
+
+__all__ = ["render_size_diff_html", "SIZE_TREEMAP_ID"]
+
+SIZE_TREEMAP_ID = "bpfmem-size-treemap"
+
+
+def _growth(old: int, new: int) -> float:
+    """-1 (gone to nothing) .. 0 (same) .. +1 (new or doubled and more)."""
+    if old == 0:
+        return 1.0 if new else 0.0
+    return max(-1.0, min(1.0, (new - old) / old))
+
+
+def _treemap(go: Any, doc: dict) -> Any:
+    ids, labels, parents, values, colors, hover = [], [], [], [], [], []
+    mods: dict[str, list[int]] = {}
+    for r in doc["treemap"]:
+        m = mods.setdefault(r["module"], [0, 0])
+        m[0] += r["file"]
+        m[1] += r["old"]
+    for name, (new, old) in mods.items():
+        ids.append(f"m:{name}")
+        labels.append(name)
+        parents.append("")
+        values.append(new)
+        colors.append(_growth(old, new))
+        hover.append(f"<b>{_esc(name)}</b><br>{_bytes(old)} → {_bytes(new)} "
+                     f"({_delta(new - old)})")
+    for r in doc["treemap"]:
+        ids.append(f"p:{r['package']}")
+        labels.append(r["package"])
+        parents.append(f"m:{r['module']}")
+        values.append(r["file"])
+        colors.append(_growth(r["old"], r["file"]))
+        hover.append(f"<b>{_esc(r['package'])}</b><br>{_bytes(r['old'])} → "
+                     f"{_bytes(r['file'])} ({_delta(r['file'] - r['old'])})")
+    fig = go.Figure(go.Treemap(
+        ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
+        hovertext=hover, hoverinfo="text",
+        marker=dict(colors=colors, cmin=-1, cmax=1, colorscale=[
+            [0, "#2e7d32"], [0.5, "#eef1f4"], [0.75, "#f2c94c"], [1, "#c62828"]],
+            showscale=True, colorbar=dict(title="growth", tickformat=".0%", len=0.6)),
+        pathbar=dict(visible=True)))
+    fig.update_layout(**_layout())
+    return fig
+
+
+def render_size_diff_html(doc: dict, *, title: str = "bpfmem: binary size diff") -> str:
+    go, pio, _ = _plotly()
+    tdiv, tjs = _plot_div(pio, _treemap(go, doc), SIZE_TREEMAP_ID, 620)
+    t = doc["total"]
+    facts = [("old", doc["old"]["path"]), ("new", doc["new"]["path"]),
+             ("size", f"{_bytes(t['old'])} → {_bytes(t['new'])}"),
+             ("change", _delta(t["delta"]))]
+    dl = "".join(f"<div><dt>{_esc(a)}</dt><dd>{_esc(b)}</dd></div>" for a, b in facts)
+    cls = "fail" if t["delta"] > 0 else "pass"
+    header = (f'<header><h1>{_esc(title)}</h1><span class="verdict {cls}">'
+              f'{_esc(_delta(t["delta"]))}</span><dl class="facts">{dl}</dl></header>')
+    rows = "".join(
+        f"<tr><td><code>{_esc(r['name'])}</code></td><td class=\"num\">{_bytes(r['old'])}</td>"
+        f"<td class=\"num\">{_bytes(r['new'])}</td><td class=\"num\">{_delta(r['delta'])}</td>"
+        "</tr>" for r in doc["rows"] if r["delta"])
+    table = (f'<table class="diff"><tr><th>{_esc(doc["by"])}</th><th class="num">old</th>'
+             f'<th class="num">new</th><th class="num">change</th></tr>{rows}</table>')
+    why = doc.get("why")
+    if why:
+        items = "".join(
+            f"<li>dropping the import <code>{_esc(s['importer'])} → {_esc(s['imported'])}"
+            f"</code> saves <b>{_bytes(s['saves'])}</b> ({s['package_count']} packages); "
+            f"chain <code>{_esc(' → '.join(s['chain']))}</code></li>" for s in why["savings"])
+        why_html = f'<ul class="offenders">{items}</ul>'
+    else:
+        why_html = f'<p class="note">{_esc(doc.get("why_note") or "")}</p>'
+    sections = [
+        '<section class="card"><h2>The new build by module and package</h2>'
+        '<p class="note">Cell size: file bytes in the new build; colour: growth since the old '
+        f'build (red grew, green shrank). Click a module to zoom.</p>{tdiv}</section>',
+        '<div class="grid">'
+        f'<section class="card"><h2>What changed</h2><div class="table-wrap">{table}</div>'
+        f'</section><section class="card"><h2>Why it is linked</h2>{why_html}</section></div>']
+    return page(title, header, sections, [tjs])
