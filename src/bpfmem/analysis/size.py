@@ -14,6 +14,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
+from ..errors import ParseError
 from ..parse.elfimage import SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage
 from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of)
 
@@ -71,22 +72,23 @@ class SizeReport:
         """Rows by package|module|section|symbol, largest file size first."""
         if by not in GROUPS:
             raise ValueError(f"--by must be one of {', '.join(GROUPS)}, not {by}")
-        acc: dict[str, list[int]] = {}
-        mods: dict[str, str] = {}
         idx = {"package": 1, "module": 1, "section": 0, "symbol": 2}[by]
+        fsum: dict[str, int] = {}
+        vsum: dict[str, int] = {}
+        fget, vget = fsum.get, vsum.get
         for p in self.pieces:
             key = p[idx]
-            if by == "module":
-                m = mods.get(key)
-                if m is None:
-                    m = mods[key] = self.module_of(key)
-                key = m
-            a = acc.get(key)
-            if a is None:
-                acc[key] = [p[3], p[4]]
-            else:
-                a[0] += p[3]
-                a[1] += p[4]
+            fsum[key] = fget(key, 0) + p[3]
+            vsum[key] = vget(key, 0) + p[4]
+        if by == "module":
+            f2: dict[str, int] = {}
+            v2: dict[str, int] = {}
+            for key in fsum:
+                m = self.module_of(key)
+                f2[m] = f2.get(m, 0) + fsum[key]
+                v2[m] = v2.get(m, 0) + vsum[key]
+            fsum, vsum = f2, v2
+        acc = {k: (fsum[k], vsum[k]) for k in fsum}
         rows = [SizeRow(k, v[0], v[1]) for k, v in acc.items()]
         if by == "package":
             rows = [SizeRow(r.name, r.file, r.vm, self.module_of(r.name)) for r in rows]
@@ -142,11 +144,15 @@ def _section_default(name: str, is_go: bool, flags: int) -> tuple[str, str]:
         return DEBUG, name
     if name in (".symtab", ".strtab", ".shstrtab"):
         return SYMTAB, name
+    if name in (".dynsym", ".dynstr", ".gnu.hash", ".hash", ".gnu.version", ".gnu.version_r"):
+        return "(dynamic symbols)", name
+    if name.startswith((".rela", ".rel.")):
+        return "(relocations)", name
     if name == ".go.buildinfo":
         return BUILDINFO, name
-    if name in (".gopclntab", ".gosymtab"):
+    if name.endswith((".gopclntab", ".gosymtab")):
         return PCLNTAB, name
-    if is_go and name in (".typelink", ".itablink"):
+    if is_go and name.endswith((".typelink", ".itablink")):
         return TYPES, name
     if is_go:
         return f"({name} unattributed)", name
@@ -159,46 +165,47 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
                   package_of_native: Callable[[str], str] | None = None) -> SizeReport:
     """Label every byte of ``img`` (see the module docstring)."""
     is_go = pcln is not None
-    syms = img.symbols()
+    syms = img.symbol_tuples()
     stripped = not syms
+    dynamic = False
+    if stripped:
+        syms = img.symbol_tuples(dynamic=True)
+        dynamic = bool(syms)
     pkg_of_native = package_of_native or native_package
-    names = [s.name for s in syms]
-    if not is_go and demangle is not None and names:
-        names = demangle(names)
-
-    # symbols by address (functions and objects with a size), their package
-    sym_ranges: list[tuple[int, int, str, str]] = []
-    for s, name in zip(syms, names):
-        if s.size <= 0 or s.type in (STT_SECTION, STT_FILE) or not s.name:
-            continue
-        pkg = package_of(name) if is_go else pkg_of_native(name)
-        sym_ranges.append((s.value, s.value + s.size, pkg, name))
-    sym_ranges.sort()
-    if is_go and syms:
-        sym_ranges += _go_markers(syms)
-        sym_ranges.sort()
 
     func_ranges: list[tuple[int, int, str, str]] = []
-    pcln_layers: list[list[tuple[int, int, str, str]]] = []
+    pcln_pkgs: list[str] = []
+    cache: dict[str, str] = {}
     if pcln is not None:
-        cache: dict[str, str] = {}
         for name, a, b in zip(pcln.names, pcln.entries, pcln.ends):
             pkg = cache.get(name)
             if pkg is None:
-                pkg = package_of(name)
-                cache[name] = pkg
+                pkg = cache[name] = package_of(name)
+            pcln_pkgs.append(pkg)
             func_ranges.append((a, b, pkg, name))
-        # the table's own per-function parts (file offsets): names and _func records
-        base = pcln.offset
-        own = []
-        for name, (no, nl), rec in zip(pcln.names, pcln.name_spans, pcln.records):
-            pkg = cache[name]
-            own.append((base + no, base + no + nl, pkg, name))
-            if rec is not None:
-                own.append((base + rec[0], base + rec[0] + rec[1], pkg, name))
-        shared = [(base + p.offset, base + p.offset + p.size, PCLNTAB, f"pclntab {p.name}")
-                  for p in pcln.parts if p.size > 0]
-        pcln_layers = [own, shared]
+
+    # symbols by address (functions and objects with a size), their package; in a Go
+    # binary the pclntab already has the Go functions
+    sized = [t for t in syms if t[2] > 0 and t[3] not in (STT_SECTION, STT_FILE) and t[0]]
+    if is_go:
+        sized = [t for t in sized if t[0] not in cache]
+        names = [t[0] for t in sized]
+    else:
+        names = [t[0] for t in sized]
+        if demangle is not None and names:
+            names = demangle(names)
+    pkg_of = package_of if is_go else pkg_of_native
+    sym_ranges: list[tuple[int, int, str, str]] = []
+    add_sym = sym_ranges.append
+    for t, name in zip(sized, names):
+        pkg = cache.get(name)
+        if pkg is None:
+            pkg = cache[name] = pkg_of(name)
+        add_sym((t[1], t[1] + t[2], pkg, name))
+    if is_go and syms and not dynamic:
+        sym_ranges += _go_markers(syms)
+    sym_ranges.sort()
+    del sized, names
 
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
@@ -207,7 +214,8 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             continue
         alloc = bool(sec.flags & SHF_ALLOC) and sec.in_memory
         default = _section_default(sec.name, is_go, sec.flags)
-        if sec.in_file:
+        in_file = sec.in_file
+        if in_file:
             lo, hi = sec.offset, sec.offset + sec.size
             # clip against sections that already took these file bytes
             for cs, ce in covered:
@@ -216,24 +224,32 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             if hi <= lo:
                 continue
             covered.append((lo, hi))
-            shift = sec.addr - sec.offset if alloc else None
+        elif not alloc:
+            continue
         else:
-            if not alloc:
-                continue
-            lo, hi, shift = sec.addr, sec.addr + sec.size, 0
+            lo, hi = sec.addr, sec.addr + sec.size
         layers = []
-        if shift is not None:
-            # address-based sources, converted to this section's coordinates
-            a_lo, a_hi = lo + shift, hi + shift
+        shift = 0                  # labelling runs in addresses for what the loader maps
+        if alloc:
+            if in_file:
+                shift = sec.addr - sec.offset
+                lo, hi = lo + shift, hi + shift
             if func_ranges and sec.flags & SHF_EXECINSTR:
-                layers.append(_window(func_ranges, a_lo, a_hi, -shift))
+                layers.append(_window(func_ranges, lo, hi))
             if sym_ranges:
-                layers.append(_window(sym_ranges, a_lo, a_hi, -shift))
-        if pcln_layers and sec.in_file and lo <= pcln.offset < hi:
-            layers = [[r for r in lay if lo <= r[0] < hi] for lay in pcln_layers] + layers
-        name, in_file = sec.name, sec.in_file
+                layers.append(_window(sym_ranges, lo, hi))
+        if pcln is not None and in_file and lo <= pcln.offset + shift < hi:
+            start = pcln.offset + shift
+            if start + pcln.size > hi:
+                raise ParseError(f"the pclntab ({pcln.size} bytes) runs past its section "
+                                 f"{sec.name}", section=sec.name, offset=pcln.offset)
+            layers.insert(0, [(start, start + pcln.size, PCLNTAB, _PCLN)])
+        name = sec.name
         add = pieces.append
         for size, pkg, sym in _labels_in(lo, hi, layers, default):
+            if sym is _PCLN:
+                pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
+                continue
             add((name, pkg, sym, size if in_file else 0, size if alloc else 0))
 
     # what no section holds: headers, tables of headers, padding
@@ -257,7 +273,10 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     notes = []
     if is_go and stripped:
         notes.append("stripped: functions come from the pclntab; data and type descriptors "
-                     "stay in per-section buckets")
+                     + ("from the dynamic symbols (.dynsym) where it names them, else "
+                        if dynamic else "") + "in per-section buckets")
+    elif stripped and dynamic:
+        notes.append("stripped: symbols from the dynamic symbol table (.dynsym) only")
     deps = buildinfo.deps if buildinfo else ()
     mod_paths = tuple(m.path for m in deps)
     return SizeReport(
@@ -266,10 +285,38 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
         go_version=buildinfo.go_version if buildinfo else None,
         pclntab_layout=pcln.layout if pcln else None,
         pclntab_found_by=pcln.found_by if pcln else None,
-        functions=pcln.nfunc if pcln else sum(1 for s in syms if s.type == 2 and s.size),
+        functions=pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2]),
         main_module=buildinfo.main if buildinfo else None,
         main_path=buildinfo.path if buildinfo else "",
         modules=deps, notes=tuple(notes), _module_paths=mod_paths)
+
+
+_PCLN = "(the pclntab)"
+
+
+def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
+                    alloc: bool) -> list[tuple[str, str, str, int, int]]:
+    """The pclntab's bytes: each function's name and ``_func`` record to its package (as the
+    function's symbol), the tables the linker shares between functions as named buckets."""
+    starts = [p.offset for p in pcln.parts]
+    own = [0] * len(starts)
+    out = []
+    bis = bisect.bisect_right
+    for name, pkg, (no, nl), rec in zip(pcln.names, pkgs, pcln.name_spans, pcln.records):
+        own[bis(starts, no) - 1] += nl
+        n = nl
+        if rec is not None:
+            own[bis(starts, rec[0]) - 1] += rec[1]
+            n += rec[1]
+        out.append((section, pkg, name, n, n if alloc else 0))
+    for part, mine in zip(pcln.parts, own):
+        rest = part.size - mine
+        if rest < 0:
+            raise ParseError(f"pclntab: function names or records overlap in its {part.name}",
+                             section=section, offset=pcln.offset + part.offset)
+        if rest:
+            out.append((section, PCLNTAB, f"pclntab {part.name}", rest, rest if alloc else 0))
+    return out
 
 
 #: Go's linker lists aggregates (all type descriptors, all strings, ...) as one zero-size
@@ -281,32 +328,25 @@ _MARKERS = {"type.*": TYPES, "type:*": TYPES, "go.string.*": "(Go strings)",
 
 
 def _go_markers(syms) -> list[tuple[int, int, str, str]]:
-    addrs = sorted({s.value for s in syms if s.value and s.type not in (STT_FILE,)})
+    addrs = sorted({t[1] for t in syms if t[1] and t[3] != STT_FILE})
     out = []
-    for s in syms:
-        bucket = _MARKERS.get(s.name) if s.size == 0 else None
+    for name, value, size, _typ, _shndx in syms:
+        bucket = _MARKERS.get(name) if size == 0 else None
         if bucket is None:
             continue
-        i = bisect.bisect_right(addrs, s.value)
+        i = bisect.bisect_right(addrs, value)
         if i < len(addrs):
-            out.append((s.value, addrs[i], bucket, s.name))
+            out.append((value, addrs[i], bucket, name))
     return out
 
 
-def _window(ranges: list[tuple[int, int, str, str]], lo: int, hi: int,
-            delta: int) -> list[tuple[int, int, str, str]]:
-    """The ranges (sorted by start) that overlap [lo, hi), shifted by ``delta``."""
+def _window(ranges: list[tuple[int, int, str, str]], lo: int,
+            hi: int) -> list[tuple[int, int, str, str]]:
+    """The ranges (sorted by start) that may overlap [lo, hi)."""
     i = bisect.bisect_left(ranges, (lo,))
-    # one before may still reach into the window
-    if i > 0 and ranges[i - 1][1] > lo:
+    if i > 0 and ranges[i - 1][1] > lo:      # one before may still reach into the window
         i -= 1
-    out = []
-    for k in range(i, len(ranges)):
-        s, e, pkg, sym = ranges[k]
-        if s >= hi:
-            break
-        out.append((s + delta, e + delta, pkg, sym))
-    return out
+    return ranges[i:bisect.bisect_left(ranges, (hi,))]
 
 
 def native_package(name: str) -> str:

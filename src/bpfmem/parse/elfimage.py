@@ -198,12 +198,16 @@ class ElfImage:
 
     def symbols(self, dynamic: bool = False) -> list[ImageSymbol]:
         """The symbols of .symtab (or .dynsym); [] when the file has none (stripped)."""
+        return [ImageSymbol(*t) for t in self.symbol_tuples(dynamic)]
+
+    def symbol_tuples(self, dynamic: bool = False) -> list[tuple[str, int, int, int, int]]:
+        """(name, value, size, type, section index) of each symbol of .symtab (or .dynsym):
+        plain tuples, as a large binary has 10^5 of them."""
         want = SHT_DYNSYM if dynamic else SHT_SYMTAB
         sec = next((s for s in self.sections if s.type == want), None)
         if sec is None or not 0 < sec.link < len(self.sections):
             return []
-        strtab = self.sections[sec.link]
-        strings = self.section_data(strtab)
+        strings = bytes(self.section_data(self.sections[sec.link]))
         data = self.section_data(sec)
         if self.is64:
             fmt, size = self.endian + "IBBHQQ", 24
@@ -212,21 +216,31 @@ class ElfImage:
         count = len(data) // size
         if count > _MAX_SYMBOLS:
             raise ParseError(f"{sec.name}: {count} symbols is more than any real binary has")
-        strings_b = bytes(strings)
+        # the string table is NUL-separated names: split it once, then look names up
+        at: dict[int, str] = {}
+        pos = 0
+        for nm in strings.split(b"\0"):
+            if nm:
+                at[pos] = nm.decode("utf-8", "replace")
+            pos += len(nm) + 1
+        find = strings.find
         out = []
-        find = strings_b.find
+        add = out.append
+        is64 = self.is64
         for rec in struct.iter_unpack(fmt, data[:count * size]):
-            if self.is64:
+            if is64:
                 name_off, info, _other, shndx, value, sz = rec
             else:
                 name_off, value, sz, info, _other, shndx = rec
-            if name_off >= len(strings_b):
-                name = ""
-            else:
-                end = find(b"\0", name_off)
-                name = strings_b[name_off:end if end >= 0 else len(strings_b)].decode(
-                    "utf-8", "replace")
-            out.append(ImageSymbol(name, value, sz, info & 0xF, shndx))
+            name = at.get(name_off)
+            if name is None:
+                if name_off == 0 or name_off >= len(strings) or strings[name_off] == 0:
+                    name = ""
+                else:       # a name that is the tail of another (the linker may share them)
+                    end = find(b"\0", name_off)
+                    name = strings[name_off:end if end >= 0 else len(strings)].decode(
+                        "utf-8", "replace")
+            add((name, value, sz, info & 0xF, shndx))
         return out
 
 

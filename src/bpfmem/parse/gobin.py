@@ -26,6 +26,9 @@ MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1:
 #: the fixed part of a _func record, after its leading entry field, per layout
 _FUNC_FIXED = {"1.16": 36, "1.18": 36, "1.20": 40}
 BUILDINFO_MAGIC = b"\xff Go buildinf:"
+#: a pclntab header's first six bytes, either byte order: magic, then two zero pad bytes
+_HEADER_RE = re.compile(rb"[\xf0\xf1\xfa\xfb]\xff\xff\xff\x00\x00|"
+                        rb"\xff\xff\xff[\xf0\xf1\xfa\xfb]\x00\x00")
 _MAX_FUNCS = 1 << 22
 
 
@@ -104,29 +107,27 @@ def _endian_of(data, off: int) -> str:
 
 def find_pclntab(img: ElfImage) -> tuple[int, int | None, int, str]:
     """(file offset, size or None, address, how it was found) of the pclntab."""
-    sec = img.section(".gopclntab")
+    sec = img.section(".gopclntab") or next(
+        (s for s in img.sections if s.name.endswith(".gopclntab") and s.size), None)
     if sec is not None and sec.in_file and sec.size >= 8:
         if _header_ok(img.data, sec.offset) is None:
             magic = struct.unpack_from(img.endian + "I", img.data, sec.offset)[0]
             raise UnsupportedError(f".gopclntab has an unknown header (magic {magic:#010x}): "
                                    "not a Go 1.2+ pclntab, or a newer layout than bpfmem knows")
-        return sec.offset, sec.size, sec.addr, "section .gopclntab"
-    # PIE and external linking put it inside .data.rel.ro (or .rodata); no sections: the file
-    places = [s for s in img.sections if s.name in (".data.rel.ro", ".rodata") and s.in_file]
+        return sec.offset, sec.size, sec.addr, f"section {sec.name}"
+    # external linking puts it inside .data.rel.ro (PIE) or .rodata; no sections: the file
+    places = [s for s in img.sections
+              if s.name.startswith((".data.rel.ro", ".rodata")) and s.in_file]
     ranges = [(s.offset, s.offset + s.size, s.name, s.addr) for s in places]
     if not ranges:
         ranges = [(0, img.file_size, "the file", 0)]
     data = img.data
     for start, end, name, addr in ranges:
-        for magic in MAGICS:
-            for endian in ("<", ">"):
-                needle = struct.pack(endian + "I", magic) + b"\0\0"
-                pos = data.find(needle, start, end)
-                while pos >= 0:
-                    if pos % 4 == 0 and _header_ok(data, pos) and _plausible(data, pos, end):
-                        a = addr + (pos - start) if addr else 0
-                        return pos, None, a, f"scan of {name}"
-                    pos = data.find(needle, pos + 1, end)
+        for m in _HEADER_RE.finditer(data, start, end):
+            pos = m.start()
+            if pos % 4 == 0 and _header_ok(data, pos) and _plausible(data, pos, end):
+                a = addr + (pos - start) if addr else 0
+                return pos, None, a, f"scan of {name}"
     raise ParseError("no Go pclntab found (not a Go binary, or its tables were removed)")
 
 
@@ -208,43 +209,60 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     max_end = tab_end
     find = data.find
     name_fmt = struct.Struct(e + "i")
+    names_at: dict[int, bytes] = {}
+    if layout != "1.2" and 0 <= nametab_base <= limit:
+        # the name table is NUL-separated names: split it once instead of a search per name
+        pos = nametab_base
+        blob = bytes(data[off + nametab_base:off + min(parts_offsets[2][1], limit)])
+        for nm in blob.split(b"\0"):
+            names_at[pos] = nm
+            pos += len(nm) + 1
+    if fixed is not None:
+        # name offset, npcdata and nfuncdata of a record, in one read
+        skip_tail = 7 if layout != "1.20" else 11
+        rec_fmt = struct.Struct(f"{e}{entry_size}xi20xI{skip_tail}xB")
+        rec_size = rec_fmt.size
+    else:
+        rec_fmt = struct.Struct(f"{e}{entry_size}xi")
+        rec_size = rec_fmt.size
+    unpack_rec = rec_fmt.unpack_from
+    names_get = names_at.get
+    add_name, add_span, add_rec = names.append, spans.append, records.append
     for i, (_entry, funcoff) in enumerate(pairs):
         rec = func_base + funcoff
-        if rec < 0 or rec + entry_size + 4 > limit:
+        if rec < 0 or rec + rec_size > limit:
             raise ParseError(f"pclntab function {i}: record at {rec:#x} is outside the table",
                              section=where, offset=off + ftab + i * pair)
-        nameoff = name_fmt.unpack_from(data, off + rec + entry_size)[0]
+        fields = unpack_rec(data, off + rec)
+        nameoff = fields[0]
         nstart = nametab_base + nameoff
         if nameoff < 0 or nstart >= limit:
             raise ParseError(f"pclntab function {i}: name offset {nameoff:#x} is outside the "
                              "table", section=where, offset=off + rec + entry_size)
-        nend = find(b"\0", off + nstart, off + limit)
-        if nend < 0:
-            raise ParseError(f"pclntab function {i}: name is not NUL-terminated",
-                             section=where, offset=off + nstart)
-        names.append(bytes(data[off + nstart:nend]).decode("utf-8", "replace"))
-        spans.append((nstart, nend - off - nstart + 1))
+        nm = names_get(nstart)
+        if nm is None or nstart + len(nm) >= limit:
+            nend = find(b"\0", off + nstart, off + limit)
+            if nend < 0:
+                raise ParseError(f"pclntab function {i}: name is not NUL-terminated",
+                                 section=where, offset=off + nstart)
+            nm = bytes(data[off + nstart:nend])
+        add_name(nm.decode("utf-8", "replace"))
+        add_span((nstart, len(nm) + 1))
         if fixed is not None:
-            base = rec + entry_size + fixed - 4 * 3  # npcdata sits 12 bytes before the end
-            if layout == "1.20":
-                base -= 4
-            if rec + entry_size + fixed > limit:
-                raise ParseError(f"pclntab function {i}: record runs past the table",
-                                 section=where, offset=off + rec)
-            npcdata = struct.unpack_from(e + "I", data, off + base)[0]
-            nfuncdata = data[off + rec + entry_size + fixed - 1]
+            npcdata, nfuncdata = fields[1], fields[2]
             if layout == "1.16":
-                body = entry_size + fixed + 4 * npcdata
+                body = rec_size + 4 * npcdata
                 body = (body + ptr - 1) // ptr * ptr + nfuncdata * ptr
             else:
-                body = entry_size + fixed + 4 * (npcdata + nfuncdata)
+                body = rec_size + 4 * (npcdata + nfuncdata)
             if npcdata > 1 << 12 or rec + body > limit:
                 raise ParseError(f"pclntab function {i}: {npcdata} pcdata entries run past "
                                  "the table", section=where, offset=off + rec)
-            records.append((rec, body))
-            max_end = max(max_end, rec + body)
+            add_rec((rec, body))
+            if rec + body > max_end:
+                max_end = rec + body
         else:
-            records.append(None)
+            add_rec(None)
     for i in range(len(starts)):
         if ends[i] < starts[i]:
             raise ParseError(f"pclntab function {i} ({names[i]}) ends before it starts: "
@@ -285,9 +303,10 @@ def package_of(name: str) -> str:
     ``pkg.F[go.shape.int]`` -> ``pkg``; ``type:*``/``type.*`` -> the types bucket;
     ``go:*``/``go.*`` -> the linker's bucket; a name with no dot (C, assembly) -> C_CODE.
     """
-    if name.startswith(("type:", "type.")):
+    c = name[:1]
+    if c == "t" and name.startswith(("type:", "type.")):
         return TYPES
-    if name.startswith(("go:", "go.")):
+    if c == "g" and name.startswith(("go:", "go.")):
         return RUNTIME_DATA
     cut = name.find("[")
     base = name if cut < 0 else name[:cut]
@@ -395,6 +414,9 @@ def module_of(package: str, modules: list[str], main: str | None) -> str:
     own bucket name (for the named buckets)."""
     if package.startswith("("):
         return package
+    v = package.find("/vendor/")
+    if v > 0:                       # GOPATH-mode vendoring: a/vendor/b is b
+        package = package[v + 8:]
     best = ""
     for m in modules:
         if (package == m or package.startswith(m + "/")) and len(m) > len(best):
