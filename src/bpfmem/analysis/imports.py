@@ -21,7 +21,7 @@ class ImportSaving:
     importer: str
     imported: str
     saves: int                      # bytes of the packages only this import brings in
-    packages: tuple[str, ...]       # those packages, largest first
+    packages: tuple[str, ...]       # those packages (with bytes), largest first
     chain: tuple[str, ...]          # main -> ... -> importer -> imported (a shortest one)
 
 
@@ -130,8 +130,9 @@ def import_savings(graph: ImportGraph, weights: dict[str, int]) -> list[ImportSa
             v = stack.pop()
             if v < n_pkg:
                 w = weights.get(names[v], 0)
-                total += w
-                pk.append((w, names[v]))
+                if w > 0:
+                    total += w
+                    pk.append((w, names[v]))
             stack.extend(children[v])
         if total <= 0:
             continue

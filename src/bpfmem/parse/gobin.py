@@ -198,9 +198,11 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
                          section=where, offset=off + ftab)
     pairs = list(struct.iter_unpack(e + pfmt, data[off + ftab:off + ftab + nfunc * pair]))
     last = unpack("I" if pair == 8 else w, ftab + nfunc * pair, "functab end")[0]
-    if text_start == 0 and pair == 8:
-        text = img.section(".text")
-        text_start = text.addr if text is not None else _text_segment(img)
+    if text_start == 0 and pair == 8:      # Go 1.20+ no longer fills it in
+        text_start = _moduledata_text(img, addr, addr + nametab_base, ptr, e) if addr else 0
+        if not text_start:
+            text = img.section(".text")
+            text_start = text.addr if text is not None else _text_segment(img)
     starts = [text_start + p[0] for p in pairs] if pair == 8 else [p[0] for p in pairs]
     ends = starts[1:] + [text_start + last if pair == 8 else last]
     names, spans, records = [], [], []
@@ -280,6 +282,24 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
                    tuple(ends), tuple(spans), tuple(records), tuple(parts))
 
 
+def _moduledata_text(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int,
+                     e: str) -> int:
+    """``runtime.firstmoduledata.text``: the moduledata starts with a pointer to the pclntab
+    header, then the funcnametab slice; ``text`` is its 23rd word (Go 1.16 and later)."""
+    w = "Q" if ptr == 8 else "I"
+    needle = struct.pack(e + w + w, pcln_addr, funcnametab)
+    places = [s for s in img.sections if s.in_file and s.flags & 1 and s.flags & 2] or None
+    ranges = [(s.offset, s.offset + s.size) for s in places] if places else \
+        [(0, img.file_size)]
+    for lo, hi in ranges:
+        pos = img.data.find(needle, lo, hi)
+        while pos >= 0:
+            if pos % ptr == 0 and pos + 23 * ptr <= hi:
+                return struct.unpack_from(e + w, img.data, pos + 22 * ptr)[0]
+            pos = img.data.find(needle, pos + 1, hi)
+    return 0
+
+
 def _text_segment(img: ElfImage) -> int:
     for s in img.segments:
         if s.type == 1 and s.flags & 1:
@@ -293,6 +313,13 @@ def _text_segment(img: ElfImage) -> int:
 TYPES = "(Go types)"
 RUNTIME_DATA = "(Go linker data)"
 C_CODE = "(C / assembly)"
+UNNAMED = "(Go methods of unnamed types)"
+_TYPE_FUNCS = ("type..eq.", "type:.eq.", "type..hash.", "type:.hash.")
+#: a package path on a host named go.*: go.uber.org/zap, go.etcd.io/etcd (not linker data)
+_GO_DOT_HOST = re.compile(r"go\.[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+/")
+_ARRAY = re.compile(r"^(\[[^\]]*\])+")
+_UNNAMED_PREFIXES = ("struct {", "(*struct {", "interface {", "(*interface {", "func(",
+                     "map[", "[]", "*struct {")
 
 
 def package_of(name: str) -> str:
@@ -305,9 +332,18 @@ def package_of(name: str) -> str:
     """
     c = name[:1]
     if c == "t" and name.startswith(("type:", "type.")):
+        # the compiler's equality and hash functions of a type belong to its package
+        for pre in _TYPE_FUNCS:
+            if name.startswith(pre):
+                pkg = package_of(_ARRAY.sub("", name[len(pre):].lstrip("*")))
+                return pkg if not pkg.startswith("(") else TYPES
         return TYPES
-    if c == "g" and name.startswith(("go:", "go.")):
+    if c == "g" and name.startswith(("go:", "go.")) and not _GO_DOT_HOST.match(name):
+        if name.startswith(_UNNAMED_PREFIXES, 3):
+            return UNNAMED
         return RUNTIME_DATA
+    if name.startswith(_UNNAMED_PREFIXES):
+        return UNNAMED
     cut = name.find("[")
     base = name if cut < 0 else name[:cut]
     slash = base.rfind("/")

@@ -53,8 +53,10 @@ def parse_go_list(text: str) -> ImportGraph:
             err = obj["Error"].get("Err") if isinstance(obj["Error"], dict) else obj["Error"]
             raise ParseError(f"go list: {obj['ImportPath']}: {err}")
         mod = obj.get("Module")
-        p = GoPackage(obj["ImportPath"], obj.get("Name", ""),
-                      tuple(obj.get("Imports") or ()), bool(obj.get("Standard")),
+        # a cgo package imports the pseudo-package "C": what it links is runtime/cgo
+        imports = tuple("runtime/cgo" if i == "C" else i for i in obj.get("Imports") or ())
+        p = GoPackage(obj["ImportPath"], obj.get("Name", ""), imports,
+                      bool(obj.get("Standard")),
                       mod.get("Path") if isinstance(mod, dict) else None)
         pkgs[p.import_path] = p
         if p.name == "main":

@@ -1,0 +1,80 @@
+"""`bpfmem size` on C and C++ binaries: every byte labelled, memory = the SHF_ALLOC sections
+(readelf), symbols with nm's sizes and c++filt's names, stripped binaries by their dynamic
+symbols."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bpfmem import api
+from gobuild import alloc_sizes
+
+CXX = shutil.which("g++") or shutil.which("clang++")
+
+SRC = r"""
+#include <cstdio>
+#include <vector>
+namespace agent { namespace maps {
+struct Table { std::vector<long> rows; long sum() const; };
+long Table::sum() const { long s = 0; for (long r : rows) s += r; return s; }
+} }
+static char big_buffer[1 << 16];
+int main(int argc, char **argv) {
+    agent::maps::Table t; t.rows.assign(argc, 7);
+    big_buffer[argc] = 1;
+    std::printf("%ld %d\n", t.sum(), big_buffer[1]);
+}
+"""
+
+
+def _labels(binary: Path, rep) -> None:
+    assert sum(p[3] for p in rep.pieces) == rep.file_size == binary.stat().st_size
+    mem, text = alloc_sizes(binary)
+    assert rep.vm_size == mem
+    assert sum(p[3] for p in rep.pieces if p[0] == ".text") == text
+
+
+@pytest.fixture(scope="module")
+def cxx_bin(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("needs a C++ compiler (tests/run installs gcc/clang)")
+    d = tmp_path_factory.mktemp("cxx")
+    (d / "a.cc").write_text(SRC)
+    out = d / "a.out"
+    subprocess.run([CXX, "-O1", "-g", "-o", str(out), str(d / "a.cc")], check=True)
+    return out
+
+
+def test_cxx_symbols_demangled_with_nm_sizes(cxx_bin):
+    rep = api.load_binary_size(cxx_bin)
+    assert rep.kind == "elf" and not rep.stripped
+    _labels(cxx_bin, rep)
+    nm = subprocess.run(["nm", "-S", "-C", "--defined-only", str(cxx_bin)],
+                        capture_output=True, text=True, check=True).stdout
+    sizes = {}
+    for line in nm.splitlines():
+        f = line.split(None, 3)
+        if len(f) == 4:
+            sizes[f[3]] = int(f[1], 16)
+    syms = {r.name: r for r in rep.group("symbol")}
+    name = "agent::maps::Table::sum() const"
+    assert syms[name].file == sizes[name]
+    assert syms["big_buffer"].vm == sizes["big_buffer"] == 1 << 16
+    assert syms["big_buffer"].file == 0            # .bss: memory only
+    pk = {r.name: r for r in rep.group("package")}
+    assert pk["agent"].file >= sizes[name]
+    debug = sum(r.file for r in rep.group("section") if r.name.startswith(".debug"))
+    assert debug > 0 and all(r.vm == 0 for r in rep.group("section")
+                             if r.name.startswith(".debug"))
+
+
+def test_stripped_system_binary():
+    path = Path(shutil.which("ls") or "/bin/ls")
+    rep = api.load_binary_size(path)
+    assert rep.kind == "elf" and rep.stripped
+    _labels(path, rep)
+    assert any(n.startswith("stripped") for n in rep.notes) or rep.functions == 0
