@@ -10,6 +10,7 @@ Pure: it takes a parsed :class:`ElfImage` (and optionally its pclntab and build 
 from __future__ import annotations
 
 import bisect
+import operator
 import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
@@ -18,6 +19,7 @@ from ..errors import ParseError
 from ..parse.elfimage import SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage
 from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of)
 
+_START = operator.itemgetter(0)
 GROUPS = ("package", "module", "section", "symbol")
 HEADERS = "(ELF headers)"
 PADDING = "(padding)"
@@ -109,7 +111,7 @@ def _labels_in(start: int, end: int, layers: Iterable[list[tuple[int, int, str, 
     for layer in layers:
         if not gaps:
             break
-        layer = sorted(layer)
+        layer = sorted(layer, key=_START)
         n = len(layer)
         new_gaps = []
         for gs, ge in gaps:
@@ -186,26 +188,30 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
 
     # symbols by address (functions and objects with a size), their package; in a Go
     # binary the pclntab already has the Go functions
-    sized = [t for t in syms if t[2] > 0 and t[3] not in (STT_SECTION, STT_FILE) and t[0]]
+    sym_ranges: list[tuple[int, int, str, str]] = []
+    add_sym = sym_ranges.append
     if is_go:
-        sized = [t for t in sized if t[0] not in cache]
-        names = [t[0] for t in sized]
+        for name, value, size, typ, _shndx in syms:
+            if size <= 0 or typ == STT_SECTION or typ == STT_FILE or not name \
+                    or name in cache:
+                continue
+            pkg = TYPES if name[:5] in _TYPE_PREFIXES and not name.startswith(
+                _TYPE_FUNC_PREFIXES) else package_of(name)
+            add_sym((value, value + size, pkg, name))
     else:
+        sized = [t for t in syms if t[2] > 0 and t[3] not in (STT_SECTION, STT_FILE) and t[0]]
         names = [t[0] for t in sized]
         if demangle is not None and names:
             names = demangle(names)
-    pkg_of = package_of if is_go else pkg_of_native
-    sym_ranges: list[tuple[int, int, str, str]] = []
-    add_sym = sym_ranges.append
-    for t, name in zip(sized, names):
-        pkg = cache.get(name)
-        if pkg is None:
-            pkg = cache[name] = pkg_of(name)
-        add_sym((t[1], t[1] + t[2], pkg, name))
+        for t, name in zip(sized, names):
+            pkg = cache.get(name)
+            if pkg is None:
+                pkg = cache[name] = pkg_of_native(name)
+            add_sym((t[1], t[1] + t[2], pkg, name))
+        del sized, names
     if is_go and syms and not dynamic:
         sym_ranges += _go_markers(syms)
-    sym_ranges.sort()
-    del sized, names
+    sym_ranges.sort(key=_START)
 
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
@@ -292,19 +298,27 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
 
 
 _PCLN = "(the pclntab)"
+_TYPE_PREFIXES = ("type.", "type:")
+_TYPE_FUNC_PREFIXES = ("type..eq.", "type:.eq.", "type..hash.", "type:.hash.")
 
 
 def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
                     alloc: bool) -> list[tuple[str, str, str, int, int]]:
-    """The pclntab's bytes: each function's name and ``_func`` record to its package (as the
-    function's symbol), the tables the linker shares between functions as named buckets."""
+    """The pclntab's bytes: each function's name, ``_func`` record and pc-value tables (a
+    table two functions share goes to the first) to its package, as the function's symbol;
+    the rest (header, file and compile-unit tables, inlined functions' names, the function
+    table's index) as named buckets."""
     starts = [p.offset for p in pcln.parts]
     own = [0] * len(starts)
     out = []
     bis = bisect.bisect_right
-    for name, pkg, (no, nl), rec in zip(pcln.names, pkgs, pcln.name_spans, pcln.records):
+    pc_part = next((k for k, p in enumerate(pcln.parts) if p.name == "pctab"), 0)
+    pc_bytes = pcln.pc_bytes or (0,) * len(pcln.names)
+    for name, pkg, (no, nl), rec, pcb in zip(pcln.names, pkgs, pcln.name_spans,
+                                             pcln.records, pc_bytes):
         own[bis(starts, no) - 1] += nl
-        n = nl
+        own[pc_part] += pcb
+        n = nl + pcb
         if rec is not None:
             own[bis(starts, rec[0]) - 1] += rec[1]
             n += rec[1]

@@ -61,6 +61,7 @@ class Pclntab:
     name_spans: tuple[tuple[int, int], ...]   # (offset from header, length incl. NUL)
     records: tuple[tuple[int, int] | None, ...]
     parts: tuple[PclnPart, ...]
+    pc_bytes: tuple[int, ...] = ()   # per function: its pc-value tables in pctab
 
     @property
     def nfunc(self) -> int:
@@ -222,7 +223,8 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     if fixed is not None:
         # name offset, npcdata and nfuncdata of a record, in one read
         skip_tail = 7 if layout != "1.20" else 11
-        rec_fmt = struct.Struct(f"{e}{entry_size}xi20xI{skip_tail}xB")
+        # nameoff, (args, deferreturn), pcsp, pcfile, pcln, npcdata, ..., nfuncdata
+        rec_fmt = struct.Struct(f"{e}{entry_size}xi8xIIII{skip_tail}xB")
         rec_size = rec_fmt.size
     else:
         rec_fmt = struct.Struct(f"{e}{entry_size}xi")
@@ -230,6 +232,8 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     unpack_rec = rec_fmt.unpack_from
     names_get = names_at.get
     add_name, add_span, add_rec = names.append, spans.append, records.append
+    pc_refs: list[tuple[int, int]] = []
+    add_pc = pc_refs.append
     for i, (_entry, funcoff) in enumerate(pairs):
         rec = func_base + funcoff
         if rec < 0 or rec + rec_size > limit:
@@ -251,7 +255,7 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
         add_name(nm.decode("utf-8", "replace"))
         add_span((nstart, len(nm) + 1))
         if fixed is not None:
-            npcdata, nfuncdata = fields[1], fields[2]
+            npcdata, nfuncdata = fields[4], fields[5]
             if layout == "1.16":
                 body = rec_size + 4 * npcdata
                 body = (body + ptr - 1) // ptr * ptr + nfuncdata * ptr
@@ -263,6 +267,14 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
             add_rec((rec, body))
             if rec + body > max_end:
                 max_end = rec + body
+            # the function's pc-value tables in pctab (0: none)
+            for t in fields[1:4]:
+                if t:
+                    add_pc((t, i))
+            if npcdata:
+                for t in struct.unpack_from(f"{e}{npcdata}I", data, off + rec + rec_size):
+                    if t:
+                        add_pc((t, i))
         else:
             add_rec(None)
     for i in range(len(starts)):
@@ -278,8 +290,38 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
         parts.append(PclnPart(name, o, max(0, min(nxt, total) - o)))
     if not parts:
         parts = [PclnPart("table", 0, total)]
+    pc_bytes = _pc_table_bytes(pc_refs, len(names), parts)
     return Pclntab(layout, magic, off, addr, total, ptr, how, tuple(names), tuple(starts),
-                   tuple(ends), tuple(spans), tuple(records), tuple(parts))
+                   tuple(ends), tuple(spans), tuple(records), tuple(parts), pc_bytes)
+
+
+def _pc_table_bytes(refs: list[tuple[int, int]], nfunc: int,
+                    parts: list[PclnPart]) -> tuple[int, ...]:
+    """Per function, the bytes of the pctab tables it is the first to use. The tables lie
+    back to back (the linker dedups equal ones), so each runs to the next one's start."""
+    pctab = next((p for p in parts if p.name == "pctab"), None)
+    out = [0] * nfunc
+    if pctab is None or not refs:
+        return tuple(out)
+    refs.sort()
+    starts = []
+    owner = []
+    last = -1
+    for t, i in refs:
+        if t != last:
+            if t >= pctab.size:
+                raise ParseError(f"pclntab function {i}: a pc table at {t:#x} is outside "
+                                 f"pctab ({pctab.size:#x} bytes)", section=".gopclntab",
+                                 offset=pctab.offset + t)
+            starts.append(t)
+            owner.append(i)
+            last = t
+        elif i < owner[-1]:
+            owner[-1] = i
+    starts.append(pctab.size)
+    for k, i in enumerate(owner):
+        out[i] += starts[k + 1] - starts[k]
+    return tuple(out)
 
 
 def _moduledata_text(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int,

