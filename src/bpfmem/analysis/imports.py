@@ -141,3 +141,23 @@ def import_savings(graph: ImportGraph, weights: dict[str, int]) -> list[ImportSa
                                 chain_to(graph, a) + (b,)))
     out.sort(key=lambda s: (-s.saves, s.importer, s.imported))
     return out
+
+
+def deepest(savings: list[ImportSaving], share: float = 0.95) -> list[ImportSaving]:
+    """The savings without those a deeper import on the same chain explains: dropping
+    main -> config saves what dropping types -> net/http saves, when config only reaches
+    net/http through types; the deeper one is the import to cut."""
+    keep = []
+    for s in savings:
+        implied = False
+        for t in savings:
+            if t is s or t.saves < share * s.saves or len(t.chain) <= len(s.chain):
+                continue
+            # s's edge lies on t's chain, and t's packages are (nearly) all of s's
+            c = t.chain
+            if any(c[i] == s.importer and c[i + 1] == s.imported for i in range(len(c) - 1)):
+                implied = True
+                break
+        if not implied:
+            keep.append(s)
+    return keep

@@ -215,6 +215,7 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
 
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
+    notes: list[str] = []
     for sec in img.sections:
         if sec.index == 0 or sec.size == 0:
             continue
@@ -252,6 +253,16 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             layers.insert(0, [(start, start + pcln.size, PCLNTAB, _PCLN)])
         name = sec.name
         add = pieces.append
+        if in_file and not alloc and name.lstrip(".").lstrip("z").startswith("debug_") \
+                and (pcln is not None or sym_ranges):
+            try:
+                shares = _debug_shares(img, sec, func_ranges or sym_ranges, is_go)
+            except ParseError as e:
+                shares = None
+                notes.append(f"{name} not attributed: {e}")
+            if shares:
+                pieces += _split(name, sec.file_size, shares)
+                continue
         for size, pkg, sym in _labels_in(lo, hi, layers, default):
             if sym is _PCLN:
                 pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
@@ -276,7 +287,6 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             pieces.append(("(none)", pkg, sym, size, 0))
 
     vm = sum(p[4] for p in pieces)
-    notes = []
     if is_go and stripped:
         notes.append("stripped: functions come from the pclntab; data and type descriptors "
                      + ("from the dynamic symbols (.dynsym) where it names them, else "
@@ -330,6 +340,64 @@ def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
                              section=section, offset=pcln.offset + part.offset)
         if rest:
             out.append((section, PCLNTAB, f"pclntab {part.name}", rest, rest if alloc else 0))
+    return out
+
+
+def _debug_shares(img: ElfImage, sec, ranges, is_go: bool):
+    """(package, uncompressed bytes) of a debug section's units, and its uncompressed size:
+    .debug_info and .debug_line by compile unit (a Go package, a C source file), .debug_frame
+    by the function each entry describes. None for the other debug sections."""
+    from ..parse import dwarf
+    base = sec.name.replace(".zdebug", ".debug")
+    if base not in (".debug_info", ".debug_line", ".debug_frame"):
+        return None
+    data = dwarf.section_contents(img, sec)
+    e = img.endian
+    if base == ".debug_frame":
+        starts = [r[0] for r in ranges]
+        out = []
+        for _off, size, loc in dwarf.frame_entries(data, endian=e, addr_size=img.ptr_size):
+            i = bisect.bisect_right(starts, loc) - 1
+            pkg = ranges[i][2] if i >= 0 and loc < ranges[i][1] else None
+            if pkg is not None:
+                out.append((pkg, size))
+        return out, len(data)
+    info_sec = img.section(".debug_info") or img.section(".zdebug_info")
+    abbrev_sec = img.section(".debug_abbrev") or img.section(".zdebug_abbrev")
+    if info_sec is None or abbrev_sec is None:
+        return None
+    info = data if info_sec is sec else dwarf.section_contents(img, info_sec)
+    strs = img.section(".debug_str")
+    lstr = img.section(".debug_line_str")
+    cus = dwarf.compile_units(
+        info, dwarf.section_contents(img, abbrev_sec), endian=e,
+        strs=dwarf.section_contents(img, strs) if strs else b"",
+        line_strs=dwarf.section_contents(img, lstr) if lstr else b"")
+    label = (lambda n: n or DEBUG) if is_go else (lambda n: f"(cu) {n}" if n else DEBUG)
+    if base == ".debug_info":
+        return [(label(c.name), c.size) for c in cus], len(data)
+    by_off = {c.stmt_list: c.name for c in cus if c.stmt_list is not None}
+    return [(label(by_off.get(off, "")), size)
+            for off, size in dwarf.line_units(data, endian=e)], len(data)
+
+
+def _split(section: str, file_size: int, shares) -> list[tuple[str, str, str, int, int]]:
+    """The section's file bytes split over ``shares`` in proportion to their uncompressed
+    bytes; what rounding (and a compression header) leaves goes to the debug bucket."""
+    parts, total = shares
+    out = []
+    given = 0
+    if total > 0:
+        acc: dict[str, int] = {}
+        for pkg, size in parts:
+            acc[pkg] = acc.get(pkg, 0) + size
+        for pkg, size in acc.items():
+            n = file_size * size // total
+            if n:
+                out.append((section, pkg, section, n, 0))
+                given += n
+    if file_size - given:
+        out.append((section, DEBUG, section, file_size - given, 0))
     return out
 
 

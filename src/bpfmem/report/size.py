@@ -58,7 +58,9 @@ def _rows(rep: SizeReport, by: str, top: int) -> tuple[list[dict], dict]:
 
 def _why(why, weights: dict[str, int], grown: list[str] | None = None,
          limit: int = 10) -> dict[str, Any]:
+    from ..analysis.imports import deepest
     graph, savings = why
+    savings = deepest(savings)
     if grown:
         g = set(grown)
         savings = sorted(savings, key=lambda s: (not (set(s.packages) & g), -s.saves))
@@ -158,12 +160,14 @@ def _why_lines(why: dict | None, note: str | None, md: bool = False) -> list[str
         imp = f"{s['importer']} -> {s['imported']}"
         chain = " -> ".join(s["chain"])
         pk = ", ".join(s["packages"][:5]) + (" ..." if s["package_count"] > 5 else "")
+        n = s["package_count"]
+        npk = f"{n} package{'s' if n != 1 else ''}"
         if md:
             out.append(f"- dropping the import `{imp}` saves **{fs(s['saves'])}** "
-                       f"({s['package_count']} packages: {pk}); chain: `{chain}`")
+                       f"({npk}: {pk}); chain: `{chain}`")
         else:
             out.append(f"  dropping the import {imp} saves {fs(s['saves'])} "
-                       f"({s['package_count']} packages: {pk})")
+                       f"({npk}: {pk})")
             out.append(f"      chain: {chain}")
     return out
 
