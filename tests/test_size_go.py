@@ -12,9 +12,11 @@ tests/run has installed it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -232,10 +234,8 @@ def test_current_go_matches_go_tool_nm(tmp_path):
 
 def test_debian_prometheus_every_byte(tmp_path):
     path = shutil.which("prometheus") or "/usr/bin/prometheus"
-    import os
     if not os.path.exists(path):
         pytest.skip("needs Debian's prometheus (tests/run)")
-    from pathlib import Path
     rep = api.load_binary_size(path)
     assert rep.kind == "go" and rep.stripped
     _check_labels(rep, Path(path))
@@ -246,3 +246,26 @@ def test_debian_prometheus_every_byte(tmp_path):
     go_text = sum(p[3] for p in rep.pieces if p[0] == ".text" and not p[1].startswith("("))
     assert go_text > 0.99 * text
     assert any(r.name.startswith("github.com/prometheus/prometheus/") for r in pk[:40])
+
+
+DEBS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bpfmem" / "bench-debs"
+
+
+@pytest.mark.parametrize("rel,pie", [("x/usr/sbin/dockerd", True),
+                                     ("x/usr/bin/containerd", False)])
+def test_debian_docker_binaries_every_byte(rel, pie):
+    path = DEBS / rel
+    if not path.exists():
+        pytest.skip(f"needs {path} (tests/run unpacks docker.io and containerd there)")
+    rep = api.load_binary_size(path)
+    assert rep.kind == "go" and rep.stripped and rep.pie == pie
+    _check_labels(rep, path)
+    out = subprocess.run([GO, "version", "-m", str(path)], capture_output=True,
+                         text=True).stdout.splitlines()
+    assert rep.go_version == out[0].split()[-1]
+    assert rep.main_path == out[1].split("\t")[2]
+    text = sum(p[3] for p in rep.pieces if p[0] == ".text")
+    go_text = sum(p[3] for p in rep.pieces if p[0] == ".text" and not p[1].startswith("("))
+    assert go_text > 0.99 * text
+    if pie:     # externally linked: the pclntab has no section of its own
+        assert rep.pclntab_found_by == "scan of .data.rel.ro"

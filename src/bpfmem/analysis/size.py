@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import operator
+import re
 import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
@@ -67,6 +68,8 @@ class SizeReport:
     _module_paths: tuple[str, ...] = field(default=(), repr=False)
 
     def module_of(self, package: str) -> str:
+        if self.kind != "go":
+            return package
         main = self.main_module.path if self.main_module else (self.main_path or None)
         return module_of(package, list(self._module_paths), main)
 
@@ -373,12 +376,22 @@ def _debug_shares(img: ElfImage, sec, ranges, is_go: bool):
         info, dwarf.section_contents(img, abbrev_sec), endian=e,
         strs=dwarf.section_contents(img, strs) if strs else b"",
         line_strs=dwarf.section_contents(img, lstr) if lstr else b"")
-    label = (lambda n: n or DEBUG) if is_go else (lambda n: f"(cu) {n}" if n else DEBUG)
+    label = (lambda n: n or DEBUG) if is_go else _cu_label
     if base == ".debug_info":
         return [(label(c.name), c.size) for c in cus], len(data)
     by_off = {c.stmt_list: c.name for c in cus if c.stmt_list is not None}
     return [(label(by_off.get(off, "")), size)
             for off, size in dwarf.line_units(data, endian=e)], len(data)
+
+
+def _cu_label(name: str) -> str:
+    """A C/C++ compile unit by its source path; a Rust one ("src/lib.rs/@/std.9f2c-cgu.0")
+    by its crate, so that it adds up with the crate's code."""
+    if not name:
+        return DEBUG
+    if "/@/" in name:
+        return name.rsplit("/@/", 1)[1].split(".", 1)[0]
+    return f"(cu) {name}"
 
 
 def _split(section: str, file_size: int, shares) -> list[tuple[str, str, str, int, int]]:
@@ -431,23 +444,14 @@ def _window(ranges: list[tuple[int, int, str, str]], lo: int,
     return ranges[i:bisect.bisect_left(ranges, (hi,))]
 
 
+_NATIVE_NS = re.compile(r"(?:dyn |impl )?([A-Za-z_]\w*)(?:\[[0-9a-f]+\])?::")
+
+
 def native_package(name: str) -> str:
-    """The namespace (C++) or crate (Rust) of a demangled name; C_CODE for plain C names."""
-    depth = 0
-    for i, ch in enumerate(name):
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        elif ch == ":" and depth == 0 and name.startswith("::", i):
-            head = name[:i].strip()
-            if head.startswith(("<", "_<")):
-                break
-            return head.split(" ")[-1] or C_CODE
-        elif ch == " " and depth == 0 and i and name[i - 1] != ",":
-            # "operator new(...)" / "void foo()" style: not a namespace
-            continue
-    return C_CODE
+    """The namespace (C++) or crate (Rust; ``core[1a2b]::`` and ``<std::..>`` forms too) of
+    a demangled name; C_CODE for plain C names and anything else."""
+    m = _NATIVE_NS.match(name.lstrip("<&*( "))
+    return m.group(1) if m else C_CODE
 
 
 # --- diff -------------------------------------------------------------------------------------
