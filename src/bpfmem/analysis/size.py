@@ -194,7 +194,7 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     sym_ranges: list[tuple[int, int, str, str]] = []
     add_sym = sym_ranges.append
     if is_go:
-        for name, value, size, typ, _shndx in syms:
+        for name, value, size, typ, _shndx, _no in syms:
             if size <= 0 or typ == STT_SECTION or typ == STT_FILE or not name \
                     or name in cache:
                 continue
@@ -210,6 +210,7 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             pkg = cache.get(name)
             if pkg is None:
                 pkg = cache[name] = pkg_of_native(name)
+            cache[t[0]] = pkg
             add_sym((t[1], t[1] + t[2], pkg, name))
         del sized, names
     if is_go and syms and not dynamic:
@@ -219,6 +220,10 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
     notes: list[str] = []
+    table = img.symbol_table(dynamic) if syms else None
+    table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go) if table else {}
+    n_functions = pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2])
+    del syms, cache
     for sec in img.sections:
         if sec.index == 0 or sec.size == 0:
             continue
@@ -256,6 +261,9 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             layers.insert(0, [(start, start + pcln.size, PCLNTAB, _PCLN)])
         name = sec.name
         add = pieces.append
+        if sec.index in table_pieces and in_file:
+            pieces += table_pieces[sec.index]
+            continue
         if in_file and not alloc and name.lstrip(".").lstrip("z").startswith("debug_") \
                 and (pcln is not None or sym_ranges):
             try:
@@ -266,11 +274,17 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
             if shares:
                 pieces += _split(name, sec.file_size, shares)
                 continue
+        runs: dict[tuple[str, str], int] = {}      # one piece per label and section
+        rget = runs.get
         for size, pkg, sym in _labels_in(lo, hi, layers, default):
             if sym is _PCLN:
                 pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
                 continue
+            key = (pkg, sym)
+            runs[key] = rget(key, 0) + size
+        for (pkg, sym), size in runs.items():
             add((name, pkg, sym, size if in_file else 0, size if alloc else 0))
+        del runs
 
     # what no section holds: headers, tables of headers, padding
     extra = [(0, img.ehsize, HEADERS, "ELF header"),
@@ -304,7 +318,7 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
         go_version=buildinfo.go_version if buildinfo else None,
         pclntab_layout=pcln.layout if pcln else None,
         pclntab_found_by=pcln.found_by if pcln else None,
-        functions=pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2]),
+        functions=n_functions,
         main_module=buildinfo.main if buildinfo else None,
         main_path=buildinfo.path if buildinfo else "",
         modules=deps, notes=tuple(notes), _module_paths=mod_paths)
@@ -343,6 +357,53 @@ def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
                              section=section, offset=pcln.offset + part.offset)
         if rest:
             out.append((section, PCLNTAB, f"pclntab {part.name}", rest, rest if alloc else 0))
+    return out
+
+
+def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
+                         is_go: bool) -> dict[int, list[tuple[str, str, str, int, int]]]:
+    """The symbol table's entries and their names, each to the package of its symbol; what
+    is left (the null entry, shared strings) to the section's bucket. By section index."""
+    strtab = img.sections[table.link]
+    if strtab.type == 8 or table.type == 8:
+        return {}
+    entsize = 24 if img.is64 else 16
+    ent: dict[str, int] = {}
+    strs: dict[str, int] = {}
+    spans = []
+    for name, _v, _s, _t, _x, noff in syms:
+        if not name:
+            continue
+        pkg = cache.get(name)
+        if pkg is None:
+            if is_go:
+                pkg = TYPES if name[:5] in _TYPE_PREFIXES and not name.startswith(
+                    _TYPE_FUNC_PREFIXES) else package_of(name)
+            else:
+                pkg = C_CODE
+            cache[name] = pkg
+        ent[pkg] = ent.get(pkg, 0) + entsize
+        spans.append((noff, noff + len(name.encode()) + 1, pkg))
+    # a name may be the tail of another (linkers merge them): count each byte once
+    spans.sort(key=_START)
+    cur = 0
+    for a, b, pkg in spans:
+        n = b - (a if a > cur else cur)
+        if n > 0:
+            strs[pkg] = strs.get(pkg, 0) + n
+            cur = b
+    out = {}
+    for sec, acc in ((table, ent), (strtab, strs)):
+        alloc = bool(sec.flags & SHF_ALLOC)
+        bucket = _section_default(sec.name, is_go, sec.flags)
+        given = sum(acc.values())
+        if given > sec.size:          # names that are not what the table says: no split
+            return {}
+        pieces = [(sec.name, pkg, sec.name, n, n if alloc else 0) for pkg, n in acc.items()]
+        rest = sec.size - given
+        if rest:
+            pieces.append((sec.name, bucket[0], bucket[1], rest, rest if alloc else 0))
+        out[sec.index] = pieces
     return out
 
 
@@ -425,7 +486,7 @@ _MARKERS = {"type.*": TYPES, "type:*": TYPES, "go.string.*": "(Go strings)",
 def _go_markers(syms) -> list[tuple[int, int, str, str]]:
     addrs = sorted({t[1] for t in syms if t[1] and t[3] != STT_FILE})
     out = []
-    for name, value, size, _typ, _shndx in syms:
+    for name, value, size, _typ, _shndx, _no in syms:
         bucket = _MARKERS.get(name) if size == 0 else None
         if bucket is None:
             continue

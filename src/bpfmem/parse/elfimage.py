@@ -198,11 +198,15 @@ class ElfImage:
 
     def symbols(self, dynamic: bool = False) -> list[ImageSymbol]:
         """The symbols of .symtab (or .dynsym); [] when the file has none (stripped)."""
-        return [ImageSymbol(*t) for t in self.symbol_tuples(dynamic)]
+        return [ImageSymbol(*t[:5]) for t in self.symbol_tuples(dynamic)]
 
-    def symbol_tuples(self, dynamic: bool = False) -> list[tuple[str, int, int, int, int]]:
-        """(name, value, size, type, section index) of each symbol of .symtab (or .dynsym):
-        plain tuples, as a large binary has 10^5 of them."""
+    def symbol_table(self, dynamic: bool = False) -> ImageSection | None:
+        want = SHT_DYNSYM if dynamic else SHT_SYMTAB
+        return next((s for s in self.sections if s.type == want), None)
+
+    def symbol_tuples(self, dynamic: bool = False) -> list[tuple[str, int, int, int, int, int]]:
+        """(name, value, size, type, section index, name offset) of each symbol of .symtab
+        (or .dynsym), in table order: plain tuples, as a large binary has 10^5 of them."""
         want = SHT_DYNSYM if dynamic else SHT_SYMTAB
         sec = next((s for s in self.sections if s.type == want), None)
         if sec is None or not 0 < sec.link < len(self.sections):
@@ -240,7 +244,7 @@ class ElfImage:
                     end = find(b"\0", name_off)
                     name = strings[name_off:end if end >= 0 else len(strings)].decode(
                         "utf-8", "replace")
-            add((name, value, sz, info & 0xF, shndx))
+            add((name, value, sz, info & 0xF, shndx, name_off))
         return out
 
 
