@@ -25,20 +25,26 @@ def example_object_path() -> Path:
     return Path(__file__).resolve().parent / "examples" / EXAMPLE_OBJECT
 
 
-def load_object(source: str | os.PathLike | bytes, *, name: str | None = None) -> "ObjectSpec":
-    """Parse a compiled BPF object from a path or from its bytes.
+def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
+                loader: str | None = None) -> "ObjectSpec":
+    """Parse a compiled BPF object from a path or from its bytes, as ``loader`` reads it:
+    ``"libbpf"`` (the default), ``"cilium-ebpf"`` (current cilium/ebpf, Go agents and
+    bpf2go objects), ``"cilium-ebpf@0.9"``, or ``"auto"``: the one loader that opens it, or
+    cilium/ebpf for a bpf2go file name (``*_bpfel.o``), else libbpf. ``spec.loader`` and
+    ``spec.loader_reason`` say which and why.
 
     Raises :class:`bpfmem.errors.ParseError` (naming the file) for anything that is not a
-    BPF object a loader would accept, and ``OSError`` when the file cannot be read.
+    BPF object that loader would accept, ``ValueError`` for an unknown loader, and
+    ``OSError`` when the file cannot be read.
     """
     from .parse.objspec import parse_object
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return parse_object(bytes(source), name=name)
+        return parse_object(bytes(source), name=name, loader=loader)
     path = os.fspath(source)
     with open(path, "rb") as f:
         data = f.read()
     try:
-        return parse_object(data, path=path, name=name)
+        return parse_object(data, path=path, name=name, loader=loader)
     except ParseError as e:
         raise e.with_path(path) from None
 
@@ -106,6 +112,12 @@ def profiles(kernels=(), cpus=(), btfs=(), configured=()) -> list:
     if not out:
         out = [profile(cpus=c) for c in cpu_list]
     return out
+
+
+def loader_names() -> tuple[str, ...]:
+    """The loaders bpfmem models (``--loader`` values), plus ``auto``."""
+    from .parse.loader import LOADER_NAMES
+    return LOADER_NAMES + ("auto",)
 
 
 # -- memory model ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.estimate import Footprint, estimate, shape_of_spec
+from ..model.estimate import Footprint, estimate_spec
 from ..model.kernel import KernelProfile
 from ..parse.objspec import ObjectSpec
 from ..uapi import flag_names, map_type_name
@@ -67,9 +67,8 @@ def object_costs(obj: ObjectSpec, prof: KernelProfile,
     pairs = whatif.apply(maps) if whatif else [(m, 1) for m in maps]
     out = []
     for m, count in pairs:
-        shape, why = shape_of_spec(m, prof)
-        fp = estimate(shape, prof) if shape is not None else None
-        out.append(MapCost(obj.name, m, count, fp, why))
+        fp, why = estimate_spec(m, prof)
+        out.append(MapCost(obj.name, m, count * getattr(m, "instances", 1), fp, why))
     return out
 
 

@@ -116,10 +116,27 @@ def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | Non
     if getattr(spec, "value_size_set_at_load", False):
         return None, "value_size is set at load from the kernel's struct"
     m = spec.max_entries
-    if getattr(spec, "max_entries_set_at_load", False):
+    if getattr(spec, "clamp_to_cpus", False) and (m == 0 or m > prof.possible_cpus):
+        m = prof.possible_cpus
+    elif getattr(spec, "max_entries_set_at_load", False):
         if spec.type == T.PERF_EVENT_ARRAY and m == 0:
             m = prof.possible_cpus
         else:
             return None, "max_entries is set by the loader at load time"
     return MapShape(int(spec.type), spec.key_size, spec.value_size, m, spec.map_flags,
                     spec.map_extra), None
+
+
+def estimate_spec(spec, prof: KernelProfile, entries: int = 0
+                  ) -> tuple[Footprint | None, str | None]:
+    """The Footprint of an object's map spec on ``prof`` (None and why when the spec leaves
+    a size to load time). A map the loader refuses (``spec.refused``) gets a rejected
+    Footprint: it is never 0 bytes, it is not created."""
+    refused = getattr(spec, "refused", None)
+    if refused:
+        sh = MapShape(int(spec.type), spec.key_size, spec.value_size, spec.max_entries,
+                      spec.map_flags, spec.map_extra)
+        return Footprint(prof, sh, entries, None, None, None, None, None, None, None, 0,
+                         refused, ("the loader does not create this map",)), None
+    shape, why = shape_of_spec(spec, prof)
+    return (estimate(shape, prof, entries) if shape is not None else None), why

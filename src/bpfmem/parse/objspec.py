@@ -19,6 +19,8 @@ from .btf import Btf
 from .elf import (SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, SHT_PROGBITS, SHT_REL, STB_GLOBAL,
                   STB_LOCAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
                   STV_HIDDEN, STV_INTERNAL, ElfFile, Section, Symbol)
+from .loader import (LIBBPF, MAP_CHECK_BTF_TYPES, Loader, bpf2go_name, get_loader,
+                     sanitize_name)
 from .sections import program_type_for_section
 
 PAGE_SIZE = 4096  # libbpf rounds ringbuf sizes to the host page size; x86-64/arm64 default
@@ -64,6 +66,12 @@ class MapSpec:
     init_slots: tuple[tuple[int, str], ...] = ()
     notes: tuple[str, ...] = ()
     kernel_name: str = ""   # the name the kernel stores; default: name cut to 15 characters
+    refused: str | None = None   # why the loader (or the kernel, given what the loader passes)
+                                 # fails to create this map; None: it is created
+    clamp_to_cpus: bool = False  # max_entries 0 or above the possible CPUs becomes the
+                                 # possible CPUs at load (cilium/ebpf perf event arrays, cpumaps)
+    instances: int = 1           # how many copies the loader creates (cilium/ebpf: .kconfig
+                                 # once per program that reads it)
 
     def __post_init__(self) -> None:
         if not self.kernel_name:
@@ -97,6 +105,8 @@ class ObjectSpec:
     programs: tuple[ProgramSpec, ...]
     has_btf: bool
     notes: tuple[str, ...] = field(default=())
+    loader: str = "libbpf"        # the loader whose rules made this spec (parse/loader.py)
+    loader_reason: str = ""       # why that loader was assumed
 
     def map(self, name: str) -> MapSpec:
         for m in self.maps:
@@ -165,10 +175,14 @@ class ObjectCode:
         return out
 
 
-def parse_object_code(data: bytes, *, path: str | None = None) -> ObjectCode:
+def parse_object_code(data: bytes, *, path: str | None = None,
+                      loader: Loader | str | None = None) -> ObjectCode:
     """Like :func:`parse_object`, keeping what code analyses need."""
+    if loader == AUTO:
+        spec = parse_object_auto(data, path=path)
+        loader = spec.loader
     try:
-        p = _ObjectParser(data, path, None)
+        p = _ObjectParser(data, path, None, get_loader(loader))
         spec = p.run()
     except ParseError as e:
         raise e.with_path(path) if path else e
@@ -177,22 +191,63 @@ def parse_object_code(data: bytes, *, path: str | None = None) -> ObjectCode:
     return ObjectCode(spec, p.elf, p.text_idx, p.funcs, p.reloc_targets)
 
 
-def parse_object(data: bytes, *, path: str | None = None, name: str | None = None) -> ObjectSpec:
-    """Parse a BPF object's bytes. Raises :class:`ParseError` for anything a loader rejects."""
+AUTO = "auto"
+
+
+def parse_object(data: bytes, *, path: str | None = None, name: str | None = None,
+                 loader: Loader | str | None = None) -> ObjectSpec:
+    """Parse a BPF object's bytes with ``loader``'s rules (default libbpf; ``"auto"``: see
+    :func:`parse_object_auto`). Raises :class:`ParseError` for anything that loader rejects."""
+    if loader == AUTO:
+        return parse_object_auto(data, path=path, name=name)
+    L = get_loader(loader)
     try:
-        return _ObjectParser(data, path, name).run()
+        spec = _ObjectParser(data, path, name, L).run()
     except ParseError as e:
         raise e.with_path(path) if path else e
     except RecursionError:
         raise ParseError("type nesting too deep", path=path) from None
+    return replace(spec, loader=L.name, loader_reason=f"--loader {L.name}")
+
+
+def parse_object_auto(data: bytes, *, path: str | None = None,
+                      name: str | None = None) -> ObjectSpec:
+    """The default loader: an object only one loader can open is read with that one; a
+    bpf2go file name (``*_bpfel.o``) that cilium/ebpf opens is read as cilium/ebpf does;
+    anything else as libbpf does. The spec says which loader was assumed and why."""
+    from .loader import CILIUM
+    lib_err: ParseError | None = None
+    try:
+        lib = parse_object(data, path=path, name=name, loader=LIBBPF)
+    except ParseError as e:
+        lib, lib_err = None, e
+    hinted = bpf2go_name(path)
+    if lib is not None and not hinted:
+        return replace(lib, loader_reason="the default (libbpf); --loader cilium-ebpf for Go "
+                                          "agents")
+    try:
+        cil = parse_object(data, path=path, name=name, loader=CILIUM)
+    except ParseError as e:
+        if lib is not None:
+            return replace(lib, loader_reason=f"bpf2go-style name, but cilium/ebpf refuses it "
+                                              f"({e.what}); libbpf opens it")
+        raise lib_err from None  # type: ignore[misc]
+    if lib is None:
+        return replace(cil, loader_reason=f"libbpf refuses it ({lib_err.what}); cilium/ebpf "  # type: ignore[union-attr]
+                                          "opens it")
+    return replace(cil, loader_reason="bpf2go-style file name (*_bpfel.o / *_bpfeb.o): a Go "
+                                      "agent loads it with cilium/ebpf")
 
 
 class _ObjectParser:
-    def __init__(self, data: bytes, path: str | None, name: str | None):
+    def __init__(self, data: bytes, path: str | None, name: str | None,
+                 loader: Loader | None = None):
         self.elf = ElfFile(data, path=path)
         self.path = path
         self.obj_name = name if name is not None else object_name_from_path(path or "object")
         self.notes: list[str] = []
+        self.L = loader or get_loader(None)
+        self.references: dict[int, int] = {}
 
     # -- top level --------------------------------------------------------------------------
     def run(self) -> ObjectSpec:
@@ -209,6 +264,8 @@ class _ObjectParser:
         self._global_objects: dict[str, Symbol] | None = None
         self.maps: list[MapSpec] = []
         self.map_origin: list[tuple[int, int]] = []   # (section index, offset) per map
+        if self.L.is_cilium:
+            self._cilium_checks()
         self._legacy_maps()
         self._btf_maps()
         self._data_maps()
@@ -218,16 +275,72 @@ class _ObjectParser:
         programs = self._programs()
         self._map_init_slots()
         programs = self._struct_ops_attach(programs)
+        if self.L.kconfig == "per_program":
+            self._kconfig_per_program(programs)
         license = None
         lic = elf.section("license")
         if lic is not None and lic.type == SHT_PROGBITS:
             raw = elf.data(lic).data
             license = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
         return ObjectSpec(self.path, self.obj_name, elf.little_endian, license,
-                          tuple(self.maps), programs, self.btf is not None, tuple(self.notes))
+                          tuple(self.maps), programs, self.btf is not None, tuple(self.notes),
+                          loader=self.L.name)
+
+    # -- cilium/ebpf's whole-object refusals ----------------------------------------------
+    def _known_section(self, idx: int) -> bool:
+        """Whether cilium/ebpf's LoadCollectionSpecFromReader keeps section ``idx`` (its
+        ``sections`` map): SHN_UNDEF, map, BTF map, data, program and struct_ops sections."""
+        if idx == SHN_UNDEF:
+            return True
+        return idx in self._cilium_kinds
+
+    def _cilium_checks(self) -> None:
+        """What makes cilium/ebpf refuse the whole object before any map is created:
+        elf_reader.go ``loadRelocations`` (a relocation into a section it does not keep is
+        ErrNotSupported; 0.9.1 also refuses relocations into SHF_STRINGS sections) and
+        ``relocateInstruction`` (a program referring to a map through a non-global symbol:
+        "possible erroneous static qualifier on map definition"); btf.go (0.9.1: a .kconfig
+        or .ksyms DATASEC is not supported)."""
+        L, elf = self.L, self.elf
+        if L.kconfig == "refuse" and self.btf is not None:
+            for ds in (".kconfig", ".ksyms"):
+                if self.btf.datasec(ds) is not None:
+                    raise ParseError(f"cilium/ebpf {L.release} refuses objects with {ds} "
+                                     f"externs (BTF: reference to {ds}: not supported)")
+        for s in self.struct_ops_secs_refused:
+            raise ParseError(f"cilium/ebpf {L.release} refuses a '{s.name}' section "
+                             "(only .struct_ops.link is supported)", section=s.name)
+        kinds = self._cilium_kinds
+        map_secs = {i for i, k in kinds.items() if k == "maps"}
+        for rsec in elf.relocation_sections():
+            if rsec.type != SHT_REL or rsec.info not in kinds:
+                continue
+            target = elf.sections[rsec.info]
+            for rel in elf.relocations(rsec):
+                sym = elf.symbol(rel.symbol, f"symbol of relocation at {rel.offset:#x}")
+                if not self._known_section(sym.shndx):
+                    where = (elf.sections[sym.shndx].name if 0 < sym.shndx < len(elf.sections)
+                             else f"section index {sym.shndx}")
+                    raise ParseError(f"cilium/ebpf refuses a reference to '{sym.name}' in "
+                                     f"{where} (not supported)", section=target.name)
+                if sym.shndx != SHN_UNDEF:
+                    dest = elf.sections[sym.shndx]
+                    if L.refuses_string_relocations and dest.flags & 0x20:  # SHF_STRINGS
+                        raise ParseError(f"cilium/ebpf {L.release} refuses string constants "
+                                         f"in {dest.name} (string is not stack allocated)",
+                                         section=target.name)
+                    self.references[sym.shndx] = self.references.get(sym.shndx, 0) + 1
+                if (kinds[rsec.info] == "program" and sym.shndx in map_secs
+                        and sym.bind != STB_GLOBAL):
+                    raise ParseError(f"cilium/ebpf refuses a reference to the static map "
+                                     f"'{sym.name}' (possible erroneous static qualifier on "
+                                     "map definition)", section=target.name)
 
     def _classify_sections(self) -> None:
         """libbpf's ``bpf_object__elf_collect``: which section is what."""
+        if self.L.is_cilium:
+            return self._classify_sections_cilium()
+        self.struct_ops_secs_refused: list[Section] = []
         self.text_idx: int | None = None
         self.exec_secs: list[Section] = []
         self.data_secs: list[tuple[Section, str]] = []   # (section, "data"|"rodata"|"bss")
@@ -257,6 +370,47 @@ class _ObjectParser:
                     self.arena_idx = s.index
             elif s.type == SHT_NOBITS and (n == ".bss" or n.startswith(".bss.")):
                 self.data_secs.append((s, "bss"))
+
+    def _classify_sections_cilium(self) -> None:
+        """cilium/ebpf's ``LoadCollectionSpecFromReader``: the first matching rule of
+        license*, version*, maps* (legacy), .maps, data (the loader's names), SHT_REL,
+        executable PROGBITS, struct_ops."""
+        L = self.L
+        self.text_idx = None
+        self.exec_secs, self.data_secs, self.struct_ops_secs = [], [], []
+        self.struct_ops_secs_refused = []
+        self.maps_idx = self.legacy_idx = self.arena_idx = None
+        self._cilium_kinds: dict[int, str] = {}
+        kinds = self._cilium_kinds
+        for s in self.elf.sections[1:]:
+            n = s.name
+            if n.startswith(("license", "version")):
+                continue
+            if n.startswith("maps"):
+                if self.legacy_idx is None:
+                    self.legacy_idx = s.index
+                kinds[s.index] = "maps"
+            elif n == ".maps":
+                self.maps_idx = s.index
+                kinds[s.index] = "maps"
+            elif n in L.data_exact or n.startswith(L.data_prefixes):
+                what = ("rodata" if n.startswith(".rodata") else
+                        "bss" if s.type == SHT_NOBITS else "data")
+                self.data_secs.append((s, what))
+                kinds[s.index] = "data"
+            elif s.type == SHT_REL:
+                continue
+            elif s.type == SHT_PROGBITS and s.size > 0:
+                if s.is_exec:
+                    if n == ".text":
+                        self.text_idx = s.index
+                    self.exec_secs.append(s)
+                    kinds[s.index] = "program"
+                elif n in L.struct_ops_maps:
+                    self.struct_ops_secs.append(s)
+                    kinds[s.index] = "struct_ops"
+                elif n in L.struct_ops_refused:
+                    self.struct_ops_secs_refused.append(s)
 
     # -- maps -------------------------------------------------------------------------------
     def _add_map(self, spec: MapSpec, sec_idx: int, offset: int) -> None:
@@ -315,6 +469,8 @@ class _ObjectParser:
         iproute2's ``struct bpf_elf_map`` (36 bytes: + id, pinning, inner_id, inner_idx)."""
         if self.legacy_idx is None:
             return
+        if self.L.is_cilium:
+            return self._legacy_maps_cilium()
         sec = self.elf.sections[self.legacy_idx]
         data = self.elf.data(sec)
         syms = [s for s in self.syms if s.shndx == sec.index and s.type != STT_SECTION]
@@ -357,6 +513,53 @@ class _ObjectParser:
                                  "names no map", section="maps")
             self.maps[i] = replace(self.maps[i], inner=inner)
 
+    def _legacy_maps_cilium(self) -> None:
+        """elf_reader.go ``loadMaps``: each named NOTYPE/OBJECT symbol of a ``maps*`` section
+        is a ``struct bpf_map_def`` (type, key_size, value_size, max_entries, flags); bytes
+        past those 20 are ``Extra``, which ``createMap`` requires to be zero. No pinning, no
+        inner map: a legacy map-in-map fails ``newMapWithOptions`` ("requires InnerMap").
+        0.9.1 sizes the definitions evenly (section size / symbols), current by symbol size."""
+        L = self.L
+        sec = self.elf.sections[self.legacy_idx]  # type: ignore[index]
+        data = self.elf.data(sec)
+        syms = {}
+        for sym in self.syms:
+            if sym.shndx == sec.index and sym.name and sym.type in (STT_NOTYPE, STT_OBJECT):
+                syms[sym.value] = sym
+        if not syms:
+            raise ParseError(f"cilium/ebpf: section {sec.name}: no symbols", section=sec.name)
+        self.notes.append("legacy SEC(\"maps\") definitions (struct bpf_map_def): cilium/ebpf "
+                          "reads them; libbpf 1.0+ refuses them")
+        even = None
+        if L.release == "0.9.1":
+            if sec.size % len(syms):
+                raise ParseError(f"cilium/ebpf {L.release}: section {sec.name}: map "
+                                 "descriptors are not of equal size", section=sec.name)
+            even = sec.size // len(syms)
+        for off in sorted(syms):
+            sym = syms[off]
+            size = even if even is not None else sym.size
+            if off + size > sec.size:
+                raise ParseError(f"cilium/ebpf: map '{sym.name}': size goes out of bounds of "
+                                 f"section {sec.name}", section=sec.name)
+            if size < 20:
+                raise ParseError(f"cilium/ebpf: map '{sym.name}': definition is {size} bytes, "
+                                 "shorter than struct bpf_map_def (20)", section=sec.name)
+            rec = data.sub(off, size, f"legacy map '{sym.name}'")
+            mtype, ks, vs, me, flags = rec.unpack("IIIII", 0, f"legacy map '{sym.name}'")
+            refused = None
+            extra = bytes(rec.data[20:size]) if hasattr(rec, "data") else b""
+            if mtype in _MAP_IN_MAP:
+                refused = (f"cilium/ebpf: {map_type_name(mtype)} from a legacy definition has "
+                           "no inner map spec (requires InnerMap)")
+            elif L.legacy_extra_zero and any(extra):
+                refused = (f"cilium/ebpf: {len(extra)} bytes past struct bpf_map_def are not "
+                           "zero (extra contains unhandled non-zero bytes)")
+            name = sanitize_name(sym.name)
+            spec = MapSpec(name, mtype, ks, vs, me, flags, kind=KIND_LEGACY, section=sec.name,
+                           refused=refused)
+            self._add_map(self._load_time(spec), sec.index, off)
+
     def _btf_maps(self) -> None:
         """BTF-defined maps in ``SEC(".maps")`` (libbpf ``bpf_object__init_user_btf_maps``)."""
         if self.maps_idx is None:
@@ -380,7 +583,7 @@ class _ObjectParser:
             if var.kind != B.VAR:
                 raise ParseError(f"map '{name}': unexpected BTF kind {var.kind_name}",
                                  section=".maps")
-            if var.linkage != B.VAR_GLOBAL_ALLOCATED:
+            if var.linkage != B.VAR_GLOBAL_ALLOCATED and not self.L.is_cilium:
                 link = {B.VAR_STATIC: "static", B.VAR_GLOBAL_EXTERN: "extern"}.get(
                     var.linkage, str(var.linkage))
                 raise ParseError(f"map '{name}': {link} maps are not supported by libbpf",
@@ -404,8 +607,11 @@ class _ObjectParser:
         key_type = value_type = None
         inner_spec: MapSpec | None = None
 
+        L = self.L
+        who = f"cilium/ebpf {L.release}: " if L.is_cilium else ""
+
         def err(what: str) -> ParseError:
-            return ParseError(f"map '{name}': {what}", section=".maps")
+            return ParseError(f"{who}map '{name}': {what}", section=".maps")
 
         def int_field(m: B.Member) -> int:
             # __uint(name, N) is `int (*name)[N]`: a pointer to an array of N elements
@@ -437,16 +643,24 @@ class _ObjectParser:
             return btf.resolve_size(target), btf.type_name(target)
 
         members = d.members
+        given: set[str] = set()
         for i, m in enumerate(members):
             n = m.name
+            if L.is_cilium and n not in L.btf_map_fields:
+                raise err(f"unrecognized field {n} in BTF map definition")
+            if L.is_cilium and n in ("key", "value", "key_size", "value_size"):
+                base = n.replace("_size", "")
+                if base in given or f"{base}_size" in given:
+                    raise err(f"both {base} and {base}_size given")
+                given.add(n)
             if n in ("type", "max_entries", "map_flags", "numa_node", "pinning"):
-                f[n] = int_field(m)
+                f[n] = int_field(m) if not L.is_cilium else long_field(m)
                 if n == "pinning" and inner:
                     raise err("inner map definitions can't be pinned")
-                if n == "pinning" and f[n] not in (0, 1):
+                if n == "pinning" and L.pin_values is not None and f[n] not in L.pin_values:
                     raise err(f"invalid pinning value {f[n]}")
             elif n in ("key_size", "value_size"):
-                v = int_field(m)
+                v = int_field(m) if not L.is_cilium else long_field(m)
                 if f[n] and f[n] != v:
                     raise err(f"conflicting {n.replace('_', ' ')} {f[n]} != {v}")
                 f[n] = v
@@ -484,7 +698,7 @@ class _ObjectParser:
                     continue
                 if t.kind != B.STRUCT:
                     raise err(f"map-in-map inner def is a {t.kind_name}")
-                inner_spec = self._parse_btf_map_def(f"{name}.inner", t, inner=True)
+                inner_spec = self._parse_btf_map_def(f"{name}{L.inner_suffix}", t, inner=True)
             elif n == "map_extra":
                 f["map_extra"] = long_field(m)
             else:
@@ -493,22 +707,51 @@ class _ObjectParser:
             raise err("map type isn't specified")
         max_entries = f["max_entries"]
         notes: list[str] = []
-        if f["type"] in _RINGBUFS:
+        refused = None
+        if L.is_cilium:
+            if value_type is not None and f["type"] in L.no_value_size:
+                # types.go canHaveValueSize; elf_reader.go mapSpecFromBTF drops the size
+                if f["value_size"]:
+                    notes.append(f"value type {value_type} kept for BTF only: cilium/ebpf "
+                                 f"drops the value size ({f['value_size']}) of a "
+                                 f"{map_type_name(f['type'])}")
+                f["value_size"] = 0
+            if L.half_typed_btf_refused and f["type"] not in _MAP_IN_MAP:
+                if key_type is not None and value_type is None:
+                    refused = (f"EINVAL: cilium/ebpf {L.release} passes a BTF key type without "
+                               "a value type, which the kernel refuses, and does not retry "
+                               "without BTF")
+                elif (key_type is None and value_type is not None and f["key_size"]
+                      and f["type"] not in MAP_CHECK_BTF_TYPES):
+                    refused = (f"EINVAL: cilium/ebpf {L.release} passes a BTF value type with "
+                               f"key type id 0, which {map_type_name(f['type'])} maps refuse "
+                               "(no map_check_btf), and does not retry without BTF")
+            if f["pinning"] not in (0, 1):
+                notes.append(f"pinning {f['pinning']} is no cilium/ebpf PinType: NewCollection "
+                             "refuses it unless the agent resets MapSpec.Pinning (as agents "
+                             "that pin maps themselves do); counted as created unpinned")
+            elif f["pinning"] == 1 and not inner:
+                notes.append("pinning by name: cilium/ebpf pins it under "
+                             "CollectionOptions.Maps.PinPath, or reuses a compatible pinned map")
+        if f["type"] in _RINGBUFS and L.rounds_ringbuf:
             adjusted = adjust_ringbuf_size(max_entries)
             if adjusted != max_entries:
                 notes.append(f"declared size {max_entries}; libbpf rounds ring buffers up to a "
                              f"power-of-2 multiple of the page size: {adjusted} "
                              f"(with {PAGE_SIZE}-byte pages)")
                 max_entries = adjusted
-        spec = MapSpec(name, f["type"], f["key_size"], f["value_size"], max_entries,
+        spec = MapSpec(sanitize_name(name) if L.is_cilium else name, f["type"], f["key_size"],
+                       f["value_size"], max_entries,
                        f["map_flags"], f["map_extra"], f["numa_node"], f["pinning"],
                        kind=KIND_BTF, section=".maps", inner=inner_spec,
-                       key_type=key_type, value_type=value_type, notes=tuple(notes))
+                       key_type=key_type, value_type=value_type, notes=tuple(notes),
+                       refused=refused)
         return self._load_time(spec)
 
-    @staticmethod
-    def _load_time(spec: MapSpec) -> MapSpec:
+    def _load_time(self, spec: MapSpec) -> MapSpec:
         """Mark what the loader fills in at load time instead of guessing it here."""
+        if self.L.is_cilium:
+            return self._load_time_cilium(spec)
         notes = list(spec.notes)
         set_at_load = False
         if spec.max_entries == 0 and spec.type not in _ZERO_ENTRIES_OK:
@@ -521,6 +764,43 @@ class _ObjectParser:
         if not notes and not set_at_load:
             return spec
         return replace(spec, max_entries_set_at_load=set_at_load, notes=tuple(notes))
+
+    def _load_time_cilium(self, spec: MapSpec) -> MapSpec:
+        """map.go ``fixupMagicFields`` (current) / ``createMap`` (0.9.1): a perf event
+        array gets key and value size 4 (0 or 4 allowed) and max_entries the possible CPUs
+        when 0 or larger (0.9.1 clamps the larger ones in ``clampPerfEventArraySize`` at
+        parse); current also clamps a CPUMAP's max_entries; a map-in-map's value size is 4."""
+        L = self.L
+        notes = list(spec.notes)
+        changes: dict = {}
+        t = spec.type
+        if t == MapType.PERF_EVENT_ARRAY:
+            if spec.key_size not in (0, 4) or spec.value_size not in (0, 4):
+                changes["refused"] = spec.refused or (
+                    "cilium/ebpf: KeySize and ValueSize must be zero or four for a perf event "
+                    "array")
+            else:
+                if (spec.key_size, spec.value_size) != (4, 4):
+                    notes.append(f"key/value size {spec.key_size}/{spec.value_size}: "
+                                 "cilium/ebpf sets both to 4")
+                changes.update(key_size=4, value_size=4)
+            changes["clamp_to_cpus"] = True
+            notes.append("max_entries: cilium/ebpf uses the number of possible CPUs when it is "
+                         "0 or larger")
+        elif t == MapType.CPUMAP and L.cpumap_clamp:
+            changes["clamp_to_cpus"] = True
+            notes.append("max_entries: cilium/ebpf uses the number of possible CPUs when it is "
+                         "0 or larger")
+        elif t in _MAP_IN_MAP and spec.value_size in (0, 4):
+            changes["value_size"] = 4
+        if spec.max_entries == 0 and t not in _ZERO_ENTRIES_OK:
+            changes["max_entries_set_at_load"] = True
+            if not changes.get("clamp_to_cpus"):
+                notes.append("max_entries 0: the agent must set MapSpec.MaxEntries before "
+                             "load, or the kernel rejects the map")
+        if not changes and notes == list(spec.notes):
+            return spec
+        return replace(spec, notes=tuple(notes), **changes)
 
     def _datasec_mmapable(self, sec_name: str) -> tuple[bool, bool | None]:
         """libbpf ``map_is_mmapable``: a DATASEC with at least one non-static variable."""
@@ -544,10 +824,48 @@ class _ObjectParser:
                        kernel_name=kernel_name)
 
     def _data_maps(self) -> None:
+        if self.L.is_cilium:
+            return self._data_maps_cilium()
         for sec, what in sorted(self.data_secs, key=lambda x: x[0].index):
             if sec.size == 0:
                 continue
             self._add_map(self._data_map(sec.name, sec.size, what == "rodata"), sec.index, 0)
+
+    def _data_maps_cilium(self) -> None:
+        """elf_reader.go ``loadDataSections``: one single-element ARRAY per data section,
+        named after the section (sanitized), key size 4, the section's size as value size,
+        BPF_F_RDONLY_PROG (and frozen after it is filled) for .rodata*. 0.9.1 keeps only
+        sections that relocations refer to; current also keeps those with symbols. Current
+        ``collectionLoader.loadMap`` adds BPF_F_MMAPABLE to every data section on kernels that
+        have mmapable arrays (5.5+); 0.9.1 never does."""
+        L = self.L
+        named = {}
+        for sym in self.syms:
+            if sym.name and sym.type in (STT_NOTYPE, STT_OBJECT):
+                named.setdefault(sym.shndx, 0)
+                named[sym.shndx] += 1
+        for sec, what in sorted(self.data_secs, key=lambda x: x[0].index):
+            refs = self.references.get(sec.index, 0)
+            if refs == 0 and (L.data_kept == "referenced" or not named.get(sec.index)):
+                continue
+            if sec.type not in (SHT_PROGBITS, SHT_NOBITS):
+                raise ParseError(f"cilium/ebpf: data section {sec.name}: unknown section type "
+                                 f"{sec.type}", section=sec.name)
+            flags = int(MapFlag.RDONLY_PROG) if what == "rodata" else 0
+            notes = []
+            if L.data_mmapable == "always":
+                flags |= int(MapFlag.MMAPABLE)
+                notes.append("BPF_F_MMAPABLE: cilium/ebpf adds it to data sections at load on "
+                             "kernels with mmapable arrays (5.5+)")
+            if what == "rodata":
+                notes.append("frozen after it is filled (BPF_MAP_FREEZE)")
+            name = sanitize_name(sec.name)
+            ds = self.btf.datasec(sec.name) if self.btf is not None else None
+            spec = MapSpec(name, int(MapType.ARRAY), 4, sec.size, 1, flags, kind=KIND_DATA,
+                           section=sec.name,
+                           value_type=f"DATASEC {sec.name}" if ds is not None else None,
+                           notes=tuple(notes))
+            self._add_map(spec, sec.index, 0)
 
     def _kconfig_map(self) -> None:
         """``.kconfig`` externs become one read-only array (libbpf ``init_kconfig_map``)."""
@@ -557,6 +875,8 @@ class _ObjectParser:
         ds = btf.datasec(".kconfig")
         if ds is None:
             return
+        if self.L.kconfig == "per_program":
+            return self._kconfig_map_cilium(ds)
         extern_names = {s.name for s in self.syms
                         if s.shndx == SHN_UNDEF and s.bind in (STB_GLOBAL, STB_WEAK)
                         and s.type == STT_NOTYPE and s.name}
@@ -578,6 +898,45 @@ class _ObjectParser:
             off = (off + align - 1) // align * align + size
         spec = self._data_map(".kconfig", off, rodata=True)
         self._add_map(spec, self.elf.symtab.index, 0)  # type: ignore[union-attr]
+
+    def _kconfig_map_cilium(self, ds: int) -> None:
+        """elf_reader.go ``loadKconfigSection`` with btf.go ``fixupDatasecLayout``: the
+        .kconfig DATASEC laid out in declaration order, each variable at its alignment; an
+        ARRAY named ".kconfig", key size 4, BPF_F_RDONLY_PROG, frozen. linker.go
+        ``resolveKconfigReferences`` creates it once for every program that reads it."""
+        btf = self.btf
+        assert btf is not None
+        off = 0
+        for vi in btf.type(ds).secinfos:
+            v = btf.type(vi.type)
+            if v.kind != B.VAR:
+                raise ParseError(f"cilium/ebpf: .kconfig member [{vi.type}] is a "
+                                 f"{v.kind_name}", section=".kconfig")
+            align = btf.align_of(v.type)
+            off = (off + align - 1) // align * align + btf.resolve_size(v.type)
+        if off == 0:
+            raise ParseError("cilium/ebpf: zero-length .kconfig", section=".kconfig")
+        spec = MapSpec(".kconfig", int(MapType.ARRAY), 4, off, 1, int(MapFlag.RDONLY_PROG),
+                       kind=KIND_DATA, section=".kconfig", value_type="DATASEC .kconfig",
+                       notes=("frozen after it is filled (BPF_MAP_FREEZE)",))
+        self._add_map(spec, self.elf.symtab.index, 0)  # type: ignore[union-attr]
+
+    def _kconfig_per_program(self, programs: tuple[ProgramSpec, ...]) -> None:
+        """One .kconfig map per program that reads a kconfig extern, none when no program
+        does (cilium/ebpf creates it while loading each such program)."""
+        i = next((i for i, m in enumerate(self.maps)
+                  if m.kind == KIND_DATA and m.section == ".kconfig"), None)
+        if i is None:
+            return
+        readers = [p.name for p in programs if ".kconfig" in p.maps]
+        if not readers:
+            del self.maps[i]
+            del self.map_origin[i]
+            return
+        m = self.maps[i]
+        self.maps[i] = replace(m, instances=len(readers), notes=m.notes + (
+            f"created once per program that reads it ({', '.join(readers)}): "
+            f"{len(readers)} cop{'y' if len(readers) == 1 else 'ies'}",))
 
     def _struct_ops_maps(self) -> None:
         """Each variable of ``SEC(".struct_ops[.link]")`` is a STRUCT_OPS map."""

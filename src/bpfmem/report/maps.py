@@ -42,10 +42,18 @@ def map_record(m: MapSpec, profile=None) -> dict[str, Any]:
         "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
         "notes": list(m.notes) + [n for n in (placeholder_note(m),) if n],
     }
+    if m.refused:
+        rec["refused"] = m.refused
+    if m.instances != 1:
+        rec["instances"] = m.instances
     if profile is not None:
-        from ..model.estimate import estimate, shape_of_spec
-        shape, why = shape_of_spec(m, profile)
-        rec["memory"] = memory_record(None if shape is None else estimate(shape, profile), why)
+        from ..model.estimate import estimate_spec
+        fp, why = estimate_spec(m, profile)
+        mem = memory_record(fp, why)
+        if m.instances != 1:
+            mem = {k: (v * m.instances if isinstance(v, int) and k != "charged_tolerance"
+                       else v) for k, v in mem.items()}
+        rec["memory"] = mem
     return rec
 
 
