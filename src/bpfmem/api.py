@@ -215,7 +215,7 @@ def _decoded_lines(lines, chunk: int = 8192):
 
 # -- measuring real maps ------------------------------------------------------------------
 def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
-                   cpus: int = 2, timeout: float = 1800):
+                   cpus: int = 2, timeout: float = 1800, loader: str | None = None):
     """Create every map of an object for real (on this host in a scratch memory cgroup, or
     in a Debian kernel under qemu with ``vm_kernel``), read memlock and the memory cgroup's
     charge per map, and compare them with the model for that kernel.
@@ -231,7 +231,7 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     from .model.structs import STRUCT_NAMES
     from .uapi import MapType
 
-    spec = load_object(source)
+    spec = load_object(source, loader=loader)
     draft = host_profile() if vm_kernel is None else KernelProfile.for_release(
         _vm_release_guess(vm_kernel), cpus)
     wanted, skipped = [], []
@@ -239,6 +239,8 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
         shape, why = shape_of_spec(m, draft)
         if not m.autocreate:
             skipped.append((m.name, "not created by default (autocreate off)"))
+        elif m.refused:
+            skipped.append((m.name, f"refused by the loader: {m.refused}"))
         elif shape is None:
             skipped.append((m.name, why))
         elif m.type == MapType.STRUCT_OPS:
@@ -311,28 +313,47 @@ def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
 
 def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
                   full: bool = False, whatif=None, object_limits=None, map_caps=None,
-                  config: str | None = None) -> dict:
+                  config: str | None = None,
+                  loader: str | list[str] | tuple[str, ...] | None = None) -> dict:
     """The ``check`` document (schema bpfmem/check/v1) for compiled objects, on every
     profile of ``profiles`` (:func:`profiles`). ValueError when a what-if, a map cap or an
     object limit names nothing checked (a gate must not pass on a typo); ``config`` names the
-    file the caps and limits came from."""
+    file the caps and limits came from. ``loader`` may name several loaders (``["libbpf",
+    "cilium-ebpf"]``): the objects are then checked as each one reads them, one result per
+    loader and profile, and the gate must hold for all."""
     from .analysis.budget import Budget, check
     from .analysis.typos import unmatched
-    objs = [load_object(s) for s in sources]
+    loaders = [loader] if loader is None or isinstance(loader, str) else list(loader)
+    objs = [load_object(s, loader=loaders[0]) for s in sources]
     typos = unmatched(objs, whatif, map_caps, object_limits, config)
     if typos:
         raise ValueError("; ".join(typos))
     budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}))
-    return check(objs, budget, list(profiles), whatif)
+    profiles = list(profiles)
+    doc = None
+    for i, name in enumerate(loaders):
+        specs = objs if i == 0 else [load_object(s, loader=name) for s in sources]
+        part = check(specs, budget, profiles, whatif)
+        if doc is None:
+            doc = part
+        else:
+            doc["results"] += part["results"]
+            doc["pass"] = doc["pass"] and part["pass"]
+    assert doc is not None
+    return doc
 
 
-def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None) -> dict:
+def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
+                 old_loader: str | None = None, new_loader: str | None = None) -> dict:
     """The ``diff`` document (schema bpfmem/diff/v1) between two builds (each one or more
-    objects) on ``profile``; the what-if applies to the new side."""
+    objects) on ``profile``; the what-if applies to the new side. ``old_loader`` and
+    ``new_loader`` read each side as that loader does: the same object under libbpf and
+    cilium/ebpf shows what a move from one to the other changes."""
     from .analysis.diff import diff
     from .analysis.typos import unmatched
-    new_objs = [load_object(s) for s in new]
-    doc = diff([load_object(s) for s in old], new_objs, profile, whatif, limit)
+    new_objs = [load_object(s, loader=new_loader) for s in new]
+    doc = diff([load_object(s, loader=old_loader) for s in old], new_objs, profile, whatif,
+               limit)
     doc["warnings"] = unmatched(new_objs, whatif)
     return doc
 
@@ -356,7 +377,8 @@ def diff_snapshots(old: str, new: str) -> dict:
 
 
 # -- advisor --------------------------------------------------------------------------------
-def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None) -> dict:
+def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None,
+                   loader: str | None = None) -> dict:
     """The ``advise`` document (schema bpfmem/advise/v1): per object, what its programs do with
     each map and the recommended changes with the bytes each saves."""
     from .analysis.advise import advise_document
@@ -366,7 +388,7 @@ def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None)
     for s in sources:
         path = os.fspath(s)
         with open(path, "rb") as f:
-            code = parse_object_code(f.read(), path=path)
+            code = parse_object_code(f.read(), path=path, loader=loader)
         pairs.append((code.spec, analyze_code(code)))
     return advise_document(pairs, profile, occupancy)
 

@@ -13,11 +13,21 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 _MAPS_EPILOG = """\
 what you see:
-  Every map a loader (libbpf) creates for the object: BTF-defined maps in SEC(".maps"),
+  Every map the loader creates for the object: BTF-defined maps in SEC(".maps"),
   legacy SEC("maps") definitions, global data (.data, .rodata, .bss, .kconfig) as
   one-element arrays, and struct_ops maps; with the attributes the kernel will be given.
   Values a loader only knows at load time are marked: "at load" (perf event arrays get one
   slot per possible CPU), "*" (see the notes under the table).
+
+loaders:
+  libbpf and cilium/ebpf (Go agents; bpf2go's *_bpfel.o) read the same object differently:
+  data maps are named ".rodata" by cilium/ebpf and "<obj>.rodata" by libbpf; cilium/ebpf
+  drops a ring buffer's value size, gives perf event arrays key/value size 4, does not round
+  ring buffer sizes, adds BPF_F_MMAPABLE to data maps and makes .kconfig once per program.
+  --loader picks one; by default (auto) an object only one of them opens is read with that
+  one, a bpf2go file name with cilium/ebpf, anything else with libbpf. The table says which
+  loader was assumed and why. A map the loader or the kernel refuses is listed as refused
+  and left out of the total, which says so.
 
 memory:
   memlock  what /proc/PID/fdinfo and bpftool show for the map on that kernel (exact)
@@ -31,6 +41,7 @@ examples:
   bpfmem maps agent.bpf.o              one object
   bpfmem maps agent.bpf.o --kernel 5.10 --cpus 64
   bpfmem maps build/*.o --format json  several, as JSON (schema bpfmem/maps/v1)
+  bpfmem maps agent_bpfel.o --loader cilium-ebpf
 """
 
 _ESTIMATE_EPILOG = """one map:
@@ -62,6 +73,30 @@ def _add_kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-btf", metavar="FILE", help=_KERNEL_BTF_HELP)
     p.add_argument("--cpus", type=_positive, metavar="N",
                    help="possible CPUs (default: this host's /sys/devices/system/cpu/possible)")
+
+
+_LOADER_HELP = ("which loader creates the maps: libbpf, cilium-ebpf (current cilium/ebpf, Go "
+                "agents, bpf2go objects), cilium-ebpf@0.9 (cilium/ebpf 0.9.1) or auto: the "
+                "loader that can open the object, cilium-ebpf for bpf2go names (*_bpfel.o), "
+                "else libbpf (default: auto, or `loader` in bpfmem.toml)")
+
+
+def _add_loader_arg(p: argparse.ArgumentParser, several: bool = False) -> None:
+    p.add_argument("--loader", metavar="L[,L...]" if several else "LOADER",
+                   help=_LOADER_HELP + ("; several, comma-separated, check the objects as "
+                                        "each reads them" if several else ""))
+
+
+def _loader_of(args: argparse.Namespace, cfg=None) -> str:
+    """--loader, else bpfmem.toml's `loader`, else auto; a bad name is a usage error."""
+    from .parse.loader import get_loader
+    name = getattr(args, "loader", None) or (cfg.loader if cfg is not None else None) or "auto"
+    if name == "auto":
+        return name
+    try:
+        return get_loader(name).name
+    except ValueError as e:
+        raise _Usage(str(e)) from None
 
 
 def _add_whatif_args(p: argparse.ArgumentParser) -> None:
@@ -132,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                    help="output format (default: table)")
     _add_kernel_args(m)
+    _add_loader_arg(m)
     _add_whatif_args(m)
     m.add_argument("--from-bpftool", metavar="FILE",
                    help="instead of objects: a node's maps saved with `bpftool -j -f map show "
@@ -173,6 +209,7 @@ def _parser() -> argparse.ArgumentParser:
       --set 'service_reverse_table.flags-=no_prealloc'     (a glob, less the LRU)
   bpfmem check build/*.o --limit 128Mi $(bpfmem advise build/*.o --apply)
   bpfmem check build/*.o --format junit -o bpfmem.xml     (limit from bpfmem.toml)
+  bpfmem check agent_bpfel.o --limit 128Mi --loader libbpf,cilium-ebpf   under both loaders
 
 sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantities.
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -189,6 +226,7 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     c.add_argument("--kernel-btf", metavar="FILE", action="append", default=[],
                    help=_KERNEL_BTF_HELP + "; repeat for several kernels")
     c.add_argument("--cpus", metavar="N[,N...]", help="possible CPU count(s) to check against")
+    _add_loader_arg(c, several=True)
     _add_whatif_args(c)
     _add_output_args(c, ("table", "json", "markdown", "junit", "html"))
     from . import cli_size
@@ -206,12 +244,19 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
   bpfmem diff 'base/*.o' 'build/*.o' --format markdown -o comment.md
   bpfmem diff before.json after.json     two `bpfmem snapshot`s (or bpftool dumps) of a node:
                                          maps added, removed, recreated, grown
+  bpfmem diff agent.o agent.o --old-loader libbpf --new-loader cilium-ebpf
+                                         the same object moved from libbpf to cilium/ebpf
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed)")
     d.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed)")
     d.add_argument("unquoted", nargs="*", help=argparse.SUPPRESS)
     d.add_argument("--limit", metavar="SIZE", help="memory limit, to show the share of it")
     _add_kernel_args(d)
+    _add_loader_arg(d)
+    d.add_argument("--old-loader", metavar="LOADER",
+                   help="the loader of the OLD side (default: --loader)")
+    d.add_argument("--new-loader", metavar="LOADER",
+                   help="the loader of the NEW side (default: --loader)")
     _add_whatif_args(d)
     _add_output_args(d, ("table", "json", "markdown", "html"))
 
@@ -233,6 +278,7 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     a.add_argument("--apply", action="store_true",
                    help="print the what-if (--set ...) that `bpfmem check`/`diff` accept")
     _add_kernel_args(a)
+    _add_loader_arg(a)
     _add_output_args(a, ("table", "json", "markdown"))
 
     ms = sub.add_parser(
@@ -253,6 +299,7 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
                          "once and cached) or a vmlinuz path")
     ms.add_argument("--cpus", type=_positive, default=2, help="VM CPUs (default 2)")
     ms.add_argument("--format", choices=("table", "json"), default="table")
+    _add_loader_arg(ms)
     from . import cli_live, cli_pod
     cli_live.add_parsers(sub)
     cli_pod.add_parsers(sub)
@@ -293,10 +340,13 @@ def cmd_maps(args: argparse.Namespace) -> int:
     if args.from_bpftool:
         return _maps_from_saved(args)
     paths = _default_objects(args.objects)
+    from .config import load_config
+    cfg = load_config(None)
+    loader = _loader_of(args, cfg)
     objects, errors = [], []
     for path in paths:
         try:
-            objects.append(api.load_object(path))
+            objects.append(api.load_object(path, loader=loader))
         except BpfmemError as e:
             errors.append((path, str(e)))
             _fail(str(e))
@@ -304,8 +354,6 @@ def cmd_maps(args: argparse.Namespace) -> int:
             msg = f"{path}: {e.strerror or e}"
             errors.append((path, msg))
             _fail(msg)
-    from .config import load_config
-    cfg = load_config(None)
     profiles = [None] if args.no_memory else _kernels(args, cfg)
     whatif = _whatif(args, cfg) if (args.set or args.size_ratio is not None
                                     or args.node_memory) else None
@@ -526,7 +574,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             expand_objects(args.objects), limit=limit, profiles=profiles, max_fraction=fraction,
             full=bool(args.full if args.full is not None else cfg.full),
             whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps,
-            config=cfg.path)
+            config=cfg.path,
+            loader=[_loader_of(argparse.Namespace(loader=x), cfg)
+                    for x in (_list(args.loader) or [None])])
     except (ValueError, argparse.ArgumentTypeError) as e:
         raise _Usage(str(e)) from None
     junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
@@ -561,7 +611,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
             raise _Usage(f"--limit must be more than 0 bytes, not {args.limit or limit!r}")
         whatif = _whatif(args, cfg)
         old, new = expand_objects([args.old]), expand_objects([args.new])
-        docs = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit)
+        both = _loader_of(args, cfg)
+        old_loader = _loader_of(argparse.Namespace(loader=args.old_loader or both))
+        new_loader = _loader_of(argparse.Namespace(loader=args.new_loader or both))
+        docs = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit,
+                                 old_loader=old_loader, new_loader=new_loader)
                 for p in _kernels(args, cfg)]
     except ValueError as e:
         raise _Usage(str(e)) from None
@@ -577,8 +631,10 @@ def cmd_advise(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise _Usage(str(e)) from None
     paths = _default_objects(args.objects)
-    docs = [api.advise_objects(paths, profile=p, occupancy=occ)
-            for p in _kernels(args, _config(args))]
+    cfg = _config(args)
+    loader = _loader_of(args, cfg)
+    docs = [api.advise_objects(paths, profile=p, occupancy=occ, loader=loader)
+            for p in _kernels(args, cfg)]
     if args.apply:
         sets = list(dict.fromkeys(s for doc in docs for o in doc["objects"] for s in o["apply"]))
         import shlex      # unquoted where safe, so $(bpfmem advise ... --apply) works too
@@ -592,8 +648,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
     from .report import measure as report
 
+    from .config import load_config
     prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
-                                           fill=args.fill, cpus=args.cpus)
+                                           fill=args.fill, cpus=args.cpus,
+                                           loader=_loader_of(args, load_config(None)))
     doc = report.build_measure_report(args.object, prof, comparisons)
     if args.format == "json":
         report.render_json(doc, sys.stdout)

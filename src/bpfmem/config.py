@@ -16,6 +16,7 @@
     name = "6.12 table"
     release = "6.12"           # no BTF: the release table
     set = ["service_*.flags+=no_prealloc", "policy_map.count=110"]   # what-if
+    loader = "cilium-ebpf"     # libbpf | cilium-ebpf | cilium-ebpf@0.9 | auto (the default)
     [objects]                  # limits per object (path or object name)
     "build/cni.bpf.o" = "96Mi"
     [maps]                     # caps per map
@@ -44,7 +45,7 @@ from .analysis.quantity import parse_size
 from .errors import BpfmemError
 
 KEYS = {"limit", "max_fraction", "full", "kernels", "cpus", "set", "objects", "maps",
-        "dynamic", "binary"}
+        "dynamic", "binary", "loader"}
 BINARY_KEYS = {"max", "files", "modules"}
 
 
@@ -78,6 +79,7 @@ class Config:
     binary_max: int | None = None
     binary_files: dict[str, int] = field(default_factory=dict)
     binary_modules: dict[str, int] = field(default_factory=dict)
+    loader: str | None = None
 
 
 def find_config(start: str | os.PathLike = ".") -> Path | None:
@@ -136,7 +138,8 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
             dynamic=dict(data.get("dynamic", {})),
             binary_max=parse_size(binary["max"]) if "max" in binary else None,
             binary_files={k: parse_size(v) for k, v in binary.get("files", {}).items()},
-            binary_modules={k: parse_size(v) for k, v in binary.get("modules", {}).items()})
+            binary_modules={k: parse_size(v) for k, v in binary.get("modules", {}).items()},
+            loader=_loader(data["loader"]) if "loader" in data else None)
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{p}: {e}") from None
 
@@ -162,3 +165,10 @@ def _kernel_entry(d: dict, i: int, path: Path) -> KernelEntry:
         btf = str(path.parent / btf)
     return KernelEntry(d.get("name") or d.get("release") or os.path.basename(btf or ""),
                        d.get("release"), btf, tuple(cpus))
+
+
+def _loader(name: Any) -> str:
+    from .parse.loader import get_loader
+    if name == "auto":
+        return name
+    return get_loader(str(name)).name

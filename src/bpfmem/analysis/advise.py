@@ -59,7 +59,7 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
     prog_type_of = {p.name: p.type for p in obj.programs}
     from ..uapi import prog_type_name
     for m in obj.maps:
-        if not m.autocreate:
+        if not m.autocreate or m.refused:
             continue
         shape, _why = shape_of_spec(m, prof)
         if shape is None:
@@ -171,6 +171,7 @@ def advise_document(objects_and_uses, prof: KernelProfile, occupancy=None) -> di
     for obj, uses in objects_and_uses:
         adv = advise(obj, uses, prof, occupancy)
         objs.append({"path": obj.path, "name": obj.name,
+                     "loader": {"name": obj.loader, "why": obj.loader_reason},
                      "maps": uses_record(obj, uses),
                      "advice": [a.record() for a in adv],
                      "saves_at_create": sum(a.saves_at_create for a in adv

@@ -51,9 +51,15 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             all_costs += costs
             obj_total, unknown = total(costs, what)
             recs = [c.record() for c in costs]
+            refused = [c.name for c in costs
+                       if c.footprint is not None and c.footprint.rejected]
             objs.append({"path": o.path, "name": o.name, "total": obj_total,
-                         "unknown": unknown, "maps": recs})
-            refused = [f"{o.name}/{c.name}: the kernel refuses this map "
+                         "unknown": unknown, "refused": [c.name for c in costs
+                                                         if c.footprint is not None
+                                                         and c.footprint.rejected],
+                         "loader": {"name": o.loader, "why": o.loader_reason},
+                         "maps": recs})
+            refused = [f"{o.name}/{c.name}: the kernel or the loader refuses this map "
                        f"({c.footprint.rejected})" for c in costs
                        if c.footprint is not None and c.footprint.rejected]
             checks.append(_check(f"{o.name}: the kernel accepts every map", refused,
@@ -89,10 +95,13 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
         failures = [f for c in checks for f in c["failures"]]
         notes = [f"{c.object}/{c.name}: {n}" for c in all_costs
                  for n in (placeholder_note(c.spec),) if n]
-        ranked = sorted(((m[what] or 0, o["name"], m["name"]) for o in objs for m in o["maps"]),
-                        reverse=True)[:top]
+        ranked = sorted(((m[what], o["name"], m["name"]) for o in objs for m in o["maps"]
+                         if m[what] is not None), reverse=True)[:top]
+        loaders = sorted({o.loader for o in objects})
         results.append({
-            "kernel": prof.describe(), "total": grand, "total_before_whatif": before,
+            "kernel": prof.describe(), "loader": loaders[0] if len(loaders) == 1 else loaders,
+            "refused": [f"{o['name']}/{m}" for o in objs for m in o["refused"]],
+            "total": grand, "total_before_whatif": before,
             "budget": budget.budget,
             "limit": budget.limit, "share_of_limit": grand / budget.limit if budget.limit else 0,
             "pass": not failures, "failures": failures, "checks": checks, "notes": notes,

@@ -87,6 +87,9 @@ def diff(old: list[ObjectSpec], new: list[ObjectSpec], prof: KernelProfile,
 
     def totals(costs, objs):
         return {"paths": [o.path for o in objs],
+                "loaders": [o.loader for o in objs],
+                "refused": sorted(c.name for c in costs.values()
+                                  if c.footprint is not None and c.footprint.rejected),
                 "charged_at_create": sum(c.charged_at_create or 0 for c in costs.values()),
                 "charged_full": sum(c.charged_full or 0 for c in costs.values()),
                 "memlock_at_create": sum(c.memlock_at_create or 0 for c in costs.values())}

@@ -106,7 +106,10 @@ def check_table(doc: dict, out: IO[str]) -> None:
     console = Console(file=out, highlight=False)
     for r in doc["results"]:
         verdict = Text("PASS", style="bold green") if r["pass"] else Text("FAIL", style="bold red")
-        console.print(Text.assemble(verdict, f"  {_kernel(r['kernel'])}: maps charge "
+        loader = r.get("loader")
+        loader = f" [{', '.join(loader) if isinstance(loader, list) else loader}]" if loader \
+            else ""
+        console.print(Text.assemble(verdict, f"  {_kernel(r['kernel'])}{loader}: maps charge "
                                     f"{fs(r['total'])} at {'full' if doc['full'] else 'start'}"
                                     f", budget {fs(r['budget'])} ({doc['max_fraction']:g} of "
                                     f"{fs(doc['limit'])}), {r['share_of_limit']:.0%} of the "
@@ -120,6 +123,9 @@ def check_table(doc: dict, out: IO[str]) -> None:
         console.print(t)
         for f in r["failures"]:
             console.print(Text(f"  - {f}", style="red"))
+        if r.get("refused"):
+            console.print(Text(f"  the total leaves out {len(r['refused'])} refused map(s), "
+                               f"not created: {', '.join(r['refused'])}", style="red"))
         for n in r.get("notes", []):
             console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
         if r.get("total_before_whatif") is not None:
@@ -175,6 +181,10 @@ def diff_markdown(doc: dict) -> str:
         lines.append(f"| {label} | {fs(doc['old'][f])} | {fs(doc['new'][f])} | "
                      f"{_delta(doc['new'][f] - doc['old'][f])} |")
     lines += ["", "</details>"]
+    for side in ("old", "new"):
+        if doc[side].get("refused"):
+            lines += ["", f"⚠️ {side}: refused maps, not created and not counted in the "
+                      f"totals: " + ", ".join(f"`{n}`" for n in doc[side]["refused"])]
     if doc["whatif"]:
         lines += ["", "what-if on the new side: " + "; ".join(f"`{w}`" for w in doc["whatif"])]
     return "\n".join(lines) + "\n"
@@ -195,6 +205,13 @@ def diff_table(doc: dict, out: IO[str]) -> None:
              if doc.get("limit") else "")
     console.print(f"first start after upgrading: {fs(doc['upgrade_charge'])} charged to the "
                   f"new pod{share}; {fs(doc['newly_charged'])} for new or recreated maps")
+    if doc["old"].get("loaders") != doc["new"].get("loaders"):
+        console.print(f"loaders: {', '.join(doc['old'].get('loaders', []))} -> "
+                      f"{', '.join(doc['new'].get('loaders', []))}")
+    for side in ("old", "new"):
+        if doc[side].get("refused"):
+            console.print(Text(f"{side}: refused maps, not created and not counted in the "
+                               f"totals: {', '.join(doc[side]['refused'])}", style="red"))
     label = _map_label(doc)
     t = Table(box=box.SIMPLE_HEAD)
     for col, j in (("map", "left"), ("status", "left"), ("at start", "right"),
@@ -230,13 +247,16 @@ def maps_markdown(doc: dict) -> str:
                    f"{m['max_entries']:,} | {' '.join(m['flags']) or '-'}")
             if mem:
                 x = m["memory"]
-                row += (" | refused by the kernel | | |" if x.get("rejected") else
+                row += (" | refused, not created | | |" if x.get("rejected") else
                         f" | {fs(x['memlock_at_create'])} | {fs(x['charged_at_create'])} | "
                         f"{fs(x['charged_full'])} |")
             lines.append(row + ("" if mem else " |"))
         if mem:
             t = o["memory"]
-            lines.append(f"| **total** | | | | | | {fs(t['memlock_at_create'])} | "
+            refused = t.get("refused") or []
+            label = "**total**" + (f" (refused, not counted: {', '.join(refused)})"
+                                   if refused else "")
+            lines.append(f"| {label} | | | | | | {fs(t['memlock_at_create'])} | "
                          f"**{fs(t['charged_at_create'])}** | {fs(t['charged_full'])} |")
             if "memory_before" in o:
                 b = o["memory_before"]

@@ -81,13 +81,24 @@ def object_record(o: ObjectSpec, profile=None) -> dict[str, Any]:
         "endianness": "little" if o.little_endian else "big",
         "license": o.license,
         "btf": o.has_btf,
+        "loader": {"name": o.loader, "why": o.loader_reason},
         "maps": maps,
         "programs": [program_record(p) for p in o.programs],
         "notes": list(o.notes),
     }
     if profile is not None:
-        rec["memory"] = totals(m["memory"] for m in maps if m["autocreate"])
+        rec["memory"] = object_totals(maps)
     return rec
+
+
+def object_totals(maps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the maps created at start; ``refused`` names the maps the loader or the
+    kernel refuses (never counted, as 0 or otherwise: the total is then what the rest costs,
+    and the object does not start as it is)."""
+    created = [m for m in maps if m["autocreate"]]
+    t = totals(m["memory"] for m in created)
+    t["refused"] = [m["name"] for m in created if m["memory"].get("rejected")]
+    return t
 
 
 def build_maps_report(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] = (),
@@ -112,7 +123,7 @@ def build_maps_report(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str,
                     m["memory"] = {k: (v * count if isinstance(v, int) and k != "charged_tolerance"
                                        else v) for k, v in m["memory"].items()}
             if profile is not None:
-                after["memory"] = totals(m["memory"] for m in after["maps"] if m["autocreate"])
+                after["memory"] = object_totals(after["maps"])
                 after["memory_before"] = before["memory"]
             after["unmatched_settings"] = whatif.unmatched([m.name for m in o.maps])
             recs.append(after)
@@ -183,6 +194,10 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
                           _size(i["value_size"]), _size(i["max_entries"]),
                           " ".join(i["flags"]) or "-", *([""] * len(tail)))
         console.print(t)
+        lo = o.get("loader") or {}
+        if lo.get("name"):
+            console.print(Text(f"  loader: {lo['name']} ({lo.get('why') or 'as asked'})",
+                               style="cyan"), overflow="fold")
         if with_memory:
             console.print(_memory_table(o))
         notes = [(m["name"], n) for m in o["maps"] for n in m["notes"]]
@@ -234,7 +249,7 @@ def _memory_table(o: dict[str, Any]):
     for m in o["maps"]:
         mem = m["memory"]
         if mem.get("rejected"):
-            t.add_row(m["name"], Text("refused by the kernel", style="red"), "", "", "")
+            t.add_row(m["name"], Text("refused: not created", style="red"), "", "", "")
             continue
         ch = mem["charged_at_create"]
         share = f"{100 * ch / total_create:.0f}%" if ch is not None and total_create else ""
@@ -242,7 +257,11 @@ def _memory_table(o: dict[str, Any]):
         t.add_row(Text(m["name"], style=style or ""), mib(mem["memlock_at_create"]), mib(ch),
                   mib(mem["charged_full"]), share)
     t.add_section()
-    incomplete = f" ({tot['incomplete']} unknown)" if tot["incomplete"] else ""
+    refused = tot.get("refused", [])
+    unknown = tot["incomplete"] - len(refused)
+    why = ([f"{unknown} unknown"] if unknown else []) + (
+        [f"{len(refused)} refused, not created: {', '.join(refused)}"] if refused else [])
+    incomplete = f" ({'; '.join(why)})" if why else ""
     t.add_row(Text("total" + incomplete, style="bold"),
               Text(mib(tot["memlock_at_create"]), style="bold"),
               Text(mib(tot["charged_at_create"]), style="bold"),
