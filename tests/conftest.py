@@ -7,6 +7,7 @@ sys.path.insert(0, str(HERE))               # elfgen and friends
 sys.path.insert(0, str(HERE.parent / "src"))  # run from a checkout without installing
 
 FIXTURES = HERE / "bpf" / "obj"
+CILIUM_EXAMPLES = HERE / "data" / "cilium_examples"   # cilium/ebpf's committed bpf2go objects
 
 
 def fixture_objects() -> list[Path]:

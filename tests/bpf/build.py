@@ -8,6 +8,11 @@ usage: python tests/bpf/build.py            build everything, rewrite MANIFEST.j
 What gets built (paths relative to the repository root):
   tests/bpf/<name>.c                  -> tests/bpf/obj/<name>.o         (-target bpfel)
   tests/bpf/hash_basic.c              -> tests/bpf/obj/hash_basic.bpfeb.o (-target bpfeb)
+  tests/bpf/bpf2go/<name>.c           -> tests/bpf/obj/bpf2go/<name>_bpfel.o and _bpfeb.o,
+                                         compiled the way cilium/ebpf's bpf2go does
+                                         (cmd/bpf2go/gen/compile.go: -O2 -mcpu=v1 ... -target
+                                         bpfel|bpfeb -fno-ident -fdebug-compilation-dir . -g,
+                                         then llvm-strip -g)
   src/bpfmem/examples/<name>.bpf.c    -> src/bpfmem/examples/<name>.bpf.o
   examples/seed/<name>.bpf.c          -> examples/seed/<name>.bpf.o
   generated large_synthetic.c         -> tests/bpf/obj/large_synthetic.o
@@ -49,6 +54,12 @@ SEED_DIR = ROOT / "examples" / "seed"     # the three-release CNI story (README 
 MANIFEST = OBJ_DIR / "MANIFEST.json"
 
 BASE_FLAGS = ["-O2", "-g"]
+BPF2GO_DIR = FIXTURE_DIR / "bpf2go"
+BPF2GO_OBJ_DIR = OBJ_DIR / "bpf2go"
+# bpf2go's defaults (cmd/bpf2go/gen/compile.go insertDefaultFlags, Compile); -O2 and -g are
+# in BASE_FLAGS
+BPF2GO_FLAGS = ["-mcpu=v1", "-Wunused-command-line-argument", "-fno-ident",
+                "-fdebug-compilation-dir", "."]
 BIG_ENDIAN_FIXTURE = "hash_basic"
 SYNTHETIC_NAME = "large_synthetic"
 SYNTHETIC_SOURCE_LABEL = "generated:" + SYNTHETIC_NAME + ".c"
@@ -130,6 +141,10 @@ def planned_jobs(with_synthetic_text: bool) -> list[Job]:
         jobs.append(Job(rel(src), rel(OBJ_DIR / f"{name}.o"), "bpfel"))
         if name == BIG_ENDIAN_FIXTURE:
             jobs.append(Job(rel(src), rel(OBJ_DIR / f"{name}.bpfeb.o"), "bpfeb"))
+    for src in sorted(BPF2GO_DIR.glob("*.c")):
+        for target in ("bpfel", "bpfeb"):
+            jobs.append(Job(rel(src), rel(BPF2GO_OBJ_DIR / f"{src.stem}_{target}.o"), target,
+                            extra={"style": "bpf2go"}))
     for src in example_sources() + seed_sources():
         jobs.append(Job(rel(src), rel(src.with_suffix(".o")), "bpfel"))
     syn = Job(SYNTHETIC_SOURCE_LABEL, rel(OBJ_DIR / f"{SYNTHETIC_NAME}.o"), "bpfel",
@@ -184,10 +199,18 @@ def compile_one(clang: str, flags: list[str], job: Job, tmp: Path) -> tuple[Job,
         src_arg = job.source
         prefix_map = f"-fdebug-prefix-map={ROOT}=."
     tmp_out = tmp / (job.obj.replace("/", "__") + ".tmp")
-    cmd = [clang, *flags, "-target", job.target, prefix_map, "-c", src_arg, "-o", str(tmp_out)]
+    bpf2go = job.extra.get("style") == "bpf2go"
+    extra = BPF2GO_FLAGS if bpf2go else []
+    cmd = [clang, *flags, *extra, "-target", job.target, prefix_map, "-c", src_arg, "-o",
+           str(tmp_out)]
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{job.source} ({job.target}) failed:\n{' '.join(cmd)}\n{p.stderr}")
+    if bpf2go:   # bpf2go strips DWARF (keeps BTF) with llvm-strip -g
+        strip = shutil.which(os.environ.get("BPF2GO_STRIP", "llvm-strip")) or "llvm-strip"
+        q = subprocess.run([strip, "-g", str(tmp_out)], capture_output=True, text=True)
+        if q.returncode != 0:
+            raise RuntimeError(f"{job.source}: llvm-strip -g failed: {q.stderr}")
     shutil.move(str(tmp_out), out)
     return job, p.stderr
 
@@ -250,7 +273,9 @@ def build(clang: str, jobs_n: int) -> int:
             includes = include_entries(j.source)
             if includes:
                 entry["includes"] = includes
-        if j.extra:
+        if j.extra.get("style"):
+            entry["style"] = j.extra["style"]
+        elif j.extra:
             entry["generator"] = j.extra
         manifest["objects"].append(entry)
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")

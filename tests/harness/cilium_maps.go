@@ -3,6 +3,9 @@
 //
 //	cilium_maps spec OBJ...     LoadCollectionSpec only (no root)
 //	cilium_maps create OBJ...   also NewMap for every map (root): no programs, no pins
+//	cilium_maps collection OBJ...  CollectionSpec.LoadAndAssign of every map (root): the
+//	                               collection loader's own fix-ups (BPF_F_MMAPABLE on data
+//	                               sections in current releases), still no programs
 //
 // JSON Lines on stdout, one "object" line per object, then one "map" line per map sorted by
 // name; an object cilium/ebpf refuses gives one "error" line instead of its maps. Map lines:
@@ -20,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,11 +93,15 @@ func emit(v interface{}) {
 }
 
 func main() {
-	if len(os.Args) < 3 || (os.Args[1] != "spec" && os.Args[1] != "create") {
-		fmt.Fprintln(os.Stderr, "usage: cilium_maps spec|create OBJ...")
+	mode := ""
+	if len(os.Args) >= 3 {
+		mode = os.Args[1]
+	}
+	if mode != "spec" && mode != "create" && mode != "collection" {
+		fmt.Fprintln(os.Stderr, "usage: cilium_maps spec|create|collection OBJ...")
 		os.Exit(2)
 	}
-	create := os.Args[1] == "create"
+	create := mode != "spec"
 	if create {
 		if err := rlimit.RemoveMemlock(); err != nil {
 			fmt.Fprintln(os.Stderr, "cilium_maps: rlimit:", err)
@@ -113,6 +121,10 @@ func main() {
 		sort.Strings(names)
 		emit(map[string]interface{}{"kind": "object", "object": path, "nr_maps": len(names),
 			"nr_progs": len(spec.Programs)})
+		if mode == "collection" {
+			collection(path, spec, names)
+			continue
+		}
 		for _, n := range names {
 			ms := spec.Maps[n]
 			line := map[string]interface{}{"kind": "map", "object": path, "name": n,
@@ -142,5 +154,41 @@ func main() {
 			}
 			emit(line)
 		}
+	}
+}
+
+// collection loads each map alone through CollectionSpec.LoadAndAssign (a struct built at run
+// time with one *ebpf.Map field tagged with the map's name), so the collection loader's
+// fix-ups apply and one refused map does not hide the others.
+func collection(path string, spec *ebpf.CollectionSpec, names []string) {
+	for _, n := range names {
+		ms := spec.Maps[n]
+		line := map[string]interface{}{"kind": "map", "object": path, "name": n,
+			"spec_name": ms.Name, "spec": view(ms), "kernel": nil, "error": nil}
+		one := spec.Copy()
+		for _, m := range one.Maps {
+			m.Pinning = ebpf.PinNone
+			if m.Type == ebpf.ProgramArray || m.Type == ebpf.ArrayOfMaps ||
+				m.Type == ebpf.HashOfMaps {
+				m.Contents = nil
+			}
+		}
+		typ := reflect.StructOf([]reflect.StructField{{Name: "M",
+			Type: reflect.TypeOf((*ebpf.Map)(nil)), Tag: reflect.StructTag(`ebpf:"` + n + `"`)}})
+		dst := reflect.New(typ)
+		if err := one.LoadAndAssign(dst.Interface(), nil); err != nil {
+			line["error"] = err.Error()
+		} else {
+			m := dst.Elem().Field(0).Interface().(*ebpf.Map)
+			info, err := m.Info()
+			if err != nil {
+				line["error"] = "info: " + err.Error()
+			} else {
+				line["kernel"] = kernelView{info.Name, uint32(info.Type), info.KeySize,
+					info.ValueSize, info.MaxEntries, info.Flags, memlock(m.FD())}
+			}
+			m.Close()
+		}
+		emit(line)
 	}
 }

@@ -312,6 +312,11 @@ class _ObjectParser:
                              "(only .struct_ops.link is supported)", section=s.name)
         kinds = self._cilium_kinds
         map_secs = {i for i, k in kinds.items() if k == "maps"}
+        kconfig_vars: set[str] = set()
+        if self.btf is not None and L.kconfig == "per_program":
+            ds = self.btf.datasec(".kconfig")
+            if ds is not None:
+                kconfig_vars = {self.btf.type(v.type).name for v in self.btf.type(ds).secinfos}
         for rsec in elf.relocation_sections():
             if rsec.type != SHT_REL or rsec.info not in kinds:
                 continue
@@ -330,6 +335,11 @@ class _ObjectParser:
                                          f"in {dest.name} (string is not stack allocated)",
                                          section=target.name)
                     self.references[sym.shndx] = self.references.get(sym.shndx, 0) + 1
+                if (kinds[rsec.info] == "program" and sym.shndx == SHN_UNDEF
+                        and sym.name in kconfig_vars and sym.bind != STB_GLOBAL):
+                    raise ParseError(f"cilium/ebpf refuses the weak kconfig extern "
+                                     f"'{sym.name}' (unsupported binding: STB_WEAK)",
+                                     section=target.name)
                 if (kinds[rsec.info] == "program" and sym.shndx in map_secs
                         and sym.bind != STB_GLOBAL):
                     raise ParseError(f"cilium/ebpf refuses a reference to the static map "
@@ -979,7 +989,8 @@ class _ObjectParser:
                 if sym.value + sym.size > sec.size or sym.value % 8:
                     raise ParseError(f"program '{sym.name}' at offset {sym.value} crosses the "
                                      "end of its section", section=sec.name)
-                if sym.shndx != self.text_idx and sym.bind == STB_LOCAL:
+                if (sym.shndx != self.text_idx and sym.bind == STB_LOCAL
+                        and not self.L.static_programs):
                     raise ParseError(f"program '{sym.name}' is static, which libbpf does not "
                                      "support outside .text", section=sec.name)
                 self.funcs.setdefault(sym.shndx, []).append(sym)
