@@ -35,9 +35,9 @@ def mutated(draw):
     return bytes(data)
 
 
-def _check(data: bytes) -> None:
+def _check(data: bytes, loader: str = "libbpf") -> None:
     try:
-        spec = parse_object(data, path="fuzz.o")
+        spec = parse_object(data, path="fuzz.o", loader=loader)
     except ParseError:
         return
     assert isinstance(spec, ObjectSpec)
@@ -60,3 +60,10 @@ def test_arbitrary_bytes(data):
 @given(st.binary(max_size=512))
 def test_elf_header_prefix(data):
     _check(b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x01\x00\xf7\x00" + data)
+
+
+@settings(max_examples=300, deadline=timedelta(seconds=1),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated(), st.sampled_from(["cilium-ebpf", "cilium-ebpf@0.9", "auto"]))
+def test_mutated_fixtures_other_loaders(data, loader):
+    _check(data, loader)
