@@ -32,14 +32,20 @@ def check_markdown(doc: dict) -> str:
     lines += ["| kernel | CPUs | " + ("before what-if | " if whatif else "") +
               "maps charge | budget | verdict |",
               "|---|---:|" + ("---:|" if whatif else "") + "---:|---:|---|"]
+    loaders = {str(r.get("loader")) for r in doc["results"]}
     for r in doc["results"]:
         before = f"{fs(r.get('total_before_whatif'))} | " if whatif else ""
-        lines.append(f"| {r['kernel']['version']} | {r['kernel']['possible_cpus']} | {before}"
+        lo = f" ({r['loader']})" if len(loaders) > 1 else ""
+        lines.append(f"| {r['kernel']['version']}{lo} | {r['kernel']['possible_cpus']} | {before}"
                      f"{fs(r['total'])} | {fs(r['budget'])} | "
                      f"{'pass' if r['pass'] else '**fail**'} |")
     lines += ["", "| top maps | charge | share |", "|---|---:|---:|"]
     for o in worst["offenders"]:
         lines.append(f"| `{o['object']}/{o['map']}` | {fs(o['charged'])} | {o['share']:.0%} |")
+    refused = [m for r in doc["results"] for m in r.get("refused", [])]
+    if refused:
+        lines += ["", "refused maps, not created and left out of the totals: "
+                  + ", ".join(f"`{m}`" for m in dict.fromkeys(refused))]
     fails = [f for r in doc["results"] for f in r["failures"]]
     if fails:
         lines += ["", "<details><summary>failures</summary>", ""]
@@ -153,6 +159,9 @@ def diff_markdown(doc: dict) -> str:
     head = (f"### bpfmem diff: maps at start {fs(doc['old']['charged_at_create'])} → "
             f"**{fs(doc['new']['charged_at_create'])}** ({_delta(doc['delta_at_create'])})")
     lines = [head, ""]
+    if doc["old"].get("loaders") != doc["new"].get("loaders"):
+        lines += [f"Loaders: {', '.join(doc['old'].get('loaders', []))} → "
+                  f"{', '.join(doc['new'].get('loaders', []))}.", ""]
     summary = (f"On the first start after the upgrade the new pod is charged "
                f"**{fs(doc['upgrade_charge'])}** of maps, {fs(doc['newly_charged'])} of them "
                "for maps the old release did not have (or pinned maps that must be recreated)")
