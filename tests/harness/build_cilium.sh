@@ -6,7 +6,8 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 GO111MODULE=off GOPATH="/usr/share/gocode:$tmp/gopath" GOFLAGS= GOPROXY=off GOENV=off \
   GOCACHE="$tmp/cache" CGO_ENABLED=0 \
   go build -o "$here/cilium_maps" "$here/cilium_maps.go"
