@@ -19,7 +19,7 @@ from bpfmem.api import load_object
 from bpfmem.analysis.budget import Budget, check
 from bpfmem.errors import ParseError
 from bpfmem.model.estimate import estimate_spec
-from bpfmem.model.kernel import default_profile
+from bpfmem.api import profile
 from bpfmem.parse.loader import CILIUM, CILIUM_09, LIBBPF
 from bpfmem.parse.objspec import parse_object
 from bpfmem.uapi import MapFlag, MapType
@@ -43,7 +43,7 @@ def test_ring_buffer_value_size_dropped(endian):
     assert m["events"].value_type == "struct event"
     # libbpf keeps the value size, and the kernel refuses the ring buffer
     lib = _maps(B2G / f"ringbuf_perf_{endian}.o", LIBBPF)["events"]
-    prof = default_profile("6.18", 2)
+    prof = profile("6.18", cpus=2)
     assert lib.value_size == 24 and estimate_spec(lib, prof)[0].rejected
     assert not estimate_spec(m["events"], prof)[0].rejected
 
@@ -53,7 +53,7 @@ def test_ring_buffer_size_not_rounded():
     # handleMapCreateError (map.go:737-744) only explains the kernel's EINVAL
     m = _maps(B2G / "ringbuf_perf_bpfel.o")["events_odd"]
     assert m.max_entries == 10000
-    fp, _ = estimate_spec(m, default_profile("6.18", 2))
+    fp, _ = estimate_spec(m, profile("6.18", cpus=2))
     assert fp.rejected and fp.rejected.startswith("EINVAL")
     assert _maps(B2G / "ringbuf_perf_bpfel.o", LIBBPF)["events_odd"].max_entries == 16384
 
@@ -61,7 +61,7 @@ def test_ring_buffer_size_not_rounded():
 @pytest.mark.parametrize("cpus", [2, 8, 2048])
 def test_perf_event_arrays_and_cpumap_fixed_up(cpus):
     m = _maps(B2G / "ringbuf_perf_bpfel.o")
-    prof = default_profile("6.18", cpus)
+    prof = profile("6.18", cpus=cpus)
     # map.go:147-172 fixupMagicFields: key and value size 4; max_entries the possible CPUs
     # when 0 or larger than them
     for name, declared in (("perf_plain", 0), ("perf_big", 1024)):
@@ -126,7 +126,7 @@ def test_kconfig_once_per_reading_program():
     assert (k.key_size, k.value_size, k.map_flags, k.instances) == (4, 5, RDONLY_PROG, 2)
     lib = _maps(path, LIBBPF)["kconfig.kconfig"]
     assert (lib.value_size, lib.instances) == (5, 1)
-    prof = default_profile("6.18", 2)
+    prof = profile("6.18", cpus=2)
     budget = Budget(1 << 30)
     one = estimate_spec(k, prof)[0].charged_at_create
     seen = estimate_spec(_maps(path)["seen"], prof)[0].charged_at_create

@@ -22,7 +22,7 @@ from bpfmem.api import example_object_path, load_object
 from bpfmem.errors import ParseError
 from bpfmem.model.attrs import created_attrs
 from bpfmem.model.estimate import estimate_spec
-from bpfmem.model.kernel import host_possible_cpus, host_profile
+from bpfmem.host.profile import host_possible_cpus, host_profile
 from bpfmem.parse.loader import CILIUM_09
 from bpfmem.uapi import MapType
 

@@ -11,7 +11,7 @@ from conftest import CILIUM_EXAMPLES
 from bpfmem.api import load_object
 from bpfmem.cli import main
 from bpfmem.model.estimate import estimate_spec
-from bpfmem.model.kernel import default_profile
+from bpfmem.api import profile
 from bpfmem.uapi import MapType
 
 EXAMPLES = sorted(CILIUM_EXAMPLES.glob("*.o"))
@@ -30,7 +30,7 @@ def run(capsys, *argv):
 def test_no_false_refusal(path):
     spec = load_object(path, loader="auto")
     assert spec.loader == "cilium-ebpf" and "bpf2go" in spec.loader_reason
-    prof = default_profile("6.18", 4)
+    prof = profile("6.18", cpus=4)
     for m in spec.maps:
         fp, why = estimate_spec(m, prof)
         assert not m.refused, (m.name, m.refused)
