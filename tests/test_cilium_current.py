@@ -10,6 +10,8 @@ that library itself (tests/harness/cilium_maps.go built with a current Go agains
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -241,3 +243,42 @@ def test_spec_matches_current_cilium_ebpf(obj):
         assert _view(m) == _their_view(theirs[name]["spec"]), name
         if m.inner is not None:
             assert theirs[name]["spec"]["inner_name"] == m.inner.name
+
+
+# -- the kernel creates what current cilium/ebpf hands it ------------------------------------
+@pytest.mark.kernel
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating maps needs root")
+@pytest.mark.parametrize("path", sorted(B2G.glob("*_bpfel.o")), ids=lambda p: p.name)
+def test_kernel_creates_the_cilium_view(path):
+    """Every map bpfmem's cilium-ebpf view creates, created as that view says (through
+    tests/harness/libbpf_maps create: plain BPF_MAP_CREATE, no BTF): the kernel accepts exactly
+    those the model accepts, reports the same attributes and the model's memlock."""
+    import libbpf_harness
+    from bpfmem.host.profile import host_profile
+    from bpfmem.model.attrs import created_attrs
+    if libbpf_harness.ensure_built() is None:
+        pytest.skip("gcc or libbpf-dev missing")
+    prof = host_profile()
+    todo = []
+    for m in load_object(path, loader=CILIUM).maps:
+        fp, _why = estimate_spec(m, prof)
+        if fp is None or m.refused:
+            continue        # struct_ops: the kernel's struct; refused: never handed over
+        sh = fp.shape
+        todo.append((m, fp, {"name": m.kernel_name, "type": sh.type, "key_size": sh.key_size,
+                             "value_size": sh.value_size, "max_entries": sh.max_entries,
+                             "map_flags": sh.map_flags, "map_extra": sh.map_extra,
+                             "numa_node": 0, "inner": None}))
+    rc, lines = libbpf_harness.run("create",
+                                   stdin="".join(json.dumps(t[2]) + "\n" for t in todo))
+    out = [x for x in lines if x["kind"] in ("created", "rejected")]
+    assert rc == 0 and len(out) == len(todo)
+    for (m, fp, spec), got in zip(todo, out):
+        assert (got["kind"] == "rejected") == bool(fp.rejected), (m.name, got, fp.rejected)
+        if got["kind"] == "created":
+            k = got["kernel"]
+            want = created_attrs(replace(m, max_entries=spec["max_entries"]),
+                                 prof.possible_cpus)
+            assert (k["key_size"], k["value_size"], k["max_entries"], k["map_flags"]) == \
+                (spec["key_size"], spec["value_size"], want.max_entries, want.map_flags)
+            assert k["memlock"] == fp.memlock_at_create, m.name

@@ -42,7 +42,6 @@ class Loader:
     # which ELF sections are global data (one single-element ARRAY each)
     data_exact: tuple[str, ...]
     data_prefixes: tuple[str, ...]
-    data_names: str                    # "libbpf": <obj>.<sec> cut to 15; "section": the section
     data_kept: str                     # "nonempty" | "referenced" | "referenced_or_symbols"
     data_mmapable: str                 # "non_static_globals" | "always" | "never"
     kconfig: str                       # "one_map" | "per_program" | "refuse"
@@ -53,17 +52,12 @@ class Loader:
     inner_suffix: str                  # inner map template name: outer name + this
     rounds_ringbuf: bool               # rounds ring buffer sizes up (libbpf adjust_ringbuf_sz)
     no_value_size: frozenset[int]      # types whose value size is dropped when typed
-    perf_fixup: str                    # "libbpf" (0 -> CPUs) | "cilium" (k/v 4, <= CPUs)
     cpumap_clamp: bool                 # CPUMAP max_entries 0 or > CPUs -> possible CPUs
     static_maps: str                   # "refuse" | "refuse_if_referenced"
     static_programs: bool              # programs with STB_LOCAL symbols outside .text accepted
-    strict_relocations: bool           # a relocation to a section it does not know: refused
     refuses_string_relocations: bool   # relocations into SHF_STRINGS sections refused (0.9)
     legacy_extra_zero: bool            # bytes past struct bpf_map_def must be zero
-    legacy_inner: bool                 # iproute2's inner_id names a map-in-map's inner map
     half_typed_btf_refused: bool       # one of key/value typed: no retry without BTF (0.9)
-    map_extra: bool                    # knows map_extra at all
-    summary: str
 
     @property
     def is_cilium(self) -> bool:
@@ -77,50 +71,47 @@ LOADERS: dict[str, Loader] = {
     LIBBPF: Loader(
         LIBBPF, LIBBPF, "1.7",
         data_exact=(".data", ".rodata", ".bss"), data_prefixes=(".data.", ".rodata.", ".bss."),
-        data_names="libbpf", data_kept="nonempty", data_mmapable="non_static_globals",
+        data_kept="nonempty", data_mmapable="non_static_globals",
         kconfig="one_map",
         struct_ops_maps=frozenset({".struct_ops", ".struct_ops.link", "?.struct_ops",
                                    "?.struct_ops.link"}),
         struct_ops_refused=frozenset(), btf_map_fields=_ALL_BTF_FIELDS,
         pin_values=frozenset({0, 1}), inner_suffix=".inner", rounds_ringbuf=True,
-        no_value_size=frozenset(), perf_fixup="libbpf", cpumap_clamp=False,
-        static_maps="refuse", static_programs=False, strict_relocations=False,
-        refuses_string_relocations=False, legacy_extra_zero=False, legacy_inner=True,
-        half_typed_btf_refused=False, map_extra=True,
-        summary="libbpf 1.x (bpftool, skeletons, C agents)"),
+        no_value_size=frozenset(), cpumap_clamp=False,
+        static_maps="refuse", static_programs=False,
+        refuses_string_relocations=False, legacy_extra_zero=False,
+        half_typed_btf_refused=False),
     # elf_reader.go LoadCollectionSpecFromReader: .bss exactly, .data* and .rodata* prefixes
     # (isDataSection); .struct_ops.link maps, a plain .struct_ops section is ErrNotSupported.
     CILIUM: Loader(
         CILIUM, CILIUM, "0.22",
         data_exact=(".bss",), data_prefixes=(".data", ".rodata"),
-        data_names="section", data_kept="referenced_or_symbols", data_mmapable="always",
+        data_kept="referenced_or_symbols", data_mmapable="always",
         kconfig="per_program",
         struct_ops_maps=frozenset({".struct_ops.link"}),
         struct_ops_refused=frozenset({".struct_ops"}),
         btf_map_fields=_ALL_BTF_FIELDS - {"numa_node"},
         pin_values=None, inner_suffix="_inner", rounds_ringbuf=False,
         no_value_size=frozenset({int(T.RINGBUF), int(T.ARENA), int(T.PERF_EVENT_ARRAY)}),
-        perf_fixup="cilium", cpumap_clamp=True,
-        static_maps="refuse_if_referenced", static_programs=True, strict_relocations=True,
-        refuses_string_relocations=False, legacy_extra_zero=True, legacy_inner=False,
-        half_typed_btf_refused=False, map_extra=True,
-        summary="cilium/ebpf v0.22 (Go agents, bpf2go objects)"),
+        cpumap_clamp=True,
+        static_maps="refuse_if_referenced", static_programs=True,
+        refuses_string_relocations=False, legacy_extra_zero=True,
+        half_typed_btf_refused=False),
     # 0.9.1 elf_reader.go: .bss, .data exactly, .rodata* prefix; no .kconfig (btf.go
     # fixupDatasec: "reference to .kconfig: not supported"); no map_extra member; no
     # retry without BTF in createMap.
     CILIUM_09: Loader(
         CILIUM_09, CILIUM, "0.9.1",
-        data_exact=(".bss", ".data"), data_prefixes=(".rodata",),
-        data_names="section", data_kept="referenced", data_mmapable="never",
+        data_exact=(".bss", ".data"), data_prefixes=(".rodata",), data_kept="referenced",
+        data_mmapable="never",
         kconfig="refuse",
         struct_ops_maps=frozenset(), struct_ops_refused=frozenset(),
         btf_map_fields=_ALL_BTF_FIELDS - {"numa_node", "map_extra"},
         pin_values=None, inner_suffix="_inner", rounds_ringbuf=False,
-        no_value_size=frozenset(), perf_fixup="cilium", cpumap_clamp=False,
-        static_maps="refuse_if_referenced", static_programs=True, strict_relocations=True,
-        refuses_string_relocations=True, legacy_extra_zero=True, legacy_inner=False,
-        half_typed_btf_refused=True, map_extra=False,
-        summary="cilium/ebpf 0.9.1 (Debian 12's golang-github-cilium-ebpf-dev)"),
+        no_value_size=frozenset(), cpumap_clamp=False,
+        static_maps="refuse_if_referenced", static_programs=True,
+        refuses_string_relocations=True, legacy_extra_zero=True,
+        half_typed_btf_refused=True),
 }
 
 LOADER_NAMES = tuple(LOADERS)

@@ -231,9 +231,11 @@ def parse_object_auto(data: bytes, *, path: str | None = None,
         if lib is not None:
             return replace(lib, loader_reason=f"bpf2go-style name, but cilium/ebpf refuses it "
                                               f"({e.what}); libbpf opens it")
-        raise lib_err from None  # type: ignore[misc]
+        assert lib_err is not None
+        raise lib_err from None
     if lib is None:
-        return replace(cil, loader_reason=f"libbpf refuses it ({lib_err.what}); cilium/ebpf "  # type: ignore[union-attr]
+        assert lib_err is not None
+        return replace(cil, loader_reason=f"libbpf refuses it ({lib_err.what}); cilium/ebpf "
                                           "opens it")
     return replace(cil, loader_reason="bpf2go-style file name (*_bpfel.o / *_bpfeb.o): a Go "
                                       "agent loads it with cilium/ebpf")
@@ -593,7 +595,7 @@ class _ObjectParser:
             if var.kind != B.VAR:
                 raise ParseError(f"map '{name}': unexpected BTF kind {var.kind_name}",
                                  section=".maps")
-            if var.linkage != B.VAR_GLOBAL_ALLOCATED and not self.L.is_cilium:
+            if var.linkage != B.VAR_GLOBAL_ALLOCATED and self.L.static_maps == "refuse":
                 link = {B.VAR_STATIC: "static", B.VAR_GLOBAL_EXTERN: "extern"}.get(
                     var.linkage, str(var.linkage))
                 raise ParseError(f"map '{name}': {link} maps are not supported by libbpf",
