@@ -194,13 +194,17 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     sym_ranges: list[tuple[int, int, str, str]] = []
     add_sym = sym_ranges.append
     if is_go:
+        get = cache.get
         for name, value, size, typ, _shndx, _no in syms:
-            if size <= 0 or typ == STT_SECTION or typ == STT_FILE or not name \
-                    or name in cache:
+            if not name:
                 continue
-            pkg = TYPES if name[:5] in _TYPE_PREFIXES and not name.startswith(
+            pkg = get(name)
+            if pkg is not None:          # a function of the pclntab (or a repeated name)
+                continue
+            pkg = cache[name] = TYPES if name[:5] in _TYPE_PREFIXES and not name.startswith(
                 _TYPE_FUNC_PREFIXES) else package_of(name)
-            add_sym((value, value + size, pkg, name))
+            if size > 0 and typ != STT_SECTION and typ != STT_FILE:
+                add_sym((value, value + size, pkg, name))
     else:
         sized = [t for t in syms if t[2] > 0 and t[3] not in (STT_SECTION, STT_FILE) and t[0]]
         names = [t[0] for t in sized]
@@ -371,26 +375,30 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
     ent: dict[str, int] = {}
     strs: dict[str, int] = {}
     spans = []
+    get = cache.get
+    add = spans.append
+    last = -1
+    ordered = True
     for name, _v, _s, _t, _x, noff in syms:
         if not name:
             continue
-        pkg = cache.get(name)
+        pkg = get(name)
         if pkg is None:
-            if is_go:
-                pkg = TYPES if name[:5] in _TYPE_PREFIXES and not name.startswith(
-                    _TYPE_FUNC_PREFIXES) else package_of(name)
-            else:
-                pkg = C_CODE
-            cache[name] = pkg
+            pkg = cache[name] = C_CODE if not is_go else package_of(name)
         ent[pkg] = ent.get(pkg, 0) + entsize
-        spans.append((noff, noff + len(name.encode()) + 1, pkg))
+        if noff <= last:
+            ordered = False
+        last = noff
+        add((noff, noff + (len(name) if name.isascii() else len(name.encode())) + 1, pkg))
     # a name may be the tail of another (linkers merge them): count each byte once
-    spans.sort(key=_START)
+    if not ordered:
+        spans.sort(key=_START)
     cur = 0
+    sget = strs.get
     for a, b, pkg in spans:
         n = b - (a if a > cur else cur)
         if n > 0:
-            strs[pkg] = strs.get(pkg, 0) + n
+            strs[pkg] = sget(pkg, 0) + n
             cur = b
     out = {}
     for sec, acc in ((table, ent), (strtab, strs)):

@@ -105,6 +105,7 @@ class ElfImage:
         self.sections = self._read_sections(shoff, shentsize, shnum, shstrndx)
         self.shdr_range = (shoff, shoff + shentsize * len(self.sections)) \
             if self.sections else (0, 0)
+        self._symbols: dict[bool, list] = {}
         self._by_name = {}
         for s in self.sections:
             self._by_name.setdefault(s.name, s)
@@ -206,7 +207,14 @@ class ElfImage:
 
     def symbol_tuples(self, dynamic: bool = False) -> list[tuple[str, int, int, int, int, int]]:
         """(name, value, size, type, section index, name offset) of each symbol of .symtab
-        (or .dynsym), in table order: plain tuples, as a large binary has 10^5 of them."""
+        (or .dynsym), in table order: plain tuples, as a large binary has 10^5 of them.
+        Read once per table (the list is shared: do not change it)."""
+        got = self._symbols.get(dynamic)
+        if got is None:
+            got = self._symbols[dynamic] = self._read_symbol_tuples(dynamic)
+        return got
+
+    def _read_symbol_tuples(self, dynamic: bool) -> list[tuple[str, int, int, int, int, int]]:
         want = SHT_DYNSYM if dynamic else SHT_SYMTAB
         sec = next((s for s in self.sections if s.type == want), None)
         if sec is None or not 0 < sec.link < len(self.sections):

@@ -116,6 +116,11 @@ def find_pclntab(img: ElfImage) -> tuple[int, int | None, int, str]:
             raise UnsupportedError(f".gopclntab has an unknown header (magic {magic:#010x}): "
                                    "not a Go 1.2+ pclntab, or a newer layout than bpfmem knows")
         return sec.offset, sec.size, sec.addr, f"section {sec.name}"
+    # the runtime's own pointer to it, when a symbol table names runtime.firstmoduledata
+    # (its first word) or runtime.pcheader
+    found = _by_symbol(img)
+    if found is not None:
+        return found
     # external linking puts it inside .data.rel.ro (PIE) or .rodata; no sections: the file
     places = [s for s in img.sections
               if s.name.startswith((".data.rel.ro", ".rodata")) and s.in_file]
@@ -130,6 +135,30 @@ def find_pclntab(img: ElfImage) -> tuple[int, int | None, int, str]:
                 a = addr + (pos - start) if addr else 0
                 return pos, None, a, f"scan of {name}"
     raise ParseError("no Go pclntab found (not a Go binary, or its tables were removed)")
+
+
+def _by_symbol(img: ElfImage) -> tuple[int, int | None, int, str] | None:
+    for dynamic in (False, True):
+        try:
+            syms = img.symbol_tuples(dynamic)
+        except ParseError:
+            return None
+        for name, value, *_ in syms:
+            if name == "runtime.pcheader":
+                addr = value
+            elif name == "runtime.firstmoduledata":
+                off = img.addr_to_offset(value)
+                if off is None or off + img.ptr_size > img.file_size:
+                    continue
+                addr = struct.unpack_from(img.endian + ("Q" if img.is64 else "I"),
+                                          img.data, off)[0]
+            else:
+                continue
+            pos = img.addr_to_offset(addr)
+            if pos is not None and _header_ok(img.data, pos) and _plausible(
+                    img.data, pos, img.file_size):
+                return pos, None, addr, f"symbol {name}"
+    return None
 
 
 def _plausible(data, off: int, limit: int) -> bool:
