@@ -109,3 +109,50 @@ def go_elf(names: list[str] | None = None, sizes: list[int] | None = None, *,
     hdr = ident + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, TEXT_ADDR, 0, shoff, 0, 64, 0, 0,
                               64, len(secs) + 2, len(secs) + 1)
     return hdr + body + shdrs
+
+
+def pclntab_old(names: list[str], sizes: list[int], *, layout: str = "1.16",
+                text_start: int = TEXT_ADDR) -> bytes:
+    """A pclntab of the Go 1.16-1.17 (0xfffffffa) or 1.2-1.15 (0xfffffffb) layout: functab
+    pairs of pointer-sized (entry address, record offset)."""
+    nfunc = len(names)
+    entries, e = [], text_start
+    for size in sizes:
+        entries.append(e)
+        e += size
+    if layout == "1.16":
+        hdr_size = 8 + 7 * 8
+        funcnames = b""
+        name_offs = []
+        for n in names:
+            name_offs.append(len(funcnames))
+            funcnames += n.encode() + b"\0"
+        cu_off = hdr_size + len(funcnames)
+        file_off = cu_off + 4
+        pc_off = file_off + 5
+        pcln_off = pc_off + 8
+        first_rec = nfunc * 16 + 8
+        functab = b"".join(struct.pack("<QQ", a, first_rec + i * 44)
+                           for i, a in enumerate(entries)) + struct.pack("<Q", e)
+        records = b"".join(struct.pack("<Qi", a, no) + b"\0" * 32
+                           for a, no in zip(entries, name_offs))
+        header = struct.pack("<IBBBBQQQQQQQ", 0xFFFFFFFA, 0, 0, 1, 8, nfunc, 1, hdr_size,
+                             cu_off, file_off, pc_off, pcln_off)
+        return header + funcnames + b"\0" * 4 + b"a.go\0" + b"\0" * 8 + functab + records
+    # 1.2: header, nfunc, functab, end pc, filetab offset, records, names
+    functab_end = 16 + nfunc * 16 + 8 + 4
+    rec_base = functab_end + (-functab_end) % 8
+    rec_size = 8 + 4 + 28
+    names_base = rec_base + nfunc * rec_size
+    blob, name_offs = b"", []
+    for n in names:
+        name_offs.append(names_base + len(blob))
+        blob += n.encode() + b"\0"
+    functab = b"".join(struct.pack("<QQ", a, rec_base + i * rec_size)
+                       for i, a in enumerate(entries)) + struct.pack("<Q", e)
+    head = struct.pack("<IBBBBQ", 0xFFFFFFFB, 0, 0, 1, 8, nfunc) + functab + \
+        struct.pack("<I", names_base + len(blob))
+    head += b"\0" * (rec_base - len(head))
+    records = b"".join(struct.pack("<Qi", a, no) + b"\0" * 28
+                       for a, no in zip(entries, name_offs))
+    return head + records + blob + b"a.go\0"

@@ -15,7 +15,7 @@ from bpfmem import api
 from bpfmem.analysis.size import SizeReport
 from bpfmem.cli import main
 from bpfmem.errors import ParseError, UnsupportedError
-from gogen import buildinfo, go_elf, pclntab
+from gogen import buildinfo, go_elf, pclntab, pclntab_old
 
 NAMES = ["main.main", "k8s.io/api/core/v1.(*Pod).Reset", "runtime.main"]
 SIZES = [64, 96, 32]
@@ -109,7 +109,9 @@ def test_size_usage_errors(tmp_path, capsys):
 
 
 SEEDS = [go_elf(NAMES, SIZES), go_elf(NAMES, SIZES, magic=0xFFFFFFF0),
-         go_elf(["a.b", "c/d.e"], [16, 16], info=b"")]
+         go_elf(["a.b", "c/d.e"], [16, 16], info=b""),
+         go_elf(NAMES, SIZES, pcln=pclntab_old(NAMES, SIZES, layout="1.16")),
+         go_elf(NAMES, SIZES, pcln=pclntab_old(NAMES, SIZES, layout="1.2"))]
 
 
 def _check(data: bytes) -> None:
@@ -152,3 +154,13 @@ def test_fuzz_mutated_go_binaries(data):
 @given(st.binary(max_size=1024))
 def test_fuzz_arbitrary_bytes(data):
     _check(b"\x7fELF" + data if data[:1] == b"\x02" else data)
+
+
+@pytest.mark.parametrize("layout", ["1.16", "1.2"])
+def test_older_pclntab_layouts(layout):
+    rep = api.load_binary_size(go_elf(NAMES, SIZES, pcln=pclntab_old(NAMES, SIZES,
+                                                                     layout=layout)))
+    assert rep.pclntab_layout == layout and rep.functions == 3
+    text = {p[1]: p[3] for p in rep.pieces if p[0] == ".text"}
+    assert text == {"main": 64, "k8s.io/api/core/v1": 96, "runtime": 32}
+    assert sum(p[3] for p in rep.pieces) == rep.file_size

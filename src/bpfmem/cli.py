@@ -152,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
   bpfmem measure agent.bpf.o                   the kernel's own figures (root)
   bpfmem top --entries                         every map on this node, largest first (root)
   bpfmem pod --pid PID                         where a pod's memory goes, maps included (root)
+  bpfmem size ./agent                          what each Go package costs in the binary
   bpfmem COMMAND --help                        more on each
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter)

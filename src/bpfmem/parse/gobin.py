@@ -287,7 +287,8 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
             npcdata, nfuncdata = fields[4], fields[5]
             if layout == "1.16":
                 body = rec_size + 4 * npcdata
-                body = (body + ptr - 1) // ptr * ptr + nfuncdata * ptr
+                if nfuncdata:       # the funcdata pointers are pointer-aligned
+                    body = (body + ptr - 1) // ptr * ptr + nfuncdata * ptr
             else:
                 body = rec_size + 4 * (npcdata + nfuncdata)
             if npcdata > 1 << 12 or rec + body > limit:
