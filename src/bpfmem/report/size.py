@@ -9,7 +9,7 @@ import json
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from ..analysis.quantity import format_size as fs
+from ..analysis.quantity import format_quantity as fs
 from ..analysis.size import SizeReport, diff_reports
 
 SIZE_SCHEMA = "bpfmem/size/v1"
