@@ -228,6 +228,7 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go) if table else {}
     n_functions = pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2])
     del syms, cache
+    img.forget_symbols()
     for sec in img.sections:
         if sec.index == 0 or sec.size == 0:
             continue

@@ -214,6 +214,10 @@ class ElfImage:
             got = self._symbols[dynamic] = self._read_symbol_tuples(dynamic)
         return got
 
+    def forget_symbols(self) -> None:
+        """Drop the symbols read so far (their memory), once the caller is done with them."""
+        self._symbols.clear()
+
     def _read_symbol_tuples(self, dynamic: bool) -> list[tuple[str, int, int, int, int, int]]:
         want = SHT_DYNSYM if dynamic else SHT_SYMTAB
         sec = next((s for s in self.sections if s.type == want), None)
