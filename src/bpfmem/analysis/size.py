@@ -224,6 +224,24 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
     notes: list[str] = []
+    cus = False                       # not read yet
+    cu_ranges: list[tuple[int, int, str, str]] = []
+    if not is_go and (img.section(".debug_info") or img.section(".zdebug_info")):
+        try:
+            cus = _read_cus(img)
+        except ParseError as e:
+            cus = None
+            notes.append(f"DWARF not attributed: {e}")
+        cu_ranges = sorted(((c.low_pc, c.high_pc, _cu_label(c.name), c.name) for c in cus or ()
+                            if c.low_pc and c.high_pc and c.high_pc > c.low_pc), key=_START)
+        if cu_ranges:
+            # a C/Rust symbol with no namespace of its own belongs to its compile unit
+            starts = [r[0] for r in cu_ranges]
+            for k, (a, b, pkg, nm) in enumerate(sym_ranges):
+                if pkg == C_CODE:
+                    i = bisect.bisect_right(starts, a) - 1
+                    if i >= 0 and a < cu_ranges[i][1]:
+                        sym_ranges[k] = (a, b, cu_ranges[i][2], nm)
     table = img.symbol_table(dynamic) if syms else None
     table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go) if table else {}
     n_functions = pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2])
@@ -258,6 +276,8 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
                 layers.append(_window(func_ranges, lo, hi))
             if sym_ranges:
                 layers.append(_window(sym_ranges, lo, hi))
+            if cu_ranges and sec.flags & SHF_EXECINSTR:
+                layers.append(_window(cu_ranges, lo, hi))
         if pcln is not None and in_file and lo <= pcln.offset + shift < hi:
             start = pcln.offset + shift
             if start + pcln.size > hi:
@@ -272,7 +292,9 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
         if in_file and not alloc and name.lstrip(".").lstrip("z").startswith("debug_") \
                 and (pcln is not None or sym_ranges):
             try:
-                shares = _debug_shares(img, sec, func_ranges or sym_ranges, is_go)
+                if cus is False:
+                    cus = _read_cus(img)
+                shares = _debug_shares(img, sec, func_ranges or sym_ranges, is_go, cus)
             except ParseError as e:
                 shares = None
                 notes.append(f"{name} not attributed: {e}")
@@ -416,7 +438,23 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
     return out
 
 
-def _debug_shares(img: ElfImage, sec, ranges, is_go: bool):
+def _read_cus(img: ElfImage):
+    """The DWARF compile units of ``img``, or None without .debug_info."""
+    from ..parse import dwarf
+    info_sec = img.section(".debug_info") or img.section(".zdebug_info")
+    abbrev_sec = img.section(".debug_abbrev") or img.section(".zdebug_abbrev")
+    if info_sec is None or abbrev_sec is None or not info_sec.in_file:
+        return None
+    strs = img.section(".debug_str")
+    lstr = img.section(".debug_line_str")
+    return dwarf.compile_units(
+        dwarf.section_contents(img, info_sec), dwarf.section_contents(img, abbrev_sec),
+        endian=img.endian,
+        strs=dwarf.section_contents(img, strs) if strs else b"",
+        line_strs=dwarf.section_contents(img, lstr) if lstr else b"")
+
+
+def _debug_shares(img: ElfImage, sec, ranges, is_go: bool, cus):
     """(package, uncompressed bytes) of a debug section's units, and its uncompressed size:
     .debug_info and .debug_line by compile unit (a Go package, a C source file), .debug_frame
     by the function each entry describes. None for the other debug sections."""
@@ -435,17 +473,8 @@ def _debug_shares(img: ElfImage, sec, ranges, is_go: bool):
             if pkg is not None:
                 out.append((pkg, size))
         return out, len(data)
-    info_sec = img.section(".debug_info") or img.section(".zdebug_info")
-    abbrev_sec = img.section(".debug_abbrev") or img.section(".zdebug_abbrev")
-    if info_sec is None or abbrev_sec is None:
+    if cus is None:
         return None
-    info = data if info_sec is sec else dwarf.section_contents(img, info_sec)
-    strs = img.section(".debug_str")
-    lstr = img.section(".debug_line_str")
-    cus = dwarf.compile_units(
-        info, dwarf.section_contents(img, abbrev_sec), endian=e,
-        strs=dwarf.section_contents(img, strs) if strs else b"",
-        line_strs=dwarf.section_contents(img, lstr) if lstr else b"")
     label = (lambda n: n or DEBUG) if is_go else _cu_label
     if base == ".debug_info":
         return [(label(c.name), c.size) for c in cus], len(data)

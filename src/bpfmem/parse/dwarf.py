@@ -23,6 +23,7 @@ class CompileUnit:
     name: str
     stmt_list: int | None
     low_pc: int | None
+    high_pc: int | None = None     # one past the end, when the unit says (not by ranges)
 
 
 def section_contents(img: ElfImage, sec: ImageSection) -> bytes:
@@ -131,7 +132,7 @@ def compile_units(info: bytes, abbrev: bytes, *, endian: str = "<", strs: bytes 
         else:
             raise ParseError(f".debug_info: DWARF version {version}", section=".debug_info",
                              offset=start)
-        name, stmt, low = "", None, None
+        name, stmt, low, high, high_is_len = "", None, None, None, False
         try:
             if ab_off not in tables:
                 tables[ab_off] = _abbrevs(abbrev, ab_off)
@@ -145,10 +146,14 @@ def compile_units(info: bytes, abbrev: bytes, *, endian: str = "<", strs: bytes 
                     stmt = val
                 elif attr == 0x11 and isinstance(val, int):
                     low = val
+                elif attr == 0x12 and isinstance(val, int):
+                    high, high_is_len = val, form != 0x01
         except (IndexError, struct.error):
             raise ParseError(".debug_info: a compile unit's first entry is cut short",
                              section=".debug_info", offset=start) from None
-        out.append(CompileUnit(start, end - start, name, stmt, low))
+        if high is not None and high_is_len:
+            high = low + high if low is not None else None
+        out.append(CompileUnit(start, end - start, name, stmt, low, high))
         pos = end
     return out
 
