@@ -78,3 +78,31 @@ def test_stripped_system_binary():
     assert rep.kind == "elf" and rep.stripped
     _labels(path, rep)
     assert any(n.startswith("stripped") for n in rep.notes) or rep.functions == 0
+
+
+C_SRC = r"""
+#include <stdio.h>
+static int helper(int x) { return x * 3; }
+int compute(int n) { int s = 0; for (int i = 0; i < n; i++) s += helper(i); return s; }
+int main(int argc, char **argv) { printf("%d\n", compute(argc)); return 0; }
+"""
+
+
+def test_c_functions_by_compile_unit(tmp_path):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("needs gcc (tests/run)")
+    src = tmp_path / "agent.c"
+    src.write_text(C_SRC)
+    out = tmp_path / "agent"
+    subprocess.run([cc, "-O1", "-g", "-fno-inline", "-o", str(out), str(src)], check=True)
+    rep = api.load_binary_size(out)
+    _labels(out, rep)
+    nm = subprocess.run(["nm", "-S", "--defined-only", str(out)], capture_output=True,
+                        text=True, check=True).stdout
+    size = next(int(f[1], 16) for f in (ln.split() for ln in nm.splitlines())
+                if len(f) == 4 and f[3] == "compute")
+    by_sym = {p[2]: p for p in rep.pieces if p[0] == ".text"}
+    assert by_sym["compute"][1] == f"(cu) {src}" and by_sym["compute"][3] == size
+    cu = {r.name: r for r in rep.group("package")}[f"(cu) {src}"]
+    assert cu.vm >= size and cu.file > cu.vm      # its code, and its DWARF (file only)
