@@ -174,3 +174,22 @@ def alloc_sizes(binary: Path) -> tuple[int, int]:
         if name == ".text":
             text = size
     return total, text
+
+
+def write_enispec_project(dest: Path) -> Path:
+    """The heavy build's source as a user has it: dest/cmd/agent (the main module, which
+    takes example.com/apis from dest/apis). Returns dest/cmd/agent."""
+    files = {
+        "apis/go.mod": "module example.com/apis\n\ngo 1.19\n",
+        "apis/types/types.go": APIS_TYPES,
+        "cmd/agent/go.mod": "module example.com/agent\n\ngo 1.19\n\n"
+                            "require example.com/apis v0.1.0\n\n"
+                            "replace example.com/apis => ../../apis\n",
+        "cmd/agent/config/config.go": CONFIG_HEAVY,
+        "cmd/agent/main.go": MAIN,
+    }
+    for rel, text in files.items():
+        p = dest / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return dest / "cmd" / "agent"

@@ -5,7 +5,8 @@ comment says, or no longer prints what the README shows.
 
 The scratch project: agent.bpf.o is the bundled example; build/ holds the seed's v0.6.0
 before the fix and base/build/ the seed's v0.5.4 (the upgrade the project started from);
-old/ and new/ the same pair; examples/ is the repository's; bpfmem.toml sets limit = 128Mi;
+old/ and new/ the same pair, and old/agent, new/agent the Go binaries of the ENISpec pattern
+(tests/gobuild.py; new/agent's source in cmd/agent); examples/ is the repository's; bpfmem.toml sets limit = 128Mi;
 shapes.jsonl, peak.json, bpftool.json, before.json, after.json and node.json are small
 samples of what their commands read; node-vmlinux and the *.btf files are the Debian kernels'
 BTF committed under tests/data/btf. Commands that read a file from elsewhere (a vmlinuz in
@@ -100,6 +101,14 @@ def project(tmp_path_factory):
     (d / "after.json").write_text(json.dumps(dump(3, 262144)))
     snap = api.load_snapshot(str(d / "bpftool.json"), profile=api.profile("6.18", cpus=2))
     (d / "node.json").write_text(json.dumps(api.snapshot_document(snap, None)))
+    go = shutil.which("go")       # `bpfmem size`: the ENISpec pair of tests/gobuild.py
+    if go:
+        from gobuild import GoBuilder, write_enispec_project
+        gb = GoBuilder(d / ".go", go)
+        heavy, light = gb.enispec_sources()
+        shutil.copy(gb.build(light, "light"), d / "old" / "agent")
+        shutil.copy(gb.build(heavy, "heavy"), d / "new" / "agent")
+        write_enispec_project(d)
     bindir = d / ".bin"
     bindir.mkdir()
     shim = bindir / "bpfmem"

@@ -166,9 +166,9 @@ def _why_lines(why: dict | None, note: str | None, md: bool = False) -> list[str
             out.append(f"- dropping the import `{imp}` saves **{fs(s['saves'])}** "
                        f"({npk}: {pk}); chain: `{chain}`")
         else:
-            out.append(f"  dropping the import {imp} saves {fs(s['saves'])} "
-                       f"({npk}: {pk})")
-            out.append(f"      chain: {chain}")
+            out.append(f"dropping the import {imp} saves {fs(s['saves'])}")
+            out.append(f"    chain: {chain}")
+            out.append(f"    {npk}: {pk}")
     return out
 
 
@@ -207,7 +207,7 @@ def size_table(doc: dict, out: IO[str]) -> None:
         for n in b["notes"]:
             con.print(Text(f"  note: {n}", style="yellow"))
     for line in _why_lines(doc.get("why"), doc.get("why_note")):
-        con.print(line)
+        out.write(line + "\n")        # plain lines: never wrapped, easy to grep
 
 
 def size_markdown(doc: dict) -> str:
@@ -248,7 +248,7 @@ def diff_table(doc: dict, out: IO[str]) -> None:
         tab.add_row(f"({doc['other']['count']} more)", "", "", _delta(doc["other"]["delta"]))
     con.print(tab)
     for line in _why_lines(doc.get("why"), doc.get("why_note")):
-        con.print(line)
+        out.write(line + "\n")        # plain lines: never wrapped, easy to grep
 
 
 def diff_markdown(doc: dict) -> str:
