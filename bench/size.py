@@ -31,24 +31,28 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bpfmem"
 
 
-def run_child(argv: list[str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS KiB, exit code) of one child, output discarded."""
+def run_child(argv: list[str]) -> tuple[float, int, int, float]:
+    """(wall seconds, peak RSS KiB, exit code, CPU seconds) of one child, output discarded."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     _, status, ru = os.wait4(p.pid, 0)
-    return time.perf_counter() - t0, ru.ru_maxrss, os.waitstatus_to_exitcode(status)
+    return (time.perf_counter() - t0, ru.ru_maxrss, os.waitstatus_to_exitcode(status),
+            ru.ru_utime + ru.ru_stime)
 
 
-def measure(argv: list[str], runs: int) -> tuple[float, int, int]:
-    walls, rss, code = [], 0, 0
+def measure(argv: list[str], runs: int) -> tuple[float, int, int, float]:
+    """Median wall, peak RSS, exit code, median CPU (on a busy machine CPU is the steadier
+    figure: wall includes waiting for a CPU)."""
+    walls, cpus, rss, code = [], [], 0, 0
     for _ in range(runs):
-        w, r, code = run_child(argv)
+        w, r, code, c = run_child(argv)
         walls.append(w)
+        cpus.append(c)
         rss = max(rss, r)
         if code:
             break
-    return statistics.median(walls), rss, code
+    return statistics.median(walls), rss, code, statistics.median(cpus)
 
 
 def debian_binaries() -> list[Path]:
@@ -92,24 +96,28 @@ def main() -> int:
     nm = Path(subprocess.run([go, "env", "GOTOOLDIR"], capture_output=True,
                              text=True).stdout.strip()) / "nm"
     bins = args.binaries or default_binaries()
-    print(f"{'binary':<34} {'size':>8} {'bpfmem':>8} {'RSS':>8} {'go nm':>8} {'RSS':>8} "
-          f"{'ratio':>7}  note")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+          "times are median wall (CPU)")
+    print(f"{'binary':<24} {'size':>8} {'bpfmem':>15} {'RSS':>7} {'go nm':>15} {'RSS':>7} "
+          f"{'ratio':>13}  note")
     for b in bins:
         ours = measure([sys.executable, "-m", "bpfmem", "size", str(b), "--format", "json"],
                        args.runs)
         if ours[2]:
-            print(f"{str(b):<34} bpfmem failed ({ours[2]})")
+            print(f"{str(b):<24} bpfmem failed ({ours[2]})")
             continue
         theirs = measure([str(nm), "-size", str(b)], args.runs)
         mb = b.stat().st_size / 1e6
-        name = b.name if len(str(b)) > 34 else str(b)
+        name = b.name if len(str(b)) > 24 else str(b)
+        mine = f"{ours[0]:>6.2f}s ({ours[3]:.2f}s)"
         if theirs[2] == 0:
-            print(f"{name:<34} {mb:>6.1f}MB {ours[0]:>7.2f}s {ours[1] / 1024:>6.0f}Mi "
-                  f"{theirs[0]:>7.2f}s {theirs[1] / 1024:>6.0f}Mi {ours[0] / theirs[0]:>6.2f}x")
+            print(f"{name:<24} {mb:>6.1f}MB {mine:>15} {ours[1] / 1024:>5.0f}Mi "
+                  f"{theirs[0]:>6.2f}s ({theirs[3]:.2f}s) {theirs[1] / 1024:>5.0f}Mi "
+                  f"{ours[0] / theirs[0]:>5.2f}x ({ours[3] / max(theirs[3], 1e-3):.2f}x)")
         else:
             vm = measure([go, "version", "-m", str(b)], args.runs)
-            print(f"{name:<34} {mb:>6.1f}MB {ours[0]:>7.2f}s {ours[1] / 1024:>6.0f}Mi "
-                  f"{'-':>8} {'-':>8} {'-':>7}  stripped: go tool nm has no symbols; "
+            print(f"{name:<24} {mb:>6.1f}MB {mine:>15} {ours[1] / 1024:>5.0f}Mi "
+                  f"{'-':>15} {'-':>7} {'-':>13}  no symbols for go tool nm (stripped); "
                   f"go version -m {vm[0]:.2f}s")
     return 0
 
