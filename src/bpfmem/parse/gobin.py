@@ -261,8 +261,9 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     unpack_rec = rec_fmt.unpack_from
     names_get = names_at.get
     add_name, add_span, add_rec = names.append, spans.append, records.append
-    pc_refs: list[tuple[int, int]] = []
+    pc_refs: list[int] = []
     add_pc = pc_refs.append
+    pcdata_fmt: dict[int, struct.Struct] = {}
     for i, (_entry, funcoff) in enumerate(pairs):
         rec = func_base + funcoff
         if rec < 0 or rec + rec_size > limit:
@@ -297,14 +298,17 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
             add_rec((rec, body))
             if rec + body > max_end:
                 max_end = rec + body
-            # the function's pc-value tables in pctab (0: none)
+            # the function's pc-value tables in pctab (0: none), as table << 22 | function
             for t in fields[1:4]:
                 if t:
-                    add_pc((t, i))
+                    add_pc(t << 22 | i)
             if npcdata:
-                for t in struct.unpack_from(f"{e}{npcdata}I", data, off + rec + rec_size):
+                st = pcdata_fmt.get(npcdata)
+                if st is None:
+                    st = pcdata_fmt[npcdata] = struct.Struct(f"{e}{npcdata}I")
+                for t in st.unpack_from(data, off + rec + rec_size):
                     if t:
-                        add_pc((t, i))
+                        add_pc(t << 22 | i)
         else:
             add_rec(None)
     for i in range(len(starts)):
@@ -325,10 +329,11 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
                    tuple(ends), tuple(spans), tuple(records), tuple(parts), pc_bytes)
 
 
-def _pc_table_bytes(refs: list[tuple[int, int]], nfunc: int,
+def _pc_table_bytes(refs: list[int], nfunc: int,
                     parts: list[PclnPart]) -> tuple[int, ...]:
     """Per function, the bytes of the pctab tables it is the first to use. The tables lie
-    back to back (the linker dedups equal ones), so each runs to the next one's start."""
+    back to back (the linker dedups equal ones), so each runs to the next one's start.
+    ``refs`` are table offset << 22 | function index (_MAX_FUNCS is 1 << 22)."""
     pctab = next((p for p in parts if p.name == "pctab"), None)
     out = [0] * nfunc
     if pctab is None or not refs:
@@ -337,17 +342,17 @@ def _pc_table_bytes(refs: list[tuple[int, int]], nfunc: int,
     starts = []
     owner = []
     last = -1
-    for t, i in refs:
+    mask = (1 << 22) - 1
+    for r in refs:
+        t, i = r >> 22, r & mask
         if t != last:
             if t >= pctab.size:
                 raise ParseError(f"pclntab function {i}: a pc table at {t:#x} is outside "
                                  f"pctab ({pctab.size:#x} bytes)", section=".gopclntab",
                                  offset=pctab.offset + t)
             starts.append(t)
-            owner.append(i)
+            owner.append(i)       # sorted: the first function to use it has the lowest index
             last = t
-        elif i < owner[-1]:
-            owner[-1] = i
     starts.append(pctab.size)
     for k, i in enumerate(owner):
         out[i] += starts[k + 1] - starts[k]
