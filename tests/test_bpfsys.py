@@ -74,3 +74,57 @@ def test_vanished_ids_and_pins_are_object_gone():
         bpfsys.map_fd_by_id(gone_id)
     with pytest.raises(ObjectGone):
         bpfsys.obj_get("/sys/fs/bpf/bpfmem-no-such-pin-%d" % os.getpid())
+
+
+def test_batch_size_follows_the_byte_budget():
+    assert bpfsys.batch_size_for(4, 8) == 1024
+    assert bpfsys.batch_size_for(4, 1 << 20) == 0          # 1 MiB values: walk keys
+    assert bpfsys.batch_size_for(4, 16 << 10) == 255        # 4 MiB / (16 KiB + 4)
+    n = bpfsys.batch_size_for(4, 40 * 64)                   # a per-CPU value on 64 CPUs
+    assert n * (4 + 40 * 64) <= bpfsys.BATCH_BUDGET
+
+
+def _peak_rss_kib(args: list[str]) -> tuple[int, str]:
+    """(peak RSS of the child in KiB, its stdout) for ``bpfmem ARGS``, measured by wait4 on
+    exactly that child (not the maximum over every child this test run ever had)."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen([sys.executable, "-m", "bpfmem", *args], stdout=out,
+                             stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=src))
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        assert p.returncode == 0
+        out.seek(0)
+        return usage.ru_maxrss, out.read().decode()
+
+
+def test_snapshot_entries_stays_bounded_on_a_map_of_1mib_values():
+    """The exporter's DaemonSet runs with --entries and a 128 MiB limit: a hash map of 1 MiB
+    values (and a per-CPU hash of 32 KiB values) must not make the count allocate
+    value_size x 1024. The count is checked against the entries put in."""
+    import json
+    big = bpfsys.map_create(T.HASH, 4, 1 << 20, 16, 0, "bs_big_values")
+    cpus = host_possible_cpus()
+    pcpu = bpfsys.map_create(T.PERCPU_HASH, 4, 32 << 10, 64, 0, "bs_big_pcpu")
+    try:
+        for i in range(10):
+            bpfsys.map_update(big, struct.pack("<I", i), bytes([i]) * (1 << 20))
+        for i in range(40):
+            bpfsys.map_update(pcpu, struct.pack("<I", i), bytes((32 << 10) * cpus))
+        ids = {bpfsys.map_info(big).id: 10, bpfsys.map_info(pcpu).id: 40}
+        base, _ = _peak_rss_kib(["snapshot", "--format", "json", "--no-pins"])
+        peak, text = _peak_rss_kib(["snapshot", "--entries", "--format", "json", "--no-pins",
+                                    "--time-bound", "5s"])
+        counted = {m["id"]: m["entries"] for m in json.loads(text)["maps"] if m["id"] in ids}
+        print(f"peak RSS: snapshot {base} KiB, snapshot --entries {peak} KiB "
+              f"(budget {bpfsys.BATCH_BUDGET >> 10} KiB)")
+        assert counted == ids
+        # counting adds at most the batch budget (plus allocator slack), never 1 GiB
+        assert peak - base < (bpfsys.BATCH_BUDGET >> 10) + 16 * 1024
+    finally:
+        os.close(big)
+        os.close(pcpu)

@@ -26,8 +26,8 @@ from bpfmem.errors import HostError, ObjectGone, PermissionDenied
 
 __all__ = ["MapInfo", "ProgInfo", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
            "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
-           "count_entries", "map_create", "map_update", "obj_pin", "close",
-           "prog_load", "link_create", "iter_create",
+           "count_entries", "batch_size_for", "BATCH_BUDGET", "map_create", "map_update",
+           "obj_pin", "close", "prog_load", "link_create", "iter_create",
            "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available", "setns_thread",
            "CLONE_NEWNET"]
 
@@ -322,52 +322,88 @@ def map_next_key(fd: int, key: bytes | None, key_size: int) -> bytes | None:
 
 _BATCH_ATTR = struct.Struct("=QQQQIIQQ")  # in_batch out_batch keys values count map_fd elem_flags flags
 
+# What one BPF_MAP_LOOKUP_BATCH step may hold in keys and values, whatever the map: counting a
+# map of 1 MiB values (or per-CPU values times the possible CPUs) costs this much, not
+# value_size x 1024. Below MIN_BATCH entries per step a batch saves little over a key walk,
+# so such maps are walked with BPF_MAP_GET_NEXT_KEY, which holds two keys and no value.
+BATCH_BUDGET = 4 << 20
+MAX_BATCH = 1024
+MIN_BATCH = 64
 
-def map_lookup_batch(fd: int, key_size: int, value_size: int, *, batch: int = 1024,
+
+def batch_size_for(key_size: int, value_size: int, budget: int = BATCH_BUDGET) -> int:
+    """Entries per batch step that fit ``budget`` bytes of keys and values (0: walk keys)."""
+    n = min(MAX_BATCH, budget // (max(key_size, 1) + max(value_size, 1)))
+    return n if n >= MIN_BATCH else 0
+
+
+class _BatchBuffers:
+    """The buffers of one batch walk, allocated once for every step of it."""
+
+    def __init__(self, key_size: int, value_size: int, batch: int) -> None:
+        self.token = max(key_size, 4)  # hash maps use a u32 bucket index as the batch token
+        self.batch = batch
+        self.in_b = ctypes.create_string_buffer(self.token)
+        self.out_b = ctypes.create_string_buffer(self.token)
+        self.keys = ctypes.create_string_buffer(max(key_size, 1) * batch)
+        self.values = ctypes.create_string_buffer(max(value_size, 1) * batch)
+        self.attr = ctypes.create_string_buffer(_BATCH_ATTR.size)
+
+    def step(self, fd: int, start: bytes | None) -> tuple[int, bytes | None]:
+        if start is not None:
+            ctypes.memmove(self.in_b, start, min(len(start), self.token))
+        _BATCH_ATTR.pack_into(self.attr, 0,
+                              ctypes.addressof(self.in_b) if start is not None else 0,
+                              ctypes.addressof(self.out_b), ctypes.addressof(self.keys),
+                              ctypes.addressof(self.values), self.batch, fd, 0, 0)
+        ret = _syscall(_NR_BPF or -1, MAP_LOOKUP_BATCH, ctypes.addressof(self.attr),
+                       _BATCH_ATTR.size)
+        count = struct.unpack_from("=I", self.attr, 32)[0]
+        if ret < 0:
+            err = ctypes.get_errno()
+            if err == _errno.ENOENT:  # the last batch (count may be > 0)
+                return count, None
+            e = HostError(f"BPF_MAP_LOOKUP_BATCH fd {fd}: {os.strerror(err)}")
+            e.errno = err
+            raise e
+        return count, self.out_b.raw
+
+
+def map_lookup_batch(fd: int, key_size: int, value_size: int, *, batch: int | None = None,
                      start: bytes | None = None) -> tuple[int, bytes | None]:
     """One BPF_MAP_LOOKUP_BATCH step: ``(count, next_token)``; next_token None at the end.
 
     ``value_size`` must be the per-lookup value size (per-CPU maps: rounded up to 8 times
-    the possible CPUs). Raises HostError with errno EINVAL/ENOTSUPP where the map type has no
-    batch operations.
+    the possible CPUs). ``batch`` defaults to what fits :data:`BATCH_BUDGET` (at least one).
+    Raises HostError with errno EINVAL/ENOTSUPP where the map type has no batch operations.
     """
-    token = max(key_size, 4)  # hash maps use a u32 bucket index as the batch token
-    in_b = ctypes.create_string_buffer(start or b"", token) if start is not None else None
-    out_b = ctypes.create_string_buffer(token)
-    keys = ctypes.create_string_buffer(max(key_size, 1) * batch)
-    values = ctypes.create_string_buffer(max(value_size, 1) * batch)
-    attr = ctypes.create_string_buffer(_BATCH_ATTR.size)
-    _BATCH_ATTR.pack_into(attr, 0, ctypes.addressof(in_b) if in_b is not None else 0,
-                          ctypes.addressof(out_b), ctypes.addressof(keys),
-                          ctypes.addressof(values), batch, fd, 0, 0)
-    ret = _syscall(_NR_BPF or -1, MAP_LOOKUP_BATCH, ctypes.addressof(attr), _BATCH_ATTR.size)
-    count = struct.unpack_from("=I", attr, 32)[0]
-    if ret < 0:
-        err = ctypes.get_errno()
-        if err == _errno.ENOENT:  # the last batch (count may be > 0)
-            return count, None
-        e = HostError(f"BPF_MAP_LOOKUP_BATCH fd {fd}: {os.strerror(err)}")
-        e.errno = err
-        raise e
-    return count, out_b.raw
+    if batch is None:
+        batch = max(1, batch_size_for(key_size, value_size))
+    return _BatchBuffers(key_size, value_size, batch).step(fd, start)
 
 
 def count_entries(fd: int, key_size: int, value_size: int, *, deadline: float | None = None,
-                  batch: int = 1024, use_batch: bool = True, clock=None) -> tuple[int, bool, str]:
+                  batch: int | None = None, use_batch: bool = True,
+                  clock=None) -> tuple[int, bool, str]:
     """Count a map's entries without writing to it: ``(count, complete, method)``.
 
-    Uses BPF_MAP_LOOKUP_BATCH when the kernel supports it for the map, else walks keys with
-    BPF_MAP_GET_NEXT_KEY. Stops at ``deadline`` (a ``clock()`` value) with ``complete=False``.
+    Uses BPF_MAP_LOOKUP_BATCH when the kernel supports it for the map and a useful batch
+    fits :data:`BATCH_BUDGET` bytes, else walks keys with BPF_MAP_GET_NEXT_KEY (no values
+    read). Memory held while counting: at most BATCH_BUDGET plus two keys, whatever the
+    map's value size. Stops at ``deadline`` (a ``clock()`` value) with ``complete=False``.
     A hash map being changed while walked can be counted twice or miss keys, as with bpftool.
     """
     import time
     clock = clock or time.monotonic
     total = 0
-    if use_batch:
+    if batch is None:
+        batch = batch_size_for(key_size, value_size)
+    if use_batch and batch > 0:
         try:
+            buffers = _BatchBuffers(key_size, value_size, batch)
             token = None
             while True:
-                n, token = map_lookup_batch(fd, key_size, value_size, batch=batch, start=token)
+                n, token = buffers.step(fd, token)
                 total += n
                 if token is None:
                     return total, True, "batch"
@@ -378,6 +414,8 @@ def count_entries(fd: int, key_size: int, value_size: int, *, deadline: float | 
                                                  _errno.ENOSPC, _errno.EFAULT):
                 raise
             total = 0
+        finally:
+            buffers = None  # noqa: F841 - the value buffer goes before the key walk
     key = None
     n = 0
     while True:
