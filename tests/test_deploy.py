@@ -38,6 +38,7 @@ EXPECTED_METRICS = frozenset({
     "bpfmem_scans_total",
     "bpfmem_scan_errors_total",
     "bpfmem_maps_skipped_total",
+    "bpfmem_build_info",
 })
 
 _METRIC_RE = re.compile(r"bpfmem_[a-z_]+")

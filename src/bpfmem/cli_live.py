@@ -27,8 +27,11 @@ def parse_duration(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a duration: {text} (e.g. 100ms, 15s, 2m)") \
             from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    import math
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite duration: {text}")
+    if value > 7 * 86400:
+        raise argparse.ArgumentTypeError(f"more than a week: {text}")
     return value
 
 

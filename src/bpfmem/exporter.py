@@ -21,7 +21,10 @@ Metrics (labels in braces):
   bpfmem_cgroup_map_share_ratio{cgroup}    (memory cgroups that hold maps)
   bpfmem_node_maps, bpfmem_node_map_memlock_bytes
   bpfmem_scan_duration_seconds, bpfmem_scans_total, bpfmem_scan_errors_total,
-  bpfmem_maps_skipped_total
+  bpfmem_maps_skipped_total, bpfmem_build_info{version,python,prometheus_client}
+
+HTTP: GET and HEAD on /metrics (Prometheus text, or OpenMetrics when the Accept header asks:
+prometheus_client's own negotiation), /healthz (cheap: never scans; for probes), /.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ METRIC_NAMES = (
     "bpfmem_cgroup_maps", "bpfmem_cgroup_memory_usage_bytes",
     "bpfmem_cgroup_memory_limit_bytes", "bpfmem_cgroup_map_share_ratio", "bpfmem_node_maps",
     "bpfmem_node_map_memlock_bytes", "bpfmem_scan_duration_seconds", "bpfmem_scans_total",
-    "bpfmem_scan_errors_total", "bpfmem_maps_skipped_total")
+    "bpfmem_scan_errors_total", "bpfmem_maps_skipped_total", "bpfmem_build_info")
 
 MAP_LABELS = ["id", "name", "type", "owner_comm", "cgroup"]
 
@@ -76,7 +79,7 @@ class ScanCache:
                                                    else (result, {}))
                     self.skipped += self.snapshot.skipped
                     self.last_error = None
-                except BpfmemError as e:
+                except (BpfmemError, OSError) as e:
                     self.errors += 1
                     self.last_error = str(e)
                 self.scans += 1
@@ -153,8 +156,26 @@ class BpfmemCollector:
         yield CounterMetricFamily("bpfmem_scans", "scans made", value=self.cache.scans)
         yield CounterMetricFamily("bpfmem_scan_errors", "scans that failed (the previous "
                                   "result was served)", value=self.cache.errors)
+        yield _build_info()
         yield CounterMetricFamily("bpfmem_maps_skipped", "maps or processes that vanished "
                                   "during scans", value=self.cache.skipped)
+
+
+def _build_info():
+    """``bpfmem_build_info{version,python,prometheus_client} 1``, as every exporter has."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+    from prometheus_client.core import GaugeMetricFamily
+    from . import __version__
+    try:
+        client = version("prometheus_client")
+    except PackageNotFoundError:
+        client = ""
+    info = GaugeMetricFamily("bpfmem_build_info", "bpfmem's version, and the Python and "
+                             "prometheus_client it runs on (always 1)",
+                             labels=["version", "python", "prometheus_client"])
+    info.add_metric([__version__, platform.python_version(), client], 1)
+    return info
 
 
 def _type(t: int) -> str:
@@ -172,30 +193,39 @@ def make_registry(cache: ScanCache, profile=None):
 
 
 class Exposition:
-    """The /metrics page, rendered once per scan and served as the same bytes to every
-    scraper until the next scan: 50 concurrent scrapers cost one render, not 50."""
+    """The /metrics page, rendered once per scan and per exposition format and served as the
+    same bytes to every scraper until the next scan: 50 concurrent scrapers cost one render,
+    not 50. The format is prometheus_client's own negotiation over the Accept header
+    (``choose_encoder``): the Prometheus text format, or OpenMetrics when asked for."""
+
+    MAX_FORMATS = 4   # Accept headers are the client's: a few rendered formats per scan, no more
 
     def __init__(self, cache: ScanCache, profile=None):
         self.cache = cache
         self.registry = make_registry(cache, profile)
         self._lock = threading.Lock()
         self._scan_no = -1
-        self._body = b""
-        self._gzipped = b""
+        self._pages: dict[str, tuple[bytes, bytes]] = {}
 
-    def page(self) -> tuple[bytes, bytes]:
-        """(text, gzipped text) of the current exposition."""
+    def page(self, accept: str = "") -> tuple[bytes, bytes, str]:
+        """(body, gzipped body, content type) of the current exposition for ``accept``."""
         import gzip
-        from prometheus_client import generate_latest
+        from prometheus_client.exposition import choose_encoder
+        encoder, content_type = choose_encoder(accept)
         with self._lock:
             self.cache.get()
             if self.cache.scans != self._scan_no:
-                self._body = self._gzipped = b""
-                self._body = generate_latest(self.registry)
-                self._gzipped = gzip.compress(self._body, compresslevel=1)
+                self._pages = {}
                 self._scan_no = self.cache.scans
+            cached = self._pages.get(content_type)
+            if cached is None:
+                body = encoder(self.registry)
+                cached = (body, gzip.compress(body, compresslevel=1))
+                if len(self._pages) >= self.MAX_FORMATS:
+                    self._pages.clear()
+                self._pages[content_type] = cached
                 _trim()
-            return self._body, self._gzipped
+            return cached[0], cached[1], content_type
 
 
 def _trim() -> None:
@@ -208,35 +238,68 @@ def _trim() -> None:
         pass
 
 
+def _log(msg: str) -> None:
+    import sys
+    try:
+        print(f"bpfmem export: {msg}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):   # stderr gone: nothing to tell
+        pass
+
+
 def _handler(expo: Exposition):
     from http.server import BaseHTTPRequestHandler
-    from prometheus_client import CONTENT_TYPE_LATEST
 
     class Handler(BaseHTTPRequestHandler):
+        # one request per connection: a connection's whole life is bounded by the server's
+        # deadline, and an idle keep-alive connection never pins a worker
         protocol_version = "HTTP/1.1"
 
+        def setup(self):
+            # the request is (socket, its head as the server's loop read it)
+            import io
+            self.connection, head = self.request
+            self.rfile = io.BytesIO(head)
+            self.wfile = self.connection.makefile("wb", buffering=0)
+
         def do_GET(self):  # noqa: N802 - http.server's name
+            self._respond(head=False)
+
+        def do_HEAD(self):  # noqa: N802
+            self._respond(head=True)
+
+        def _respond(self, head: bool) -> None:
+            self.close_connection = True
             path = self.path.split("?", 1)[0]
+            encoding = None
             if path == "/metrics":
-                body, gz = expo.page()
-                use_gz = "gzip" in self.headers.get("Accept-Encoding", "")
-                data = gz if use_gz else body
-                self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE_LATEST)
-                if use_gz:
-                    self.send_header("Content-Encoding", "gzip")
+                body, gz, ctype = expo.page(self.headers.get("Accept", ""))
+                if "gzip" in self.headers.get("Accept-Encoding", ""):
+                    data, encoding = gz, "gzip"
+                else:
+                    data = body
+                status = 200
+            elif path == "/healthz":
+                # cheap: never scans; the process serves, and says how old its data is
+                at = expo.cache.scans
+                data = f"ok: {at} scans, {expo.cache.errors} failed\n".encode()
+                status, ctype = 200, "text/plain; charset=utf-8"
             elif path == "/":
                 data = (b"<html><body><h1>bpfmem exporter</h1>"
-                        b"<a href='/metrics'>/metrics</a></body></html>")
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
+                        b"<a href='/metrics'>/metrics</a> <a href='/healthz'>/healthz</a>"
+                        b"</body></html>")
+                status, ctype = 200, "text/html"
             else:
                 data = b"not found\n"
-                self.send_response(404)
-                self.send_header("Content-Type", "text/plain")
+                status, ctype = 404, "text/plain"
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            if encoding:
+                self.send_header("Content-Encoding", encoding)
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(data)
+            if not head:
+                self.wfile.write(data)
 
         def log_message(self, *args):  # quiet: scrapes are not news
             pass
@@ -244,16 +307,180 @@ def _handler(expo: Exposition):
     return Handler
 
 
-def serve(host: str, port: int, cache: ScanCache, profile=None):
-    """Start the HTTP server in a thread: ``(server, thread)``; ``server.shutdown()`` stops it."""
-    import socket
-    from http.server import ThreadingHTTPServer
+class BoundedHTTPServer:
+    """An HTTP server that hostile or broken clients cannot exhaust.
 
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    * a listen backlog of ``backlog`` (128): bursts of scrapers wait in the kernel's queue;
+    * accepted connections send their request head into one selector loop, not into a
+      thread: idle and slow (slowloris) connections cost a file descriptor and a few bytes,
+      and are closed when the head is not complete after ``idle`` seconds;
+    * a fixed pool of ``workers`` threads answers complete requests; each lives at most
+      ``deadline`` seconds more (a slow reader of the answer is cut);
+    * at most ``max_connections`` open at once (default: what RLIMIT_NOFILE leaves, at most
+      4096): beyond that a new connection is closed at once;
+    * one log line per failed connection, never a traceback.
+    """
 
-    server = Server((host, port), _handler(Exposition(cache, profile)))
+    def __init__(self, address: tuple[str, int], handler, *, workers: int = 16,
+                 backlog: int = 128, idle: float = 5.0, deadline: float = 15.0,
+                 max_connections: int | None = None):
+        import selectors
+        import socket
+        from concurrent.futures import ThreadPoolExecutor
+        host = address[0]
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind(address)
+            self.socket.listen(backlog)
+        except OSError:
+            self.socket.close()
+            raise
+        self.server_address = self.socket.getsockname()
+        self.handler = handler
+        self.idle, self.deadline = idle, deadline
+        self.max_connections = max_connections or _fd_room()
+        self.dropped = 0
+        self.failed = 0
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bpfmem-http")
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.socket, selectors.EVENT_READ, None)
+        self._waiting: dict = {}     # socket -> (idle deadline, peer)
+        self._busy: dict = {}        # socket -> whole-life deadline
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+
+    # -- the one loop: accept, wait for bytes, hand to the pool, enforce deadlines --
+    def serve_forever(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._stopped.set()
+
+    def _loop(self) -> None:
+        import time as _time
+        while not self._stop.is_set():
+            for key, _ in self._sel.select(0.25):
+                if key.fileobj is self.socket:
+                    self._accept()
+                else:
+                    self._read_head(key.fileobj)
+            now = _time.monotonic()
+            for conn, (due, _, _) in list(self._waiting.items()):
+                if now > due:
+                    self._forget(conn)
+            with self._lock:
+                overdue = [c for c, due in self._busy.items() if now > due]
+            for conn in overdue:
+                self._cut(conn)
+
+    def _accept(self) -> None:
+        import selectors
+        import time as _time
+        try:
+            conn, peer = self.socket.accept()
+        except OSError:
+            return
+        with self._lock:
+            open_now = len(self._waiting) + len(self._busy)
+        if open_now >= self.max_connections:
+            self.dropped += 1
+            conn.close()
+            return
+        conn.setblocking(False)
+        self._waiting[conn] = (_time.monotonic() + self.idle, peer, bytearray())
+        self._sel.register(conn, selectors.EVENT_READ, None)
+
+    MAX_HEAD = 16 << 10
+
+    def _read_head(self, conn) -> None:
+        """Collect a request's head without a thread; a complete one goes to the pool."""
+        import time as _time
+        due, peer, head = self._waiting[conn]
+        try:
+            chunk = conn.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk or len(head) + len(chunk) > self.MAX_HEAD:
+            self._forget(conn)
+            return
+        head += chunk
+        if b"\r\n\r\n" not in head and b"\n\n" not in head:
+            return
+        self._sel.unregister(conn)
+        del self._waiting[conn]
+        with self._lock:
+            self._busy[conn] = _time.monotonic() + self.deadline
+        self._pool.submit(self._serve, conn, peer, bytes(head))
+
+    def _forget(self, conn) -> None:
+        self._sel.unregister(conn)
+        del self._waiting[conn]
+        conn.close()
+
+    @staticmethod
+    def _cut(conn) -> None:
+        import socket
+        try:
+            conn.shutdown(socket.SHUT_RDWR)   # the worker's next read or write fails
+        except OSError:
+            pass
+
+    def _serve(self, conn, peer, head: bytes) -> None:
+        try:
+            conn.setblocking(True)
+            conn.settimeout(self.idle)
+            self.handler((conn, head), peer, self)
+        except Exception as e:  # noqa: BLE001 - one line per failed connection
+            self.failed += 1
+            what = e.strerror if isinstance(e, OSError) and e.strerror else (str(e) or "")
+            _log(f"{peer[0]}:{peer[1]}: {e.__class__.__name__}{': ' + what if what else ''}")
+        finally:
+            with self._lock:
+                self._busy.pop(conn, None)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def shutdown(self) -> None:
+        """Stop the loop and wait for it (as socketserver's shutdown does)."""
+        self._stop.set()
+        self._stopped.wait(5)
+
+    def server_close(self) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for conn in list(self._waiting):
+            conn.close()
+        with self._lock:
+            for conn in list(self._busy):
+                self._cut(conn)
+        try:
+            self._sel.close()
+        except (OSError, ValueError):
+            pass
+        self.socket.close()
+
+
+def _fd_room() -> int:
+    """Connections the exporter may hold open: what RLIMIT_NOFILE leaves (keeping 64 for the
+    scan's own fds), at most 4096."""
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(16, min(4096, soft - 64))
+
+
+def serve(host: str, port: int, cache: ScanCache, profile=None, **limits):
+    """Start the HTTP server in a thread: ``(server, thread)``; ``server.shutdown()`` stops it.
+    ``limits`` are :class:`BoundedHTTPServer`'s (workers, backlog, idle, deadline, ...)."""
+    server = BoundedHTTPServer((host, port), _handler(Exposition(cache, profile)), **limits)
     thread = threading.Thread(target=server.serve_forever, name="bpfmem-export", daemon=True)
     thread.start()
     return server, thread

@@ -1,0 +1,223 @@
+"""The exporter's HTTP side: format negotiation, HEAD, /healthz, build info, and a bounded
+soak on loopback against hostile clients (idle connections, slow clients, early
+disconnects, 200 concurrent scrapers) printing RSS, threads and scrape latency."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import is_root
+from bpfmem.exporter import ScanCache, serve
+from bpfmem.host.live import LiveMap, Owner, Snapshot
+from bpfmem.uapi import MapType as T
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+
+def _snap():
+    m = LiveMap(id=7, name="conn_track", type=T.HASH, key_size=4, value_size=8,
+                max_entries=100, map_flags=0, map_extra=0, btf_id=0, memlock=4096,
+                frozen=False, owners=(Owner(10, "agent", "/pod/a"),), entries=3,
+                entries_complete=True, entries_method="batch")
+    return Snapshot(taken_at=0.0, duration=0.01, hostname="h", kernel="6.18.0",
+                    possible_cpus=2, maps=(m,), entries_counted=True)
+
+
+@contextmanager
+def _local_server(scan=_snap, **limits):
+    cache = ScanCache(scan, interval=60)
+    server, thread = serve("127.0.0.1", 0, cache, **limits)
+    try:
+        yield server.server_address[1], cache
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _request(port, method="GET", path="/metrics", headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request(method, path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def test_text_openmetrics_head_healthz_and_build_info():
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+    from prometheus_client.parser import text_string_to_metric_families as prom
+    scans = []
+
+    def scan():
+        scans.append(1)
+        return _snap()
+
+    with _local_server(scan) as (port, cache):
+        status, h, body = _request(port)
+        assert status == 200 and h["Content-Type"].startswith("text/plain; version=0.0.4")
+        names = {f.name for f in prom(body.decode())}
+        assert {"bpfmem_map_memlock_bytes", "bpfmem_build_info"} <= names
+        info = [s for f in prom(body.decode()) for s in f.samples
+                if s.name == "bpfmem_build_info"][0]
+        from bpfmem import __version__
+        assert info.value == 1 and info.labels["version"] == __version__
+
+        status, h, body = _request(port, headers={"Accept": "application/openmetrics-text; "
+                                                  "version=1.0.0; charset=utf-8"})
+        assert status == 200 and h["Content-Type"].startswith("application/openmetrics-text")
+        assert body.endswith(b"# EOF\n")
+        fams = {f.name: f for f in om(body.decode())}   # the OpenMetrics parser accepts it
+        assert fams["bpfmem_scans"].type == "counter"
+
+        status, h, body = _request(port, "HEAD")
+        assert status == 200 and body == b"" and int(h["Content-Length"]) > 0
+
+        status, h, gz = _request(port, headers={"Accept-Encoding": "gzip"})
+        import gzip
+        assert h.get("Content-Encoding") == "gzip" and b"bpfmem_node_maps" in gzip.decompress(gz)
+
+        before = len(scans)
+        status, _, body = _request(port, path="/healthz")
+        assert status == 200 and body.startswith(b"ok") and len(scans) == before  # no scan
+        assert _request(port, "HEAD", "/healthz")[0] == 200
+        assert _request(port, path="/nope")[0] == 404
+
+
+def test_an_idle_connection_is_closed_and_does_not_block_scrapes():
+    with _local_server(idle=0.5, workers=2) as (port, _):
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(10)]
+        try:
+            t0 = time.monotonic()
+            assert _request(port)[0] == 200       # served while 10 connections idle on 2 workers
+            assert time.monotonic() - t0 < 5
+            idle[0].settimeout(5)
+            assert idle[0].recv(1) == b""          # closed by the server after `idle`
+        finally:
+            for s in idle:
+                s.close()
+
+
+# ---- the soak: the real `bpfmem export` on loopback ----
+
+def _status(pid: int) -> tuple[int, int]:
+    """(VmRSS KiB, threads) of ``pid``."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    return (int(re.search(r"VmRSS:\s+(\d+)", text).group(1)),
+            int(re.search(r"Threads:\s+(\d+)", text).group(1)))
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(not is_root(), reason="the exporter scans the node: needs root")
+def test_soak_hostile_clients(capsys):
+    seconds = float(os.environ.get("BPFMEM_SOAK_SECONDS", "5"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "bpfmem", "export", "--listen",
+                             f"127.0.0.1:{port}", "--interval", "1s", "--no-pins"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=SRC))
+    held: list[socket.socket] = []
+    try:
+        assert "serving" in proc.stderr.readline()
+        rss0, threads0 = _status(proc.pid)
+        stop = time.monotonic() + seconds
+        lock = threading.Lock()
+        ok, failed, latencies = [0], [], []
+
+        for _ in range(300):                       # idle: connect, never send
+            held.append(socket.create_connection(("127.0.0.1", port)))
+
+        def slow():                                # a byte every 0.3 s (slowloris)
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                    for b in b"GET /metrics HTTP/1.1\r\nHost: x\r\n":
+                        if time.monotonic() > stop:
+                            return
+                        c.send(bytes([b]))
+                        time.sleep(0.3)
+            except OSError:
+                pass                               # cut by the server: what it should do
+
+        def rude():                                # ask, then reset before the answer
+            while time.monotonic() < stop:
+                try:
+                    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    c.send(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                    c.close()
+                except OSError:
+                    pass
+                time.sleep(0.05)
+
+        def scraper():
+            while time.monotonic() < stop:
+                t0 = time.monotonic()
+                try:
+                    status, _, body = _request(port)
+                    assert status == 200 and b"bpfmem_node_maps" in body
+                    with lock:
+                        ok[0] += 1
+                        latencies.append(time.monotonic() - t0)
+                except Exception as e:  # noqa: BLE001 - every failure is counted
+                    with lock:
+                        failed.append(repr(e))
+
+        workers = ([threading.Thread(target=slow) for _ in range(20)]
+                   + [threading.Thread(target=rude) for _ in range(5)]
+                   + [threading.Thread(target=scraper) for _ in range(200)])
+        for t in workers:
+            t.start()
+        samples = []
+        while time.monotonic() < stop:
+            samples.append(_status(proc.pid))
+            time.sleep(0.25)
+        for t in workers:
+            t.join(60)
+        for c in held:
+            c.close()
+        held.clear()
+        assert _request(port)[0] == 200            # still serving afterwards
+        rss1, _ = _status(proc.pid)
+    finally:
+        for c in held:
+            c.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            err = proc.communicate(timeout=15)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            err = proc.communicate()[1]
+    latencies.sort()
+    max_threads = max(t for _, t in samples)
+    p = (lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000)
+    with capsys.disabled():
+        print(f"\nsoak {seconds:.0f}s: 300 idle, 20 slow, 5 resetting, 200 scrapers: "
+              f"{ok[0]} scrapes ok, {len(failed)} failed; latency p50 {p(0.5):.0f} ms, "
+              f"p99 {p(0.99):.0f} ms, max {latencies[-1] * 1000:.0f} ms; exporter RSS "
+              f"{rss0 / 1024:.1f} MiB before, max {max(r for r, _ in samples) / 1024:.1f} "
+              f"MiB, {rss1 / 1024:.1f} MiB after; threads {threads0} before, max "
+              f"{max_threads}; {len(err.splitlines())} stderr lines")
+    assert "Traceback" not in err
+    # one line per failed connection, each naming the peer
+    assert all(re.match(r"bpfmem export: 127\.0\.0\.1:\d+: \w+", ln) for ln in err.splitlines()
+               if ln.strip()), err[:2000]
+    assert max_threads <= threads0 + 16 + 2, samples   # the pool (16), never one per client
+    assert len(failed) <= max(2, ok[0] // 100), failed[:3]   # at most 1% of scrapes fail
+    assert ok[0] >= 200
+    assert max(r for r, _ in samples) - rss0 < 32 * 1024
