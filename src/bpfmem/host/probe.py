@@ -26,6 +26,7 @@ __all__ = [
     "PROBE_SOURCE",
     "cache_root",
     "build_probe",
+    "open_probe",
     "format_specs",
     "parse_output",
     "run_local",
@@ -48,8 +49,15 @@ def cache_root() -> Path:
 def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
     """Compile ``probe.c`` with ``gcc -O2 -static``; cached by a hash of the source.
 
+    The cache is a private directory (``cache_root()/probe``, created mode 0700) that must be
+    owned by this user and writable by nobody else: the probe runs as root, and a binary
+    planted by another user (``sudo -E`` keeps ``XDG_CACHE_HOME``) must never run. Beside
+    each binary ``probe-<source hash>.sha256`` records the binary's own hash when it was
+    built; :func:`open_probe` checks owner, mode and that hash before anything executes it,
+    and a cached binary that fails the check is rebuilt.
+
     Raises :class:`HostError` when gcc or the static C library (Debian: ``libc6-dev``) is
-    missing, or when the compile fails.
+    missing, when the compile fails, or when the cache directory is not private.
     """
     source = PROBE_SOURCE.read_bytes()
     gcc = shutil.which("gcc")
@@ -57,10 +65,13 @@ def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
         raise HostError("building the bpfmem probe needs gcc (Debian packages: gcc libc6-dev)")
     digest = hashlib.sha256(source).hexdigest()[:16]
     out_dir = Path(cache_dir) if cache_dir is not None else cache_root() / "probe"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _private_dir(out_dir)
     target = out_dir / f"probe-{digest}"
-    if target.is_file() and os.access(target, os.X_OK):
+    try:
+        os.close(open_probe(target))
         return target
+    except HostError:
+        pass   # missing, or not ours, or changed since it was built: build it again
     fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
     os.close(fd)
     try:
@@ -77,12 +88,100 @@ def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
                 raise HostError("building the bpfmem probe needs the kernel UAPI headers "
                                 f"(Debian package linux-libc-dev): {err[-500:]}")
             raise HostError(f"compiling {PROBE_SOURCE} failed: {err[-1500:]}")
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o700)
+        with open(tmp, "rb") as f:
+            built = hashlib.sha256(f.read()).hexdigest()
+        side = f"{tmp}.sha256"
+        with open(os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(built + "\n")
+        if os.path.lexists(target):
+            os.unlink(target)   # (a binary that failed the check: never left to run)
+        os.replace(side, f"{target}.sha256")
         os.replace(tmp, target)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for leftover in (tmp, f"{tmp}.sha256"):
+            if os.path.lexists(leftover):
+                os.unlink(leftover)
+    os.close(open_probe(target))
     return target
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (mode 0700) if missing; refuse it unless this user owns it and nobody
+    else can write to it."""
+    import stat
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as e:
+        raise HostError(f"probe cache {path}: {e.strerror or e}") from None
+    me = os.geteuid()
+    if not stat.S_ISDIR(st.st_mode):
+        raise HostError(f"refusing the probe cache {path}: not a directory (a symlink?)")
+    if st.st_uid != me:
+        raise HostError(f"refusing the probe cache {path}: owned by uid {st.st_uid}, not "
+                        f"{me}; remove it, or point XDG_CACHE_HOME at a directory of yours")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def open_probe(path: str | os.PathLike) -> int:
+    """A read-only fd of the probe binary at ``path`` once it is proven safe to run as root:
+    a regular file (no symlink) in a directory of this user that nobody else can write,
+    owned by this user, writable only by them, one link, and with the sha256 recorded
+    beside it when it was built. Execute the fd (``/proc/self/fd/N``), never the path: what
+    ran is what was checked. Raises HostError naming what failed."""
+    import stat
+    path = Path(path)
+    me = os.geteuid()
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise HostError(f"probe {path}: {e.strerror or e}") from None
+    try:
+        dst = os.fstat(dfd)
+        if dst.st_uid != me or dst.st_mode & 0o022:
+            raise HostError(f"refusing to run {path}: its directory is owned by uid "
+                            f"{dst.st_uid} or writable by others")
+        try:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        except OSError as e:
+            raise HostError(f"probe {path}: {e.strerror or e}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                raise HostError(f"refusing to run {path}: not a regular file with one link")
+            if st.st_uid != me or st.st_mode & 0o022:
+                raise HostError(f"refusing to run {path}: owned by uid {st.st_uid} or "
+                                f"writable by others (mode {st.st_mode & 0o7777:o})")
+            h = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                h.update(chunk)
+            recorded = _recorded_hash(dfd, path.name + ".sha256", me)
+            if recorded != h.hexdigest():
+                raise HostError(f"refusing to run {path}: its sha256 {h.hexdigest()[:16]} is "
+                                "not the one recorded when it was built")
+            os.lseek(fd, 0, os.SEEK_SET)
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+    finally:
+        os.close(dfd)
+
+
+def _recorded_hash(dfd: int, name: str, me: int) -> str | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != me or st.st_mode & 0o022:
+            return None
+        return os.read(fd, 200).decode(errors="replace").strip()
+    finally:
+        os.close(fd)
 
 
 def _num(value: Any, what: str) -> int:
@@ -301,7 +400,7 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
     try:
         spec_path = Path(tmpdir) / "specs.txt"
         spec_path.write_text(text)
-        args = [str(binary), str(spec_path)]
+        args = ["PROBE", str(spec_path)]
         if base is not None:
             name = f"bpfmem-measure-{os.getpid()}-{secrets.token_hex(4)}"
             cg, flush = base / name, base / f"{name}-flush"
@@ -311,7 +410,13 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
             args += [f"--cgroup-{cgroup}", str(cg), "--flush-cgroup", str(flush)]
         else:
             args.append("--no-cgroup")
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        probe_fd = open_probe(binary)
+        args[0] = f"/proc/self/fd/{probe_fd}"
+        try:
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, pass_fds=(probe_fd,))
+        finally:
+            os.close(probe_fd)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

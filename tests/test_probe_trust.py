@@ -1,0 +1,89 @@
+"""measure runs its probe as root: a cached binary it did not build (another user's, or one
+changed since) must never run. Planted binaries here write a marker file when executed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, is_root
+from bpfmem.errors import HostError
+from bpfmem.host.probe import PROBE_SOURCE, build_probe, open_probe
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+NOBODY = 65534
+pytestmark = [pytest.mark.skipif(not is_root(), reason="needs root (chown, measure)"),
+              pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")]
+
+
+def _name() -> str:
+    return "probe-" + hashlib.sha256(PROBE_SOURCE.read_bytes()).hexdigest()[:16]
+
+
+def _plant(directory: Path, marker: Path, owner: int) -> Path:
+    """A probe-named script that leaves ``marker`` when run, with a matching sha256 beside."""
+    directory.mkdir(parents=True, exist_ok=True)
+    evil = directory / _name()
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    evil.chmod(0o755)
+    side = directory / (_name() + ".sha256")
+    side.write_text(hashlib.sha256(evil.read_bytes()).hexdigest() + "\n")
+    for p in (evil, side):
+        os.chown(p, owner, owner)
+    return evil
+
+
+def test_a_cache_directory_of_another_user_is_refused_and_nothing_runs(tmp_path):
+    marker = tmp_path / "ran"
+    cache = tmp_path / "xdg"
+    probe_dir = cache / "bpfmem" / "probe"
+    _plant(probe_dir, marker, NOBODY)
+    os.chown(probe_dir, NOBODY, NOBODY)
+    p = subprocess.run([sys.executable, "-m", "bpfmem", "measure",
+                        str(FIXTURES / "hash_basic.o")], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=SRC, XDG_CACHE_HOME=str(cache)),
+                       timeout=120)
+    assert not marker.exists()
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == [
+        f"bpfmem: error: refusing the probe cache {probe_dir}: owned by uid {NOBODY}, not 0; "
+        "remove it, or point XDG_CACHE_HOME at a directory of yours"]
+
+
+def test_a_planted_binary_in_our_directory_is_rebuilt_not_run(tmp_path):
+    marker = tmp_path / "ran"
+    cache = tmp_path / "probe"
+    cache.mkdir(mode=0o700)
+    evil = _plant(cache, marker, NOBODY)
+    with pytest.raises(HostError, match="owned by uid 65534"):
+        open_probe(evil)
+    built = build_probe(cache)
+    st = built.stat()
+    assert built == evil and st.st_uid == 0 and st.st_mode & 0o777 == 0o700
+    assert built.read_bytes()[:4] == b"\x7fELF"
+    assert (cache.stat().st_mode & 0o777) == 0o700
+    os.close(open_probe(built))
+    assert not marker.exists()
+
+
+def test_a_changed_binary_fails_its_recorded_hash_and_is_rebuilt(tmp_path):
+    built = build_probe(tmp_path / "c")
+    good = built.read_bytes()
+    with open(built, "ab") as f:
+        f.write(b"\0")                  # root's own file, changed after the build
+    with pytest.raises(HostError, match="not the one recorded"):
+        open_probe(built)
+    assert build_probe(tmp_path / "c").read_bytes() == good or \
+        hashlib.sha256(built.read_bytes()).hexdigest() == \
+        (built.parent / (built.name + ".sha256")).read_text().strip()
+    os.close(open_probe(built))
+    link = tmp_path / "c" / "link"
+    link.symlink_to(built)
+    with pytest.raises(HostError):
+        open_probe(link)                # a symlink is not followed
