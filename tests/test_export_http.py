@@ -48,8 +48,8 @@ def _local_server(scan=_snap, **limits):
         thread.join(5)
 
 
-def _request(port, method="GET", path="/metrics", headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def _request(port, method="GET", path="/metrics", headers=None, timeout=10):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         c.request(method, path, headers=headers or {})
         r = c.getresponse()
@@ -192,7 +192,9 @@ def test_soak_hostile_clients(capsys):
         for c in held:
             c.close()
         held.clear()
-        assert _request(port)[0] == 200            # still serving afterwards
+        t_after = time.monotonic()
+        assert _request(port, timeout=30)[0] == 200  # still serving afterwards
+        t_after = time.monotonic() - t_after
         rss1, _ = _status(proc.pid)
     finally:
         for c in held:
@@ -212,7 +214,8 @@ def test_soak_hostile_clients(capsys):
               f"p99 {p(0.99):.0f} ms, max {latencies[-1] * 1000:.0f} ms; exporter RSS "
               f"{rss0 / 1024:.1f} MiB before, max {max(r for r, _ in samples) / 1024:.1f} "
               f"MiB, {rss1 / 1024:.1f} MiB after; threads {threads0} before, max "
-              f"{max_threads}; {len(err.splitlines())} stderr lines")
+              f"{max_threads}; {len(err.splitlines())} stderr lines; a scrape after it all "
+              f"{t_after * 1000:.0f} ms")
     assert "Traceback" not in err
     # one line per failed connection, each naming the peer
     assert all(re.match(r"bpfmem export: 127\.0\.0\.1:\d+: \w+", ln) for ln in err.splitlines()

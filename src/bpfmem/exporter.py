@@ -29,6 +29,7 @@ prometheus_client's own negotiation), /healthz (cheap: never scans; for probes),
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Callable
@@ -291,6 +292,7 @@ def _handler(expo: Exposition):
             else:
                 data = b"not found\n"
                 status, ctype = 404, "text/plain"
+            self.server.answering(self.connection, len(data))
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             if encoding:
@@ -314,8 +316,8 @@ class BoundedHTTPServer:
     * accepted connections send their request head into one selector loop, not into a
       thread: idle and slow (slowloris) connections cost a file descriptor and a few bytes,
       and are closed when the head is not complete after ``idle`` seconds;
-    * a fixed pool of ``workers`` threads answers complete requests; each lives at most
-      ``deadline`` seconds more (a slow reader of the answer is cut);
+    * a fixed pool of ``workers`` threads answers complete requests; once its answer is ready
+      a connection has ``deadline`` seconds to take it (a slow reader is cut);
     * at most ``max_connections`` open at once (default: what RLIMIT_NOFILE leaves, at most
       4096): beyond that a new connection is closed at once;
     * one log line per failed connection, never a traceback.
@@ -414,8 +416,17 @@ class BoundedHTTPServer:
         self._sel.unregister(conn)
         del self._waiting[conn]
         with self._lock:
-            self._busy[conn] = _time.monotonic() + self.deadline
+            self._busy[conn] = math.inf    # the deadline starts when the answer is ready
         self._pool.submit(self._serve, conn, peer, bytes(head))
+
+    def answering(self, conn, size: int) -> None:
+        """The handler has its answer of ``size`` bytes: from now the connection has
+        ``deadline`` seconds, plus one per 256 KiB (a scrape waiting for a long scan is not
+        cut; a reader slower than that is)."""
+        import time as _time
+        with self._lock:
+            if conn in self._busy:
+                self._busy[conn] = _time.monotonic() + self.deadline + size / (256 << 10)
 
     def _forget(self, conn) -> None:
         self._sel.unregister(conn)
