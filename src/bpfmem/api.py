@@ -40,9 +40,9 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
     from .parse.objspec import parse_object
     if isinstance(source, (bytes, bytearray, memoryview)):
         return parse_object(bytes(source), name=name, loader=loader)
+    from .inputs import read_input
     path = os.fspath(source)
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_input(path, "object")
     try:
         return parse_object(data, path=path, name=name, loader=loader)
     except ParseError as e:
@@ -203,13 +203,15 @@ def _decoded_lines(lines, chunk: int = 8192):
             values = json.loads("[" + ",".join(line for _, line in block) + "]")
             if len(values) != len(block):
                 raise ValueError("line count")
-        except ValueError:
+        except (ValueError, RecursionError):
             values = []
             for _, line in block:
                 try:
                     values.append(json.loads(line))
                 except ValueError as e:
                     values.append(e)
+                except RecursionError:
+                    values.append(ValueError("nested too deeply"))
         yield from zip((n for n, _ in block), values)
 
 
@@ -360,12 +362,12 @@ def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
 
 def is_snapshot_file(path: str) -> bool:
     """Whether ``path`` is a saved ``bpfmem snapshot`` or ``bpftool -j map show`` (JSON)."""
+    from .inputs import InputError, peek_input
     if not str(path).endswith(".json"):
         return False
     try:
-        with open(path) as f:
-            head = f.read(4096).lstrip()
-    except OSError:
+        head = peek_input(path, 4096).decode(errors="replace").lstrip()
+    except InputError:
         return False
     return head.startswith("[") or "bpfmem/snapshot/" in head
 
@@ -384,28 +386,37 @@ def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None,
     from .analysis.advise import advise_document
     from .parse.access import analyze_code
     from .parse.objspec import parse_object_code
+    from .inputs import read_input
     pairs = []
     for s in sources:
         path = os.fspath(s)
-        with open(path, "rb") as f:
-            code = parse_object_code(f.read(), path=path, loader=loader)
+        code = parse_object_code(read_input(path, "object"), path=path, loader=loader)
         pairs.append((code.spec, analyze_code(code)))
     return advise_document(pairs, profile, occupancy)
 
 
 def load_occupancy(path: str) -> dict[str, int]:
-    """``{map name: entries}``, or a bpfmem snapshot's maps with their entry counts."""
-    import json
-    with open(path) as f:
-        data = json.load(f)
-    if isinstance(data, dict) and data.get("schema", "").startswith("bpfmem/snapshot"):
+    """``{map name: entries}``, or a bpfmem snapshot's maps with their entry counts.
+    ValueError names the file and the field that is wrong."""
+    from .inputs import Fields, load_json
+    data = load_json(path, "occupancy")
+    if isinstance(data, dict) and str(data.get("schema", "")).startswith("bpfmem/snapshot"):
         peaks: dict[str, int] = {}   # a name seen on several maps (one per pod...): the fullest
-        for m in data.get("maps", []):
-            if m.get("entries") is not None:
-                peaks[m["name"]] = max(peaks.get(m["name"], 0), int(m["entries"]))
+        try:
+            for m in Fields(data).objects("maps"):
+                n = m.uint("entries", None)
+                if n is not None:
+                    name = m.text("name")
+                    peaks[name] = max(peaks.get(name, 0), n)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
         return peaks
-    if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+    if not isinstance(data, dict):
         raise ValueError(f"{path}: expected {{\"map name\": entries, ...}}")
+    for k, v in data.items():
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 32:
+            raise ValueError(f"{path}: {k}: expected entries as an integer in 0..2^32-1, "
+                             f"not {v!r:.40}")
     return data
 
 
@@ -432,13 +443,9 @@ def snapshot_document(snap, profile) -> dict:
 def load_snapshot(path: str, *, profile=None):
     """A saved ``bpfmem snapshot`` or ``bpftool -j map show`` output, as a Snapshot; a
     bpftool list has no kernel of its own: ``profile`` names it (release, CPUs)."""
-    import json
+    from .inputs import load_json
     from .report.snapshot import snapshot_from_bpftool, snapshot_from_dict
-    with open(path) as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    data = load_json(path, "snapshot")
     try:
         if isinstance(data, list):
             return snapshot_from_bpftool(

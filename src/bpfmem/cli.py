@@ -66,7 +66,7 @@ _KERNEL_BTF_HELP = ("the kernel's own BTF: /sys/kernel/btf/vmlinux copied from a
 
 
 def _add_kernel_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kernel", metavar="VERSION",
+    p.add_argument("--kernel", type=_kernel, metavar="VERSION",
                    help="kernel release to model, e.g. 5.10, 6.1, 6.12, 6.18: the release "
                         "table, measured on one build (default: the running kernel, from its "
                         "BTF); with --kernel-btf, the release of a file that does not say")
@@ -104,7 +104,7 @@ def _add_whatif_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--set", action="append", default=[], metavar="EXPR",
                    help="MAP.max_entries=N, MAP.flags+=no_prealloc, MAP.flags-=..., "
                         "MAP.count=N (a map created N times); MAP may be a glob: 'service_*'")
-    g.add_argument("--size-ratio", type=float, metavar="R",
+    g.add_argument("--size-ratio", type=_fraction, metavar="R",
                    help="Cilium-style dynamic sizing: share of node memory for the maps that "
                         "[dynamic.maps] in bpfmem.toml names (e.g. 0.0025)")
     g.add_argument("--node-memory", metavar="SIZE", help="node memory for --size-ratio (64Gi)")
@@ -120,12 +120,64 @@ def _add_output_args(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> No
 
 
 def _positive(text: str) -> int:
+    """A CPU count: 1..65536 (kernels allow at most NR_CPUS, 8192 on x86_64)."""
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]}") from None
+    if not 1 <= n <= 65536:
+        raise argparse.ArgumentTypeError(f"must be 1..65536: {text[:40]}")
+    return n
+
+
+def _cpus(text: str) -> str:
+    """A comma-separated list of CPU counts (each checked), kept as written."""
+    for part in text.split(","):
+        if part.strip():
+            _positive(part.strip())
+    return text
+
+
+def _kernel(text: str) -> str:
+    """A kernel release bpfmem can model: 5.10, 6.1.90, 6.12.0-31-cloud-amd64 (3.18 and
+    later: BPF maps came with Linux 3.18)."""
+    from .model.kernel import parse_release
+    try:
+        rel = parse_release(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if rel[:2] < (3, 18) or rel[0] > 99:
+        raise argparse.ArgumentTypeError(f"not a kernel release bpfmem can model: {text[:40]!r} "
+                                         "(BPF maps came with Linux 3.18)")
+    return text
+
+
+def _kernels(text: str) -> str:
+    """A comma-separated list of kernel releases (each checked), kept as written."""
+    for part in text.split(","):
+        if part.strip():
+            _kernel(part.strip())
+    return text
+
+
+def _fraction(text: str) -> float:
+    """A share in (0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:40]}") from None
+    if not 0 < v <= 1:   # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]: {text[:40]}")
+    return v
+
+
+def _u64(text: str) -> int:
+    try:
+        n = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:40]}") from None
+    if not 0 <= n < 1 << 64:
+        raise argparse.ArgumentTypeError(f"out of range for a u64: {text[:40]}")
     return n
 
 
@@ -189,7 +241,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="max_entries (required; for a ring buffer, its size in bytes)")
     e.add_argument("--flags", default="", metavar="a,b",
                    help="map flags, e.g. no_prealloc,numa_node (or a number)")
-    e.add_argument("--map-extra", type=lambda x: int(x, 0), default=0, metavar="X",
+    e.add_argument("--map-extra", type=_u64, default=0, metavar="X",
                    help="bloom filter hash count, arena address")
     e.add_argument("--entries", type=_count, default=0, metavar="E",
                    help="entries present, for the `memlock`/`charged` figures (default 0)")
@@ -217,16 +269,17 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     c.add_argument("objects", nargs="+", metavar="OBJ",
                    help="compiled BPF object(s), or quoted globs bpfmem expands ('build/*.o')")
     c.add_argument("--limit", metavar="SIZE", help="the container's memory limit (128Mi)")
-    c.add_argument("--max-fraction", type=float, metavar="F",
+    c.add_argument("--max-fraction", type=_fraction, metavar="F",
                    help="share of the limit the maps may take (default 1.0)")
     c.add_argument("--full", action="store_true", default=None,
                    help="judge the maps when full instead of at create")
-    c.add_argument("--kernel", metavar="V[,V...]",
+    c.add_argument("--kernel", type=_kernels, metavar="V[,V...]",
                    help="kernel release(s) to check against (release tables); default: "
                         "`kernels` in bpfmem.toml, else the running kernel")
     c.add_argument("--kernel-btf", metavar="FILE", action="append", default=[],
                    help=_KERNEL_BTF_HELP + "; repeat for several kernels")
-    c.add_argument("--cpus", metavar="N[,N...]", help="possible CPU count(s) to check against")
+    c.add_argument("--cpus", type=_cpus, metavar="N[,N...]",
+                   help="possible CPU count(s) to check against")
     _add_loader_arg(c, several=True)
     _add_whatif_args(c)
     _add_output_args(c, ("table", "json", "markdown", "junit", "html"))
@@ -664,10 +717,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
 def _open_in(path: str):
     if path == "-":
         return sys.stdin
-    try:
-        return open(path)
-    except OSError as e:
-        raise _Usage(f"{path}: {e.strerror}") from None
+    from .inputs import input_lines
+    return input_lines(path)
 
 
 def _live_usage():

@@ -36,13 +36,13 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .analysis.quantity import parse_size
 from .errors import BpfmemError
+from .inputs import Fields, InputError, load_toml
 
 KEYS = {"limit", "max_fraction", "full", "kernels", "cpus", "set", "objects", "maps",
         "dynamic", "binary", "loader"}
@@ -91,9 +91,10 @@ def find_config(start: str | os.PathLike = ".") -> Path | None:
         pp = p / "pyproject.toml"
         if pp.is_file():
             try:
-                if "bpfmem" in tomllib.loads(pp.read_text()).get("tool", {}):
+                tool = load_toml(pp).get("tool", {})
+                if isinstance(tool, dict) and "bpfmem" in tool:
                     return pp
-            except (tomllib.TOMLDecodeError, OSError):
+            except InputError:
                 pass
     return None
 
@@ -105,41 +106,15 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     if p is None:
         return Config()
     try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise ConfigError(f"{p}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+        data = load_toml(p)
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     if p.name == "pyproject.toml":
         data = data.get("tool", {}).get("bpfmem", {})
-    unknown = set(data) - KEYS
-    if unknown:
-        raise ConfigError(f"{p}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted(KEYS))}")
-    binary = data.get("binary", {})
-    if not isinstance(binary, dict) or set(binary) - BINARY_KEYS:
-        raise ConfigError(f"{p}: [binary] takes {', '.join(sorted(BINARY_KEYS))}")
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: [tool.bpfmem] must be a table")
     try:
-        kernels = data.get("kernels", [])
-        cpus = data.get("cpus", [])
-        strings = kernels if isinstance(kernels, list) else [kernels]
-        entries = [_kernel_entry(k, i, p) for i, k in enumerate(strings) if isinstance(k, dict)]
-        return Config(
-            path=str(p),
-            kernel_entries=entries,
-            limit=parse_size(data["limit"]) if "limit" in data else None,
-            max_fraction=float(data["max_fraction"]) if "max_fraction" in data else None,
-            full=bool(data["full"]) if "full" in data else None,
-            kernels=[str(k) for k in strings if not isinstance(k, dict)],
-            cpus=[int(c) for c in (cpus if isinstance(cpus, list) else [cpus])],
-            sets=list(data.get("set", [])),
-            object_limits={k: parse_size(v) for k, v in data.get("objects", {}).items()},
-            map_caps={k: parse_size(v) for k, v in data.get("maps", {}).items()},
-            dynamic=dict(data.get("dynamic", {})),
-            binary_max=parse_size(binary["max"]) if "max" in binary else None,
-            binary_files={k: parse_size(v) for k, v in binary.get("files", {}).items()},
-            binary_modules={k: parse_size(v) for k, v in binary.get("modules", {}).items()},
-            loader=_loader(data["loader"]) if "loader" in data else None)
+        return _decode(data, str(p))
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{p}: {e}") from None
 
@@ -172,3 +147,88 @@ def _loader(name: Any) -> str:
     if name == "auto":
         return name
     return get_loader(str(name)).name
+
+
+def _size_field(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"{name}: expected a size such as \"128Mi\", not {value!r:.40}")
+    try:
+        return parse_size(value if isinstance(value, str) else str(value))
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+def _one_or_list(value: Any, name: str, kind, label: str) -> list:
+    items = value if isinstance(value, list) else [value]
+    for i, v in enumerate(items):
+        if isinstance(v, bool) or not isinstance(v, kind):
+            raise ValueError(f"{name}[{i}]: expected {label}, not {v!r:.40}")
+    return items
+
+
+def _dynamic(f: Fields) -> dict[str, Any]:
+    """[dynamic]: size_ratio, node_memory, max and [dynamic.maps] name = {default, min}."""
+    out: dict[str, Any] = {}
+    unknown = set(f.value) - {"size_ratio", "node_memory", "max", "maps"}
+    if unknown:
+        raise ValueError(f"{f.where}: unknown setting(s) {', '.join(sorted(unknown))}")
+    ratio = f.number("size_ratio", None)
+    if ratio is not None:
+        if not 0 < ratio <= 1:
+            raise ValueError(f"{f.where}.size_ratio: must be in (0, 1], not {ratio}")
+        out["size_ratio"] = ratio
+    if f.has("node_memory"):
+        _size_field(f.value["node_memory"], f"{f.where}.node_memory")
+        out["node_memory"] = str(f.value["node_memory"])
+    if f.has("max"):
+        out["max"] = f.uint("max", bits=32)
+    maps = f.object("maps")
+    if maps.value:
+        out["maps"] = {}
+        for name in maps.value:
+            m = maps.object(name)
+            out["maps"][name] = {"default": m.uint("default", bits=32),
+                                 "min": m.uint("min", 0, 32)}
+    return out
+
+
+def _decode(data: dict, path: str) -> Config:
+    """A Config from a decoded TOML table; ValueError names the field that is wrong."""
+    unknown = set(data) - KEYS
+    if unknown:
+        raise ValueError(f"unknown setting(s) {', '.join(sorted(unknown))}; "
+                         f"known: {', '.join(sorted(KEYS))}")
+    f = Fields(data)
+    binary = f.object("binary")
+    if set(binary.value) - BINARY_KEYS:
+        raise ValueError(f"[binary] takes {', '.join(sorted(BINARY_KEYS))}")
+    fraction = f.number("max_fraction", None)
+    if fraction is not None and not 0 < fraction <= 1:
+        raise ValueError(f"max_fraction: must be in (0, 1], not {fraction}")
+    cpus = _one_or_list(data.get("cpus", []), "cpus", int, "an integer")
+    for c in cpus:
+        if not 1 <= c <= 1 << 16:
+            raise ValueError(f"cpus: {c} is not a CPU count in 1..65536")
+    listed = data.get("kernels", [])
+    listed = listed if isinstance(listed, list) else [listed]
+    entries = [_kernel_entry(k, i, Path(path)) for i, k in enumerate(listed)
+               if isinstance(k, dict)]
+    kernels = [str(k) for k in _one_or_list([k for k in listed if not isinstance(k, dict)],
+                                            "kernels", (str, float), 'a release such as "6.1"')]
+    sets = f.texts("set")
+    objects, maps, dynamic = f.object("objects"), f.object("maps"), f.object("dynamic")
+    return Config(
+        path=path, kernel_entries=entries,
+        limit=_size_field(data["limit"], "limit") if "limit" in data else None,
+        max_fraction=fraction, full=f.flag("full", None), kernels=kernels,
+        cpus=cpus, sets=sets,
+        object_limits={k: _size_field(v, f"objects.{k}") for k, v in objects.value.items()},
+        map_caps={k: _size_field(v, f"maps.{k}") for k, v in maps.value.items()},
+        dynamic=_dynamic(dynamic),
+        binary_max=(_size_field(binary.value["max"], "binary.max")
+                    if binary.has("max") else None),
+        binary_files={k: _size_field(v, f"binary.files.{k}")
+                      for k, v in binary.object("files").value.items()},
+        binary_modules={k: _size_field(v, f"binary.modules.{k}")
+                        for k, v in binary.object("modules").value.items()},
+        loader=_loader(f.text("loader")) if f.has("loader") else None)

@@ -378,5 +378,5 @@ def analyze_object(data: bytes, *, path: str | None = None) -> dict[str, MapUse]
 
 
 def analyze_file(path: str) -> dict[str, MapUse]:
-    with open(path, "rb") as f:
-        return analyze_object(f.read(), path=path)
+    from ..inputs import read_input
+    return analyze_object(read_input(path, "object"), path=path)

@@ -15,6 +15,7 @@ from typing import IO, Any, Iterable
 
 from ..analysis.live import cgroup_sums, check_map
 from ..host.live import LiveMap, Owner, ProgRef, Snapshot
+from ..inputs import Fields
 from ..uapi import MapType, ProgType, flag_names, map_type_name, prog_type_name
 
 SCHEMA = "bpfmem/snapshot/v1"
@@ -111,74 +112,96 @@ def render_json(doc: dict, out: IO[str], indent: int | None = 2) -> None:
 
 # ---- reading back ----
 
-def _type_id(value: Any) -> int:
-    if isinstance(value, int):
-        return value
-    return int(MapType.from_name(str(value)))
+def _type_id(f: Fields, key: str) -> int:
+    value = f.value.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{f._name(key)}: expected a map type name or number, not "
+                         f"{value!r:.40}")
+    try:
+        return int(MapType.from_name(value))
+    except ValueError:
+        raise ValueError(f"{f._name(key)}: unknown map type {value!r:.40}") from None
 
 
 def _prog_type_id(value: Any) -> int:
     try:
         return value if isinstance(value, int) else int(ProgType.from_name(str(value)))
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         return 0
 
 
-def snapshot_from_dict(doc: dict) -> Snapshot:
-    """A :class:`Snapshot` from a ``bpfmem/snapshot/v1`` document (as written by snapshot)."""
-    if not str(doc.get("schema", "")).startswith("bpfmem/snapshot/"):
+U32 = 32
+
+
+def snapshot_from_dict(doc: Any) -> Snapshot:
+    """A :class:`Snapshot` from a ``bpfmem/snapshot/v1`` document (as written by snapshot).
+    ValueError names the field that is missing or of the wrong type (``maps[3].key_size``)."""
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith(
+            "bpfmem/snapshot/"):
         raise ValueError("not a bpfmem snapshot (no \"schema\": \"bpfmem/snapshot/v1\")")
+    d = Fields(doc)
     maps = []
-    for i, r in enumerate(doc.get("maps", [])):
-        try:
-            maps.append(LiveMap(
-                id=int(r["id"]), name=r.get("name", ""),
-                type=int(r["type_id"]) if "type_id" in r else _type_id(r["type"]),
-                key_size=int(r["key_size"]), value_size=int(r["value_size"]),
-                max_entries=int(r["max_entries"]), map_flags=int(r.get("map_flags", 0)),
-                map_extra=int(r.get("map_extra", 0)), btf_id=int(r.get("btf_id", 0)),
-                memlock=r.get("memlock"), frozen=r.get("frozen"),
-                owners=tuple(Owner(o["pid"], o["comm"], o.get("cgroup"), o.get("fds", 1))
-                             for o in r.get("owners", [])),
-                programs=tuple(ProgRef(p["id"], p["name"], _prog_type_id(p.get("type")))
-                               for p in r.get("programs", [])),
-                pins=tuple(r.get("pins", [])), entries=r.get("entries"),
-                entries_complete=r.get("entries_complete"),
-                entries_method=r.get("entries_method")))
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"snapshot map #{i}: {e!r} is missing or malformed") from None
-    host = doc.get("host", {})
-    taken = doc.get("taken_at")
-    t = _dt.datetime.fromisoformat(taken).timestamp() if taken else 0.0
-    return Snapshot(taken_at=t, duration=float(doc.get("duration_s", 0)),
-                    hostname=host.get("hostname", ""), kernel=host.get("kernel", ""),
-                    possible_cpus=int(host.get("possible_cpus", 0) or 0), maps=tuple(maps),
-                    entries_counted=bool(doc.get("entries_counted")),
-                    skipped=int(doc.get("skipped", 0)), errors=tuple(doc.get("errors", [])),
-                    bpffs=tuple(doc.get("bpffs", [])),
-                    owners_from=str(doc.get("owners_from", "")))
+    for r in d.objects("maps"):
+        owners = tuple(Owner(o.uint("pid", bits=U32), o.text("comm", ""),
+                             o.text("cgroup", None), o.uint("fds", 1, U32))
+                       for o in r.objects("owners"))
+        programs = tuple(ProgRef(p.uint("id", bits=U32), p.text("name", ""),
+                                 _prog_type_id(p.value.get("type")))
+                         for p in r.objects("programs"))
+        maps.append(LiveMap(
+            id=r.uint("id", bits=U32), name=r.text("name", ""),
+            type=(r.uint("type_id", bits=U32) if r.has("type_id") else _type_id(r, "type")),
+            key_size=r.uint("key_size", bits=U32), value_size=r.uint("value_size", bits=U32),
+            max_entries=r.uint("max_entries", bits=U32),
+            map_flags=r.uint("map_flags", 0, U32), map_extra=r.uint("map_extra", 0),
+            btf_id=r.uint("btf_id", 0, U32), memlock=r.uint("memlock", None),
+            frozen=r.flag("frozen", None), owners=owners, programs=programs,
+            pins=tuple(r.texts("pins")), entries=r.uint("entries", None, U32),
+            entries_complete=r.flag("entries_complete", None),
+            entries_method=r.text("entries_method", None)))
+    host = d.object("host")
+    taken = d.text("taken_at", None)
+    try:
+        t = _dt.datetime.fromisoformat(taken).timestamp() if taken else 0.0
+    except ValueError:
+        raise ValueError(f"taken_at: not an ISO 8601 time: {taken!r:.40}") from None
+    return Snapshot(taken_at=t, duration=d.number("duration_s", 0.0),
+                    hostname=host.text("hostname", ""), kernel=host.text("kernel", ""),
+                    possible_cpus=host.uint("possible_cpus", 0, 32), maps=tuple(maps),
+                    entries_counted=bool(d.flag("entries_counted", False)),
+                    skipped=d.uint("skipped", 0), errors=tuple(d.texts("errors")),
+                    bpffs=tuple(d.texts("bpffs")),
+                    owners_from=d.text("owners_from", ""))
+
+
+def _bpftool_frozen(r: Fields) -> bool | None:
+    """bpftool prints ``"frozen": 1`` (older builds: true); absent when not frozen."""
+    v = r.value.get("frozen")
+    if v is None or isinstance(v, bool):
+        return v
+    return bool(r.uint("frozen", bits=8))
 
 
 def snapshot_from_bpftool(data: Any, *, kernel: str = "", cpus: int = 0) -> Snapshot:
     """A :class:`Snapshot` from the output of ``bpftool -j map show`` (``-f`` adds pins;
-    builds with the pid iterator add ``pids``). bpftool reports neither cgroups nor entries."""
+    builds with the pid iterator add ``pids``). bpftool reports neither cgroups nor entries.
+    ValueError names the field that is missing or of the wrong type."""
     if not isinstance(data, list):
         raise ValueError("expected the JSON list that `bpftool -j map show` prints")
     maps = []
-    for i, r in enumerate(data):
-        try:
-            maps.append(LiveMap(
-                id=int(r["id"]), name=r.get("name", ""), type=_type_id(r["type"]),
-                key_size=int(r.get("bytes_key", 0)), value_size=int(r.get("bytes_value", 0)),
-                max_entries=int(r.get("max_entries", 0)), map_flags=int(r.get("flags", 0)),
-                map_extra=int(r.get("map_extra", 0)), btf_id=int(r.get("btf_id", 0)),
-                memlock=r.get("bytes_memlock"),
-                frozen=None if "frozen" not in r else bool(r["frozen"]),
-                owners=tuple(Owner(int(p["pid"]), p.get("comm", ""), None)
-                             for p in sorted(r.get("pids", []), key=lambda p: p["pid"])),
-                pins=tuple(r.get("pinned", []))))
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"bpftool map #{i}: {e!r} is missing or malformed") from None
+    for i, raw in enumerate(data):
+        r = Fields(raw, f"bpftool map #{i}")
+        pids = sorted(r.objects("pids"), key=lambda p: p.uint("pid", bits=U32))
+        maps.append(LiveMap(
+            id=r.uint("id", bits=U32), name=r.text("name", ""), type=_type_id(r, "type"),
+            key_size=r.uint("bytes_key", 0, U32), value_size=r.uint("bytes_value", 0, U32),
+            max_entries=r.uint("max_entries", 0, U32), map_flags=r.uint("flags", 0, U32),
+            map_extra=r.uint("map_extra", 0), btf_id=r.uint("btf_id", 0, U32),
+            memlock=r.uint("bytes_memlock", None),
+            frozen=_bpftool_frozen(r),
+            owners=tuple(Owner(p.uint("pid", bits=U32), p.text("comm", ""), None)
+                         for p in pids),
+            pins=tuple(r.texts("pinned"))))
     return Snapshot(taken_at=0.0, duration=0.0, hostname="", kernel=kernel, possible_cpus=cpus,
                     maps=tuple(maps), entries_counted=False)
 
