@@ -398,24 +398,29 @@ def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None,
 def load_occupancy(path: str) -> dict[str, int]:
     """``{map name: entries}``, or a bpfmem snapshot's maps with their entry counts.
     ValueError names the file and the field that is wrong."""
-    from .inputs import Fields, load_json
-    data = load_json(path, "occupancy")
+    from .inputs import load_json
+    try:
+        return occupancy_from(load_json(path, "occupancy"))
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def occupancy_from(data) -> dict[str, int]:
+    """:func:`load_occupancy` of a decoded document."""
+    from .inputs import Fields
     if isinstance(data, dict) and str(data.get("schema", "")).startswith("bpfmem/snapshot"):
         peaks: dict[str, int] = {}   # a name seen on several maps (one per pod...): the fullest
-        try:
-            for m in Fields(data).objects("maps"):
-                n = m.uint("entries", None)
-                if n is not None:
-                    name = m.text("name")
-                    peaks[name] = max(peaks.get(name, 0), n)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+        for m in Fields(data).objects("maps"):
+            n = m.uint("entries", None, 32)
+            if n is not None:
+                name = m.text("name")
+                peaks[name] = max(peaks.get(name, 0), n)
         return peaks
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected {{\"map name\": entries, ...}}")
+        raise ValueError("expected {\"map name\": entries, ...}")
     for k, v in data.items():
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 32:
-            raise ValueError(f"{path}: {k}: expected entries as an integer in 0..2^32-1, "
+            raise ValueError(f"{k}: expected entries as an integer in 0..2^32-1, "
                              f"not {v!r:.40}")
     return data
 

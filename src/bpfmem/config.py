@@ -149,6 +149,21 @@ def _loader(name: Any) -> str:
     return get_loader(str(name)).name
 
 
+def parse_config(text: str, path: str = "bpfmem.toml") -> Config:
+    """A Config from the text of a bpfmem.toml (pure: :func:`load_config` reads the file)."""
+    import tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply") from None
+    try:
+        return _decode(data, path)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
 def _size_field(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(f"{name}: expected a size such as \"128Mi\", not {value!r:.40}")

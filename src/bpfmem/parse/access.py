@@ -146,6 +146,8 @@ class _Analyzer:
 
     def function(self, shndx: int, start: int, entry: tuple, depth: int) -> None:
         insns = self.insns(shndx, start)
+        if not insns:   # a zero-size function (the kernel would refuse it): does nothing
+            return
         by_index = {x.index: k for k, x in enumerate(insns)}
         # states are kept only where paths meet (jump targets); straight-line code runs on
         # one mutable state
