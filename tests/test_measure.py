@@ -32,7 +32,7 @@ def test_measure_matches_model(capsys):
     assert s["charged_within_tolerance"] == 5
     assert all(len(m["measured"]["fills"]) == 2 for m in doc["maps"])
     leftovers = [p.name for p in Path("/sys/fs/cgroup/memory").iterdir()
-                 if p.name.startswith("bpfmem-measure")]
+                 if p.name.startswith(f"bpfmem-measure-{os.getpid()}-")]
     assert not leftovers
 
 

@@ -425,6 +425,13 @@ def occupancy_from(data) -> dict[str, int]:
     return data
 
 
+def sweep_leftovers() -> tuple[list[str], list[str]]:
+    """Remove what earlier bpfmem runs killed before they could clean up left behind
+    (scratch cgroups, probe directories): ``(removed, could not remove)`` paths."""
+    from .host.cleanup import sweep_leftovers as sweep
+    return sweep()
+
+
 # ---- the live node ----
 
 def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,

@@ -698,11 +698,25 @@ def cmd_advise(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def note_leftovers() -> None:
+    """Before making scratch state: remove (and name) what killed runs left behind."""
+    from . import api
+    removed, failed = api.sweep_leftovers()
+    if removed:
+        print(f"bpfmem: removed what an earlier run killed before cleaning up left behind: "
+              f"{', '.join(removed)}", file=sys.stderr)
+    if failed:
+        print(f"bpfmem: warning: could not remove leftovers of an earlier run: "
+              f"{', '.join(failed)}", file=sys.stderr)
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
     from .report import measure as report
 
     from .config import load_config
+    if args.vm_kernel is None:
+        note_leftovers()
     prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
                                            fill=args.fill, cpus=args.cpus,
                                            loader=_loader_of(args, load_config(None)))
@@ -726,6 +740,30 @@ def _live_usage():
     return Usage
 
 
+def _dispatch(parser, args) -> int:
+    if args.command == "maps":
+        return cmd_maps(args)
+    if args.command == "estimate":
+        return cmd_estimate(args)
+    if args.command == "measure":
+        return cmd_measure(args)
+    if args.command == "check":
+        return cmd_check(args)
+    if args.command == "advise":
+        return cmd_advise(args)
+    if args.command == "diff":
+        return cmd_diff(args)
+    from . import cli_live, cli_pod, cli_size
+    if args.command in cli_size.COMMANDS:
+        return cli_size.COMMANDS[args.command](args)
+    if args.command in cli_live.COMMANDS:
+        return cli_live.COMMANDS[args.command](args)
+    if args.command in cli_pod.COMMANDS:
+        return cli_pod.COMMANDS[args.command](args)
+    parser.error(f"unknown command {args.command}")
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .errors import BpfmemError
     parser = _parser()
@@ -735,26 +773,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if getattr(args, "kernel", None):
         _warn(args.command, _unmodelled_releases(_list(args.kernel)))
+    from .host.cleanup import signals_interrupt
     try:
-        if args.command == "maps":
-            return cmd_maps(args)
-        if args.command == "estimate":
-            return cmd_estimate(args)
-        if args.command == "measure":
-            return cmd_measure(args)
-        if args.command == "check":
-            return cmd_check(args)
-        if args.command == "advise":
-            return cmd_advise(args)
-        if args.command == "diff":
-            return cmd_diff(args)
-        from . import cli_live, cli_pod, cli_size
-        if args.command in cli_size.COMMANDS:
-            return cli_size.COMMANDS[args.command](args)
-        if args.command in cli_live.COMMANDS:
-            return cli_live.COMMANDS[args.command](args)
-        if args.command in cli_pod.COMMANDS:
-            return cli_pod.COMMANDS[args.command](args)
+        with signals_interrupt():   # SIGTERM and SIGHUP end a command as Ctrl-C does
+            return _dispatch(parser, args)
     except (_Usage, _live_usage()) as e:
         print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -773,8 +795,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    parser.error(f"unknown command {args.command}")
-    return EXIT_USAGE
 
 
 if __name__ == "__main__":

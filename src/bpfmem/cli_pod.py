@@ -219,7 +219,6 @@ def _emit(doc: dict, args, table: str) -> None:
 
 
 def _trace(args, cmd: list[str]) -> int:
-    import signal
     from . import api
     from .analysis.quantity import parse_size
     try:
@@ -240,17 +239,16 @@ def _trace(args, cmd: list[str]) -> int:
             status.update(f"tracing {t:5.1f}s  usage {view.usage / (1 << 20):.1f} MiB"
                           + (f" of {view.limit / (1 << 20):.0f} MiB" if view.limit else ""))
 
-    def on_term(_sig, _frame):   # SIGTERM ends the trace like Ctrl-C: clean up, report
-        raise KeyboardInterrupt
-    old = signal.signal(signal.SIGTERM, on_term)
-    try:
+    if cmd:
+        from .cli import note_leftovers
+        note_leftovers()
+    try:   # SIGTERM ends the trace like Ctrl-C (cli.main's one mechanism): clean up, report
         doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
                             command=cmd or None, duration=args.trace, interval=interval,
                             limit=limit, entries=False, command_output=_stderr_fd(),
                             on_sample=say, profile=api.profile(), go=not args.no_go,
                             endpoints=_endpoints(args), discover=not args.no_discover)
     finally:
-        signal.signal(signal.SIGTERM, old)
         if status is not None:
             status.stop()
     if args.output:

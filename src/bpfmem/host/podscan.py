@@ -23,6 +23,7 @@ from typing import Callable, Iterator, Sequence
 
 from bpfmem.errors import HostError
 from bpfmem.host import procfs
+from bpfmem.host.cleanup import die_with_parent
 from bpfmem.host.cgroup import (CgroupMemory, ScratchCgroup, read_cgroup_memory,
                                 read_subtree_procs, scratch_cgroup)
 from bpfmem.host.goproc import GoProber
@@ -276,12 +277,15 @@ def launched(argv: Sequence[str], *, limit: int | None = None, grace: float = 2.
     with scratch_cgroup(limit=limit, prefix="bpfmem-trace-") as cg:
         procs_file = os.path.join(cg.fs_path, "cgroup.procs")
 
+        parent = os.getpid()
+
         def enter() -> None:  # runs in the child between fork and exec
             fd = os.open(procs_file, os.O_WRONLY)
             try:
                 os.write(fd, str(os.getpid()).encode())
             finally:
                 os.close(fd)
+            die_with_parent(parent)   # a SIGKILLed tracer takes its command with it
 
         started = time.monotonic()
         try:

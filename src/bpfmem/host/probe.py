@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from bpfmem.errors import HostError, PermissionDenied
+from bpfmem.host.cleanup import die_with_parent, scratch_name
 
 __all__ = [
     "PROBE_SOURCE",
@@ -395,14 +396,14 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
             raise HostError("no cgroup2 mount with the memory controller enabled")
 
     created: list[Path] = []
-    tmpdir = tempfile.mkdtemp(prefix="bpfmem-probe-")
+    tmpdir = tempfile.mkdtemp(prefix=f"bpfmem-probe-{os.getpid()}-")
     proc: subprocess.Popen | None = None
     try:
         spec_path = Path(tmpdir) / "specs.txt"
         spec_path.write_text(text)
         args = ["PROBE", str(spec_path)]
         if base is not None:
-            name = f"bpfmem-measure-{os.getpid()}-{secrets.token_hex(4)}"
+            name = scratch_name("measure")
             cg, flush = base / name, base / f"{name}-flush"
             for d in (cg, flush):
                 d.mkdir()
@@ -413,8 +414,10 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
         probe_fd = open_probe(binary)
         args[0] = f"/proc/self/fd/{probe_fd}"
         try:
+            me = os.getpid()
             proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, pass_fds=(probe_fd,))
+                                    text=True, pass_fds=(probe_fd,),
+                                    preexec_fn=lambda: die_with_parent(me))
         finally:
             os.close(probe_fd)
         try:

@@ -217,7 +217,7 @@ def run_vm(kernel: Path, spec_text: str, *, cpus: int = 2, memory: str = "2G",
     if not kernel.is_file():
         raise HostError(f"no kernel image at {kernel}")
     binary = probe or build_probe()
-    tmp = Path(tempfile.mkdtemp(prefix="bpfmem-vm-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"bpfmem-vm-{os.getpid()}-"))
     proc: subprocess.Popen | None = None
     serial = tmp / "serial.log"
     try:
