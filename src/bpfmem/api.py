@@ -170,9 +170,15 @@ def estimate_batch_stream(lines, out, profile) -> int:
                     flags = parse_flags(flags)
                 for name, val in (("key_size", k), ("value_size", v), ("max_entries", m),
                                   ("map_flags", flags), ("entries", entries)):
-                    if not isinstance(val, int) or not 0 <= val <= 0xFFFFFFFF:
-                        raise ValueError(f"{name} must be an integer in 0..2^32-1, not {val!r}")
-                shape = MapShape(type_ids[t], k, v, m, flags, int(extra))
+                    if isinstance(val, bool) or not isinstance(val, int) or \
+                            not 0 <= val <= 0xFFFFFFFF:
+                        raise ValueError(f"{name} must be an integer in 0..2^32-1, "
+                                         f"not {val!r:.40}")
+                if isinstance(extra, bool) or not isinstance(extra, int) or \
+                        not 0 <= extra < 1 << 64:
+                    raise ValueError(f"map_extra must be an integer in 0..2^64-1, "
+                                     f"not {extra!r:.40}")
+                shape = MapShape(type_ids[t], k, v, m, flags, extra)
                 text = dumps(batch_record(estimate(shape, profile, entries)))[:-1] + kernel_tail
                 if len(done) < 1 << 16:
                     done[key] = text
