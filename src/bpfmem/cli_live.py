@@ -227,7 +227,7 @@ class _Keys:
 
 def cmd_top(args) -> int:
     import time
-    from rich.console import Console
+    from .report.escape import console as Console
     from rich.live import Live
     from . import api
     from .report.top import SORTS, top_view

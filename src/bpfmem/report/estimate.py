@@ -37,7 +37,7 @@ def _bytes(n: int | None) -> str:
 
 
 def render_table(doc: dict[str, Any], out: IO[str]) -> None:
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
 

@@ -8,6 +8,7 @@ import json
 from typing import IO
 
 from ..analysis.quantity import format_size as fs
+from .escape import md_code, md_text, term
 
 
 def _kernel(k: dict) -> str:
@@ -41,19 +42,20 @@ def check_markdown(doc: dict) -> str:
                      f"{'pass' if r['pass'] else '**fail**'} |")
     lines += ["", "| top maps | charge | share |", "|---|---:|---:|"]
     for o in worst["offenders"]:
-        lines.append(f"| `{o['object']}/{o['map']}` | {fs(o['charged'])} | {o['share']:.0%} |")
+        lines.append(f"| {md_code(o['object'] + '/' + o['map'])} | {fs(o['charged'])} | "
+                     f"{o['share']:.0%} |")
     refused = [m for r in doc["results"] for m in r.get("refused", [])]
     if refused:
         lines += ["", "refused maps, not created and left out of the totals: "
-                  + ", ".join(f"`{m}`" for m in dict.fromkeys(refused))]
+                  + ", ".join(md_code(m) for m in dict.fromkeys(refused))]
     fails = [f for r in doc["results"] for f in r["failures"]]
     if fails:
         lines += ["", "<details><summary>failures</summary>", ""]
-        lines += [f"- {f}" for f in dict.fromkeys(fails)] + ["", "</details>"]
+        lines += [f"- {md_text(f)}" for f in dict.fromkeys(fails)] + ["", "</details>"]
     if doc["whatif"]:
-        lines += ["", "what-if: " + "; ".join(f"`{w}`" for w in doc["whatif"])]
+        lines += ["", "what-if: " + "; ".join(md_code(w) for w in doc["whatif"])]
     notes = dict.fromkeys(n for r in doc["results"] for n in r.get("notes", []))
-    lines += [""] + [f"> note: {n}" for n in notes] if notes else []
+    lines += [""] + [f"> note: {md_text(n)}" for n in notes] if notes else []
     return "\n".join(lines) + "\n"
 
 
@@ -105,7 +107,7 @@ def check_junit(doc: dict, *, timestamp: str | None = None, seconds: float = 0.0
 
 def check_table(doc: dict, out: IO[str]) -> None:
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
 
@@ -125,7 +127,7 @@ def check_table(doc: dict, out: IO[str]) -> None:
         t.add_column("charge", justify="right")
         t.add_column("share", justify="right")
         for o in r["offenders"]:
-            t.add_row(f"{o['object']}/{o['map']}", fs(o["charged"]), f"{o['share']:.0%}")
+            t.add_row(term(f"{o['object']}/{o['map']}"), fs(o["charged"]), f"{o['share']:.0%}")
         console.print(t)
         for f in r["failures"]:
             console.print(Text(f"  - {f}", style="red"))
@@ -170,14 +172,14 @@ def diff_markdown(doc: dict) -> str:
     lines += [summary + f" ({_kernel(k)}).", ""]
     if doc["pin_incompatible"]:
         lines += ["⚠️ pinned maps incompatible with the running release (their state is lost on "
-                  "upgrade): " + ", ".join(f"`{n}`" for n in doc["pin_incompatible"]), ""]
+                  "upgrade): " + ", ".join(md_code(n) for n in doc["pin_incompatible"]), ""]
     if changed:
         lines += ["| map | change | at start | delta | when full | delta |",
                   "|---|---|---:|---:|---:|---:|"]
         for m in changed:
             new = m["new"] or {}
             what = m["status"] if not m["changes"] else "; ".join(m["changes"])
-            lines.append(f"| `{label(m)}` | {what} | "
+            lines.append(f"| {md_code(label(m))} | {md_text(what)} | "
                          f"{fs(new.get('charged_at_create')) if new else '—'} | {_delta(m['delta_at_create'])} | "
                          f"{fs(new.get('charged_full'))} | {_delta(m['delta_full'])} |")
     else:
@@ -193,15 +195,15 @@ def diff_markdown(doc: dict) -> str:
     for side in ("old", "new"):
         if doc[side].get("refused"):
             lines += ["", f"⚠️ {side}: refused maps, not created and not counted in the "
-                      f"totals: " + ", ".join(f"`{n}`" for n in doc[side]["refused"])]
+                      f"totals: " + ", ".join(md_code(n) for n in doc[side]["refused"])]
     if doc["whatif"]:
-        lines += ["", "what-if on the new side: " + "; ".join(f"`{w}`" for w in doc["whatif"])]
+        lines += ["", "what-if on the new side: " + "; ".join(md_code(w) for w in doc["whatif"])]
     return "\n".join(lines) + "\n"
 
 
 def diff_table(doc: dict, out: IO[str]) -> None:
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
 
@@ -234,7 +236,7 @@ def diff_table(doc: dict, out: IO[str]) -> None:
         status = m["status"] + (" (pin incompatible)" if m["pin_incompatible"] else "")
         if m["changes"]:
             status += ": " + "; ".join(m["changes"])
-        t.add_row(label(m), Text(status, style=style.get(m["status"], "")),
+        t.add_row(term(label(m)), Text(status, style=style.get(m["status"], "")),
                   fs(new.get("charged_at_create")), _delta(m["delta_at_create"]),
                   fs(new.get("charged_full")), _delta(m["delta_full"]))
     console.print(t)
@@ -245,14 +247,14 @@ def maps_markdown(doc: dict) -> str:
     lines = []
     k = doc.get("kernel")
     for o in doc["objects"]:
-        lines.append(f"### {o['path'] or o['name']}: {len(o['maps'])} maps"
+        lines.append(f"### {md_text(o['path'] or o['name'])}: {len(o['maps'])} maps"
                      + (f" (Linux {k['version']}, {k['possible_cpus']} CPUs)" if k else ""))
         mem = "memory" in o
         lines += ["", "| map | type | key | value | max_entries | flags" +
                   (" | memlock | charged | full |" if mem else " |"),
                   "|---|---|---:|---:|---:|---" + ("|---:|---:|---:|" if mem else "|")]
         for m in o["maps"]:
-            row = (f"| `{m['name']}` | {m['type']} | {m['key_size']} | {m['value_size']} | "
+            row = (f"| {md_code(m['name'])} | {m['type']} | {m['key_size']} | {m['value_size']} | "
                    f"{m['max_entries']:,} | {' '.join(m['flags']) or '-'}")
             if mem:
                 x = m["memory"]
@@ -269,7 +271,8 @@ def maps_markdown(doc: dict) -> str:
                          f"**{fs(t['charged_at_create'])}** | {fs(t['charged_full'])} |")
             if "memory_before" in o:
                 b = o["memory_before"]
-                lines += ["", f"what-if ({'; '.join(doc.get('whatif', []))}): charged at create "
+                lines += ["", f"what-if ({'; '.join(map(md_code, doc.get('whatif', [])))}): "
+                          "charged at create "
                           f"{fs(b['charged_at_create'])} → {fs(t['charged_at_create'])}"]
         lines.append("")
     return "\n".join(lines)
@@ -279,30 +282,30 @@ def advise_markdown(doc: dict) -> str:
     k = doc["kernel"]
     lines = []
     for o in doc["objects"]:
-        lines += [f"### bpfmem advise: {o['path'] or o['name']} ({_kernel(k)})", "",
+        lines += [f"### bpfmem advise: {md_text(o['path'] or o['name'])} ({_kernel(k)})", "",
                   f"Changes that save **{fs(o['saves_at_create'])}** charged at start:", "",
                   "| map | advice | saves at start | saves when full |", "|---|---|---:|---:|"]
         for a in o["advice"]:
             full = "—" if a["saves_full"] is None else fs(a["saves_full"])
-            lines.append(f"| `{a['map']}` | {a['title'].split(': ', 1)[-1]} | "
+            lines.append(f"| {md_code(a['map'])} | {md_text(a['title'].split(': ', 1)[-1])} | "
                          f"{fs(a['saves_at_create'])} | {full} |")
         if o["apply"]:
-            lines += ["", "what-if: `bpfmem check ... " +
-                      " ".join(f"--set '{s}'" for s in o["apply"]) + "`"]
+            lines += ["", "what-if: " + md_code("bpfmem check ... " +
+                                                " ".join(f"--set '{s}'" for s in o["apply"]))]
         lines.append("")
     return "\n".join(lines)
 
 
 def advise_table(doc: dict, out: IO[str]) -> None:
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
 
     console = Console(file=out, highlight=False)
     said: dict[tuple[str, str], str] = {}      # (trade-off, kernel rule) -> first map
     for o in doc["objects"]:
-        console.print(f"{o['path'] or o['name']} on {_kernel(doc['kernel'])}")
+        console.print(term(f"{o['path'] or o['name']} on {_kernel(doc['kernel'])}"))
         t = Table(box=box.SIMPLE_HEAD)
         t.add_column("map")
         t.add_column("what the programs do", overflow="fold")
@@ -310,7 +313,7 @@ def advise_table(doc: dict, out: IO[str]) -> None:
         for m in o["maps"]:
             style = {"datapath_writes": "yellow", "read_only": "green",
                      "unknown": "red"}.get(m["verdict"], "dim")
-            t.add_row(m["name"], ", ".join(m["ops"]) or "-", Text(m["verdict"], style=style))
+            t.add_row(term(m["name"]), ", ".join(m["ops"]) or "-", Text(m["verdict"], style=style))
         console.print(t)
         for a in o["advice"]:
             full = a["saves_full"]

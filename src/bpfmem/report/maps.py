@@ -12,6 +12,7 @@ from typing import IO, Any, Iterable
 from ..analysis.placeholders import placeholder_note
 from ..parse.objspec import MapSpec, ObjectSpec, ProgramSpec
 from ..uapi import attach_type_name, flag_names, map_type_name, prog_type_name
+from .escape import term
 from .memory import memory_record, mib, totals
 
 SCHEMA = "bpfmem/maps/v1"
@@ -147,7 +148,7 @@ def _size(n: int) -> str:
 def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None) -> None:
     """Human tables (rich): per object, its maps and its programs. Fits 100 columns."""
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
 
@@ -168,7 +169,7 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
             console.print(Text(f"  note: {note}", style="dim"), overflow="fold")
     for o in doc["objects"]:
         title = f"{o['path'] or o['name']}: {len(o['maps'])} maps, {len(o['programs'])} programs"
-        t = Table(title=title, title_justify="left", expand=False, box=box.SIMPLE_HEAD)
+        t = Table(title=term(title), title_justify="left", expand=False, box=box.SIMPLE_HEAD)
         longest = max((len(m["name"]) for m in o["maps"]), default=3)
         t.add_column("map", overflow="fold", min_width=min(longest, 28))
         t.add_column("type", overflow="fold", max_width=16)
@@ -187,7 +188,7 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
             if m["pinning"]:
                 flags = "pinned" if flags == "-" else flags + " pinned"
             tail = [m["kind"]]
-            t.add_row(m["name"], m["type"], _size(m["key_size"]), vs, max_e, flags, *tail)
+            t.add_row(term(m["name"]), m["type"], _size(m["key_size"]), vs, max_e, flags, *tail)
             if m["inner"] is not None:
                 i = m["inner"]
                 t.add_row(Text("  inner", style="dim"), i["type"], _size(i["key_size"]),
@@ -225,8 +226,8 @@ def render_table(doc: dict[str, Any], out: IO[str], *, width: int | None = None)
             p.add_column("type", overflow="fold", max_width=14)
             p.add_column("maps", overflow="fold")
             for prog in o["programs"]:
-                p.add_row(prog["name"], prog["section"], prog["type"] or "unknown",
-                          ", ".join(prog["maps"]) or "-")
+                p.add_row(term(prog["name"]), term(prog["section"]), prog["type"] or "unknown",
+                          term(", ".join(prog["maps"]) or "-"))
             console.print(p)
         console.print()
 
@@ -249,7 +250,7 @@ def _memory_table(o: dict[str, Any]):
     for m in o["maps"]:
         mem = m["memory"]
         if mem.get("rejected"):
-            t.add_row(m["name"], Text("refused: not created", style="red"), "", "", "")
+            t.add_row(term(m["name"]), Text("refused: not created", style="red"), "", "", "")
             continue
         ch = mem["charged_at_create"]
         share = f"{100 * ch / total_create:.0f}%" if ch is not None and total_create else ""

@@ -53,13 +53,14 @@ def render_json(doc: dict[str, Any], out: IO[str]) -> None:
 
 def render_table(doc: dict[str, Any], out: IO[str]) -> None:
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
 
+    from .escape import markup, term
     console = Console(file=out, highlight=False)
     k = doc["kernel"]
-    console.print(f"{doc['path']}: measured on Linux {k['version']} with {k['possible_cpus']} "
+    console.print(f"{markup(doc['path'])}: measured on Linux {k['version']} with {k['possible_cpus']} "
                   "possible CPUs, beside the model for that kernel")
     t = Table(box=box.SIMPLE_HEAD)
     longest = max((len(r["name"]) for r in doc["maps"]), default=3)
@@ -86,11 +87,11 @@ def render_table(doc: dict[str, Any], out: IO[str]) -> None:
         me, mo = r["measured"], r["model"]
         if not me["created"] or mo["rejected"]:
             style = "green" if r["rejection_match"] else "bold red"
-            t.add_row(r["name"], f"refused, errno {me['errno']}" if not me["created"]
+            t.add_row(term(r["name"]), f"refused, errno {me['errno']}" if not me["created"]
                       else "created", Text(mo["rejected"] or "created", style=style), "", "")
             continue
         tol = mo["charged_tolerance"]
-        t.add_row(r["name"], _b(me["memlock"]), model_memlock(me["memlock"], mo["memlock"]),
+        t.add_row(term(r["name"]), _b(me["memlock"]), model_memlock(me["memlock"], mo["memlock"]),
                   _b(me["charged"]), model_charged(me["charged"], mo["charged"], tol))
         for f, mf in zip(me["fills"], mo["fills"]):
             t.add_row(Text(f"  {f['entries']:,} entries", style="dim"), _b(f["memlock"]),

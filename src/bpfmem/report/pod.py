@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from ..analysis.gosplit import PARTS as GO_PARTS
 from ..analysis.quantity import format_quantity as qty
+from .escape import term
 from ..analysis.pod import COMPONENTS, Headroom, PodView, TracePoint, TraceSummary
 
 SCHEMA = "bpfmem/pod/v1"
@@ -156,7 +157,7 @@ def load_jsonl(lines) -> dict:
 # ---- tables ----
 
 def _console(out: IO[str], width: int | None = None):
-    from rich.console import Console
+    from .escape import console as Console
     return Console(file=out, width=width or (None if out.isatty() else 100),
                    highlight=False, soft_wrap=False)
 
@@ -195,7 +196,7 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
                  ("USS", "right"), ("anon PSS", "right"), ("maps", "right")):
         p.add_column(c, justify=j)
     for r in doc["processes"][:30]:
-        p.add_row(str(r["pid"]), r["comm"], _mib(r["rss"]), _mib(r["pss"]), _mib(r["uss"]),
+        p.add_row(str(r["pid"]), term(r["comm"]), _mib(r["rss"]), _mib(r["pss"]), _mib(r["uss"]),
                   _mib(r["pss_anon"]), str(r["maps"]))
     if len(doc["processes"]) > 30:
         p.add_row("", f"... {len(doc['processes']) - 30} more", "", "", "", "", "")
@@ -213,7 +214,7 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
                      ("charged to", "left")):
             m.add_column(c, justify=j)
         for r in doc["maps"]:
-            m.add_row(str(r["id"]), r["name"], r["type"], _mib(r["memlock"]),
+            m.add_row(str(r["id"]), term(r["name"]), r["type"], _mib(r["memlock"]),
                       _mib(r["charged"]),
                       "this cgroup" if r["charged_here"] else "[yellow]elsewhere[/yellow]")
         con.print(m)

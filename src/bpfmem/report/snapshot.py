@@ -16,6 +16,7 @@ from typing import IO, Any, Iterable
 from ..analysis.live import cgroup_sums, check_map
 from ..host.live import LiveMap, Owner, ProgRef, Snapshot
 from ..inputs import Fields
+from .escape import markup, md_code, md_text, term
 from ..uapi import MapType, ProgType, flag_names, map_type_name, prog_type_name
 
 SCHEMA = "bpfmem/snapshot/v1"
@@ -248,7 +249,7 @@ def table_rows(doc: dict, limit: int | None = None, sort: str = "memlock") -> It
 
 def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
                  width: int | None = None) -> None:
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     console = Console(file=out, width=width or (None if out.isatty() else 160),
                       highlight=False, soft_wrap=False)
@@ -277,9 +278,10 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
         cg = r["owners"][0]["cgroup"] if r["owners"] else None
         entries = "-" if r["entries"] is None else (
             f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
-        rows.append((str(r["id"]), r["name"], r["type"], f"{r['key_size']}/{r['value_size']}",
-                     f"{r['max_entries']:,}", entries, pressure, _b(r["memlock"]), mtxt,
-                     _owner_text(r), _tail(cg, 28), _tail(", ".join(r["pins"]), 28)))
+        rows.append((str(r["id"]), markup(r["name"]), r["type"],
+                     f"{r['key_size']}/{r['value_size']}", f"{r['max_entries']:,}", entries,
+                     pressure, _b(r["memlock"]), mtxt, markup(_owner_text(r)),
+                     markup(_tail(cg, 28)), markup(_tail(", ".join(r["pins"]), 28))))
     from rich.text import Text
     for i, (col, just) in enumerate(cols):
         widest = max([len(col)] + [Text.from_markup(row[i]).cell_len for row in rows])
@@ -295,7 +297,8 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
         c.add_column("maps", justify="right")
         c.add_column("memlock", justify="right")
         for s in doc["cgroups"][:15]:
-            c.add_row(s["cgroup"] or "(no process holds them)", str(s["maps"]), _b(s["memlock"]))
+            c.add_row(term(s["cgroup"] or "(no process holds them)"), str(s["maps"]),
+                      _b(s["memlock"]))
         console.print(c)
     st = doc["totals"].get("model_status") or {}
     if st:
@@ -341,7 +344,8 @@ def snapshot_diff_markdown(doc: dict) -> str:
              "| map | type | status | memlock | Δ memlock | Δ entries | owner |",
              "|---|---|---|---:|---:|---:|---|"]
     for name, type_, status, memlock, dm, de, owner in _diff_rows(doc):
-        lines.append(f"| `{name}` | {type_} | {status} | {memlock} | {dm} | {de} | {owner} |")
+        lines.append(f"| {md_code(name)} | {type_} | {status} | {memlock} | {dm} | {de} | "
+                     f"{md_text(owner)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -352,7 +356,7 @@ def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
     if fmt == "markdown":
         out.write(snapshot_diff_markdown(doc))
         return
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     console = Console(file=out, width=None if out.isatty() else 140, highlight=False)
     c = doc["counts"]
@@ -364,7 +368,7 @@ def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
         t.add_column(col, justify="right" if col.startswith(("memlock", "Δ")) else "left",
                      no_wrap=True)
     for row in _diff_rows(doc):
-        t.add_row(*row)
+        t.add_row(*map(term, row))
     console.print(t)
     moved = [g for g in doc["cgroups"] if g["delta"]][:10]
     if moved:
@@ -372,6 +376,6 @@ def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
         for col in ("cgroup", "old", "new", "Δ"):
             g.add_column(col, justify="left" if col == "cgroup" else "right")
         for r in moved:
-            g.add_row(r["cgroup"] or "(no process holds them)", _b(r["old"]), _b(r["new"]),
+            g.add_row(term(r["cgroup"] or "(no process holds them)"), _b(r["old"]), _b(r["new"]),
                       _sb(r["delta"]))
         console.print(g)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from .escape import markup
 from .snapshot import SORTS, _b, _owner_text, _tail, table_rows
 
 __all__ = ["top_view", "SORTS"]
@@ -52,9 +53,10 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
         entries = "-" if r["entries"] is None else (
             f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
         cg = r["owners"][0]["cgroup"] if r["owners"] else None
-        rows_.append((str(r["id"]), r["name"], r["type"], f"{r['max_entries']:,}", entries,
-                      _pressure(r["pressure"]), _b(r["memlock"]),
-                      f"{(r['memlock'] or 0) / total:.1%}", _owner_text(r), _tail(cg, 48)))
+        rows_.append((str(r["id"]), markup(r["name"]), r["type"], f"{r['max_entries']:,}",
+                      entries, _pressure(r["pressure"]), _b(r["memlock"]),
+                      f"{(r['memlock'] or 0) / total:.1%}", markup(_owner_text(r)),
+                      markup(_tail(cg, 48))))
     for i, (col, just) in enumerate((("ID", "right"), ("NAME", "left"), ("TYPE", "left"),
                                      ("MAX", "right"), ("ENTRIES", "right"),
                                      ("PRESS", "right"), ("MEMLOCK", "right"),
