@@ -630,8 +630,9 @@ def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 5
         screenshot_html(render_trace_html(doc, width=width, height=height, static=True), p,
                         width=width, height=height)
     elif p.lower().endswith((".html", ".htm")):
-        page = render_trace_html(doc, width=width, height=height)   # before the file exists
-        with open(p, "w", encoding="utf-8") as f:
+        from .outputs import output_file
+        page = render_trace_html(doc, width=width, height=height)
+        with output_file(p) as f:
             f.write(page)
     else:
         raise ValueError(f"--plot wants a .png or .html file, not {p}")

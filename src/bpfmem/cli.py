@@ -783,18 +783,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BpfmemError as e:     # the one place errors become one-line messages
         _fail(str(e))
         return EXIT_ERROR
-    except OSError as e:
-        _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror or e))
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("bpfmem: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # the reader went away (`bpfmem ... | head`): not an error; keep Python's exit-time
         # flush from failing on the closed pipe too
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as e:
+        _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e.strerror or e))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("bpfmem: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

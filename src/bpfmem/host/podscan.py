@@ -351,6 +351,7 @@ def screenshot_html(html: str, png_path: str, *, width: int, height: int,
         if not os.path.exists(out) or os.path.getsize(out) == 0:
             tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
             raise HostError(f"{exe} made no PNG: {tail[0]}")
-        shutil.copyfile(out, png_path)
+        from bpfmem.outputs import copy_to_output
+        copy_to_output(out, png_path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

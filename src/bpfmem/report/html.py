@@ -712,5 +712,6 @@ def page(title: str, header: str, sections: list[str], scripts: list[str]) -> st
 
 def write_html(path: str | os.PathLike[str], html: str) -> None:
     """Write ``html`` (from ``render_html``) to ``path`` as UTF-8."""
-    with open(path, "w", encoding="utf-8") as f:
+    from ..outputs import output_file
+    with output_file(path) as f:
         f.write(html)
