@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conftest import fixture_objects
 from bpfmem.analysis.advise import advise_document
 from bpfmem.errors import ParseError
-from bpfmem.model.kernel import default_profile
+from bpfmem import api as _api
 from bpfmem.parse.access import analyze_code
 from bpfmem.parse.elf import ElfFile
 from bpfmem.parse.objspec import parse_object_code
@@ -24,7 +24,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "src" / "bpfmem" / "examples"
     "cni_datapath.bpf.o"
 # large_synthetic.o takes seconds per advise: it is fuzzed by test_fuzz.py's parser target
 SEEDS = [p for p in fixture_objects() if p.name != "large_synthetic.o"] + [EXAMPLE]
-PROFILE = default_profile("6.18", 4)
+PROFILE = _api.profile("6.18", cpus=4)
 
 SHDR = [(0, 4, "name"), (4, 4, "type"), (8, 8, "flags"), (24, 8, "offset"), (32, 8, "size"),
         (40, 4, "link"), (44, 4, "info"), (56, 8, "entsize")]

@@ -23,14 +23,14 @@ from bpfmem.analysis.advise import advise_document
 from bpfmem.config import ConfigError, parse_config
 from bpfmem.errors import BpfmemError
 from bpfmem.inputs import InputError, parse_json
-from bpfmem.model.kernel import default_profile
+from bpfmem import api as _api
 from bpfmem.parse.access import analyze_code
 from bpfmem.parse.objspec import parse_object_code
 from bpfmem.report import snapshot as snapshot_report
 from bpfmem.report.snapshot import snapshot_from_bpftool, snapshot_from_dict
 
 DATA = Path(__file__).resolve().parent / "data" / "inputs"
-PROFILE = default_profile("6.18", 4)
+PROFILE = _api.profile("6.18", cpus=4)
 EXAMPLES = int(os.environ.get("BPFMEM_FUZZ_EXAMPLES", "100"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=2), database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

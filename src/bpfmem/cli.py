@@ -130,7 +130,7 @@ def _positive(text: str) -> int:
     return n
 
 
-def _cpus(text: str) -> str:
+def _cpu_list(text: str) -> str:
     """A comma-separated list of CPU counts (each checked), kept as written."""
     for part in text.split(","):
         if part.strip():
@@ -152,7 +152,7 @@ def _kernel(text: str) -> str:
     return text
 
 
-def _kernels(text: str) -> str:
+def _kernel_list(text: str) -> str:
     """A comma-separated list of kernel releases (each checked), kept as written."""
     for part in text.split(","):
         if part.strip():
@@ -273,12 +273,12 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
                    help="share of the limit the maps may take (default 1.0)")
     c.add_argument("--full", action="store_true", default=None,
                    help="judge the maps when full instead of at create")
-    c.add_argument("--kernel", type=_kernels, metavar="V[,V...]",
+    c.add_argument("--kernel", type=_kernel_list, metavar="V[,V...]",
                    help="kernel release(s) to check against (release tables); default: "
                         "`kernels` in bpfmem.toml, else the running kernel")
     c.add_argument("--kernel-btf", metavar="FILE", action="append", default=[],
                    help=_KERNEL_BTF_HELP + "; repeat for several kernels")
-    c.add_argument("--cpus", type=_cpus, metavar="N[,N...]",
+    c.add_argument("--cpus", type=_cpu_list, metavar="N[,N...]",
                    help="possible CPU count(s) to check against")
     _add_loader_arg(c, several=True)
     _add_whatif_args(c)
