@@ -715,8 +715,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from .report import measure as report
 
     from .config import load_config
-    if args.vm_kernel is None:
-        note_leftovers()
+    note_leftovers()
     prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
                                            fill=args.fill, cpus=args.cpus,
                                            loader=_loader_of(args, load_config(None)))
