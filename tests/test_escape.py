@@ -88,4 +88,4 @@ def test_the_rules():
     assert md_code("a|b") == "`a\\|b`"
     assert md_code("a`b") == "`` a`b ``"                  # a fence longer than any run
     assert md_code("``x") == "``` ``x ```"
-    assert md_text("<img src=x onerror=y>*") == "\\<img src=x onerror=y\\>\\*"
+    assert md_text("<img src=x onerror=y>*") == "\\<img src=x onerror=y>\\*"

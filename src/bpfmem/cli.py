@@ -139,9 +139,16 @@ def _cpu_list(text: str) -> str:
 
 
 def _kernel(text: str) -> str:
-    """A kernel release bpfmem can model: 5.10, 6.1.90, 6.12.0-31-cloud-amd64 (3.18 and
-    later: BPF maps came with Linux 3.18)."""
+    """A kernel release bpfmem can model (5.10, 6.1.90, 6.12.0-31-cloud-amd64; 3.18 and
+    later: BPF maps came with Linux 3.18), or the name of a [[kernels]] entry of
+    bpfmem.toml (looked up once the file is read: an unknown name is a usage error then)."""
+    import re
     from .model.kernel import parse_release
+    if len(text) > 100 or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+~-]*", text):
+        raise argparse.ArgumentTypeError(f"not a kernel release or a [[kernels]] name: "
+                                         f"{text[:40]!r}")
+    if not text[0].isdigit():
+        return text     # a name
     try:
         rel = parse_release(text)
     except ValueError as e:

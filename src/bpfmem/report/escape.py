@@ -47,7 +47,7 @@ def md_code(text: object) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<|])")   # (an intraword _ is not emphasis in GFM)
 
 
 def md_text(text: object) -> str:
