@@ -559,13 +559,12 @@ def _emit_each(docs: list[dict], args: argparse.Namespace) -> None:
     if args.format == "json":
         return _emit(_one_or_matrix(docs), args)
     from .report.gate import render
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
+    from .report.output import emit
+
+    def each(out) -> None:
         for doc in docs:
             render(doc, args.format, out)
-    finally:
-        if args.output:
-            out.close()
+    emit(args.output, each)
 
 
 def _list(text: str | None) -> list[str]:

@@ -61,12 +61,9 @@ def add_check_args(c: argparse.ArgumentParser) -> None:
 
 def _emit(doc: dict, fmt: str, output: str | None) -> None:
     from .report.size import render
+    from .report.output import emit
     try:
-        if output:
-            with open(output, "w") as f:
-                render(doc, fmt, f)
-        else:
-            render(doc, fmt, sys.stdout)
+        emit(output, lambda out: render(doc, fmt, out))
     except ValueError as e:
         raise Usage(str(e)) from None
 
