@@ -653,7 +653,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         n = 2 + len(args.unquoted)
         raise _Usage(f"diff takes OLD and NEW, got {n} arguments: if the shell expanded a glob, "
                      "quote each side so bpfmem expands it: bpfmem diff 'base/*.o' 'build/*.o'")
-    if api.is_snapshot_file(args.old) and api.is_snapshot_file(args.new):
+    old_snap, new_snap = api.is_snapshot_file(args.old), api.is_snapshot_file(args.new)
+    if (old_snap or str(args.old).endswith(".json")) and \
+            (new_snap or str(args.new).endswith(".json")) and (old_snap or new_snap):
+        # two snapshots (one of them may be the bad file: its error names it)
         from .report.snapshot import render_snapshot_diff
         if args.format not in ("table", "json", "markdown"):
             raise _Usage(f"two snapshots diff as table, json or markdown, not {args.format}")
