@@ -174,7 +174,7 @@ def _why_lines(why: dict | None, note: str | None, md: bool = False) -> list[str
 
 def size_table(doc: dict, out: IO[str]) -> None:
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
     con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
@@ -227,7 +227,7 @@ def size_markdown(doc: dict) -> str:
 
 def diff_table(doc: dict, out: IO[str]) -> None:
     from rich import box
-    from rich.console import Console
+    from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
     con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
