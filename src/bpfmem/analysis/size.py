@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import operator
 import re
+from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
@@ -395,34 +396,32 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
     if strtab.type == 8 or table.type == 8:
         return {}
     entsize = 24 if img.is64 else 16
-    ent: dict[str, int] = {}
-    strs: dict[str, int] = {}
-    spans = []
+    named = [t for t in syms if t[0]]
     get = cache.get
-    add = spans.append
-    last = -1
-    ordered = True
-    for name, _v, _s, _t, _x, noff in syms:
-        if not name:
-            continue
-        pkg = get(name)
+    pkgs = []
+    for t in named:
+        pkg = get(t[0])
         if pkg is None:
-            pkg = cache[name] = C_CODE if not is_go else package_of(name)
-        ent[pkg] = ent.get(pkg, 0) + entsize
-        if noff <= last:
-            ordered = False
-        last = noff
-        add((noff, noff + (len(name) if name.isascii() else len(name.encode())) + 1, pkg))
-    # a name may be the tail of another (linkers merge them): count each byte once
-    if not ordered:
-        spans.sort(key=_START)
-    cur = 0
-    sget = strs.get
-    for a, b, pkg in spans:
-        n = b - (a if a > cur else cur)
-        if n > 0:
-            strs[pkg] = sget(pkg, 0) + n
-            cur = b
+            pkg = cache[t[0]] = C_CODE if not is_go else package_of(t[0])
+        pkgs.append(pkg)
+    ent = {k: v * entsize for k, v in Counter(pkgs).items()}
+    offs = [t[5] for t in named]
+    ends = [o + (len(t[0]) if t[0].isascii() else len(t[0].encode())) + 1
+            for o, t in zip(offs, named)]
+    strs: Counter = Counter()
+    if all(a < b for a, b in zip(offs, offs[1:])) and all(
+            e <= o for e, o in zip(ends, offs[1:])):
+        # the usual layout: names in table order, none inside another
+        for pkg, o, e in zip(pkgs, offs, ends):
+            strs[pkg] += e - o
+    else:
+        # a name may be the tail of another (linkers merge them): count each byte once
+        cur = 0
+        for a, b, pkg in sorted(zip(offs, ends, pkgs), key=_START):
+            n = b - (a if a > cur else cur)
+            if n > 0:
+                strs[pkg] += n
+                cur = b
     out = {}
     for sec, acc in ((table, ent), (strtab, strs)):
         alloc = bool(sec.flags & SHF_ALLOC)
