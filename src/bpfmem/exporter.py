@@ -424,9 +424,13 @@ class BoundedHTTPServer:
         ``deadline`` seconds, plus one per 256 KiB (a scrape waiting for a long scan is not
         cut; a reader slower than that is)."""
         import time as _time
+        allowed = self.deadline + size / (256 << 10)
+        # the socket's own timeout too: sendall's timeout bounds the whole answer (Python
+        # 3.5+), and the idle timeout (5 s) would cut a big page to a busy reader
+        conn.settimeout(allowed)
         with self._lock:
             if conn in self._busy:
-                self._busy[conn] = _time.monotonic() + self.deadline + size / (256 << 10)
+                self._busy[conn] = _time.monotonic() + allowed
 
     def _forget(self, conn) -> None:
         self._sel.unregister(conn)
