@@ -7,7 +7,6 @@ cycle or an absurd chain is an error, never a hang; sizes beyond u32 are errors 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import ParseError
@@ -57,9 +56,11 @@ class VarSecinfo(NamedTuple):
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class BtfType:
-    """One decoded BTF type. ``size_or_type`` is the size for sized kinds, else a type id."""
+class BtfType(NamedTuple):
+    """One decoded BTF type. ``size_or_type`` is the size for sized kinds, else a type id.
+
+    An immutable record like :class:`Member`: a NamedTuple because a large object or a
+    kernel decodes thousands of them (a frozen dataclass costs ~30x more to make)."""
 
     id: int
     kind: int
@@ -171,9 +172,8 @@ class Btf:
             off += 12 + base[kind] + mult[kind] * (info & 0xFFFF)
         if off != n:
             raise self._types.error(f"type [{len(offsets) - 1}] runs past the type section", n)
-        for tid, kind in enumerate(kinds):
-            if kind == DATASEC:
-                self._datasecs.setdefault(self._str(names[tid], tid), tid)
+        for tid in [t for t, k in enumerate(kinds) if k == DATASEC]:
+            self._datasecs.setdefault(self._str(names[tid], tid), tid)
 
     def _str(self, off: int, tid: int) -> str:
         if off == 0:
@@ -211,6 +211,28 @@ class Btf:
         by the index pass)."""
         return self._iii(self._types.data, self._offsets[tid] + 12)
 
+    def ptr_array_nelems(self, tid: int) -> int | None:
+        """``nelems`` of the ARRAY that ``tid`` (after modifiers and typedefs) points to, the
+        shape of libbpf's ``__uint(name, N)`` (``int (*name)[N]``); None for any other shape
+        (the caller then says what it found)."""
+        kinds, sots = self._kinds, self._sots
+        n = len(kinds)
+        for _ in range(MAX_RESOLVE_DEPTH + 1):
+            if not 0 <= tid < n:
+                return None
+            k = kinds[tid]
+            if k not in _MODS:
+                break
+            tid = sots[tid]
+        else:
+            return None
+        if k != PTR:
+            return None
+        arr = sots[tid]
+        if not 0 <= arr < n or kinds[arr] != ARRAY:
+            return None
+        return self._iii(self._types.data, self._offsets[arr] + 12)[2]
+
     def name_of(self, tid: int) -> str:
         self._check_id(tid)
         return self._str(self._name_offs[tid], tid)
@@ -238,42 +260,49 @@ class Btf:
         name = self._str(name_off, tid)
         x = off + 12
         what = f"type [{tid}] {KIND_NAMES[kind]}"
-        kw: dict = {}
+        new = tuple.__new__
+        extra: tuple = (0, None, (), (), (), 0, (), -1)
         if kind == INT:
-            kw["int_encoding"] = buf.u32(x, what)
+            extra = (buf.u32(x, what), None, (), (), (), 0, (), -1)
         elif kind == ARRAY:
-            kw["array"] = buf.unpack("III", x, what)
-        elif kind in (STRUCT, UNION):
+            extra = (0, buf.unpack("III", x, what), (), (), (), 0, (), -1)
+        elif kind == STRUCT or kind == UNION:
+            cache = self._strcache
             s = self._str
+            recs = buf.iter_unpack("III", x, vlen, what)
             if kflag:
-                kw["members"] = tuple(Member(s(mn, tid), mt, mo & 0xFFFFFF, mo >> 24)
-                                      for mn, mt, mo in buf.iter_unpack("III", x, vlen, what))
+                members = tuple([new(Member, (cache.get(mn) or s(mn, tid), mt, mo & 0xFFFFFF,
+                                              mo >> 24)) for mn, mt, mo in recs])
             else:
-                kw["members"] = tuple(Member(s(mn, tid), mt, mo, 0)
-                                      for mn, mt, mo in buf.iter_unpack("III", x, vlen, what))
+                members = tuple([new(Member, (cache.get(mn) or s(mn, tid), mt, mo, 0))
+                                 for mn, mt, mo in recs])
+            extra = (0, None, members, (), (), 0, (), -1)
         elif kind == ENUM:
-            kw["enum_values"] = tuple(EnumValue(self._str(en, tid), v if kflag else v & U32_MAX)
-                                      for en, v in buf.iter_unpack("Ii", x, vlen, what))
+            vals = tuple([EnumValue(self._str(en, tid), v if kflag else v & U32_MAX)
+                          for en, v in buf.iter_unpack("Ii", x, vlen, what)])
+            extra = (0, None, (), vals, (), 0, (), -1)
         elif kind == ENUM64:
-            vals = []
+            out = []
             for en, lo, hi in buf.iter_unpack("III", x, vlen, what):
                 v = (hi << 32) | lo
                 if kflag and v >> 63:
                     v -= 1 << 64
-                vals.append(EnumValue(self._str(en, tid), v))
-            kw["enum_values"] = tuple(vals)
+                out.append(EnumValue(self._str(en, tid), v))
+            extra = (0, None, (), tuple(out), (), 0, (), -1)
         elif kind == FUNC_PROTO:
-            kw["params"] = tuple(Param(self._str(p, tid), pt)
-                                 for p, pt in buf.iter_unpack("II", x, vlen, what))
+            params = tuple([Param(self._str(p, tid), pt)
+                            for p, pt in buf.iter_unpack("II", x, vlen, what)])
+            extra = (0, None, (), (), params, 0, (), -1)
         elif kind == VAR:
-            kw["linkage"] = buf.u32(x, what)
+            extra = (0, None, (), (), (), buf.u32(x, what), (), -1)
         elif kind == FUNC:
-            kw["linkage"] = vlen
+            extra = (0, None, (), (), (), vlen, (), -1)
         elif kind == DATASEC:
-            kw["secinfos"] = tuple(VarSecinfo(*v) for v in buf.iter_unpack("III", x, vlen, what))
+            infos = tuple([new(VarSecinfo, v) for v in buf.iter_unpack("III", x, vlen, what)])
+            extra = (0, None, (), (), (), 0, infos, -1)
         elif kind == DECL_TAG:
-            kw["component_idx"] = buf.unpack("i", x, what)[0]
-        return BtfType(tid, kind, name, vlen, kflag, st, **kw)
+            extra = (0, None, (), (), (), 0, (), buf.unpack("i", x, what)[0])
+        return new(BtfType, (tid, kind, name, vlen, kflag, st) + extra)
 
     def __iter__(self):
         for tid in range(1, self.count):

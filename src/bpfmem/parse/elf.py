@@ -6,7 +6,8 @@ Only what a BPF loader needs; 64-bit ELF only (a BPF object is always ELFCLASS64
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from itertools import accumulate
 from typing import NamedTuple
 
 from ..errors import ParseError
@@ -55,8 +56,10 @@ _TYPES = {0: "ET_NONE", 1: "ET_REL (relocatable)", 2: "ET_EXEC (executable)",
           3: "ET_DYN (shared object or PIE executable)", 4: "ET_CORE (core dump)"}
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
+    """One section header (an immutable record; a NamedTuple so that the thousand sections
+    of a large object are made at C speed)."""
+
     index: int
     name: str
     type: int
@@ -145,10 +148,19 @@ class ElfFile:
         sh = raw[shstrndx]
         shstr = self._section_bytes(shstrndx, ".shstrtab", sh[1], sh[4], sh[5])
         self.sections: list[Section] = []
+        append = self.sections.append
+        new = tuple.__new__
+        names = string_table(shstr)
+        n = len(data)
         for i, (name_off, typ, flags, _addr, off, size, link, info, _align, entsize) in enumerate(raw):
-            name = shstr.cstr(name_off, f"name of section {i}") if i else ""
-            self.sections.append(Section(i, name, typ, flags, off, size, link, info, entsize))
-            if i and typ != SHT_NOBITS and typ != SHT_NULL:
+            if i:
+                name = names.get(name_off)
+                if name is None:
+                    name = shstr.cstr(name_off, f"name of section {i}")
+            else:
+                name = ""
+            append(new(Section, (i, name, typ, flags, off, size, link, info, entsize)))
+            if i and typ != SHT_NOBITS and typ != SHT_NULL and (off < 0 or off + size > n):
                 self._file.check(off, size, f"section {name or i} data")
         self._by_name: dict[str, Section] = {}
         for s in self.sections:
@@ -206,25 +218,24 @@ class ElfFile:
                 d = self.data(s)
                 xindex = [v for (v,) in d.iter_unpack("I", 0, len(d) // 4, "extended indices")]
         count = tab.size // 24
+        names = string_table(strs)
+        get = names.get
+        cstr = strs.cstr
+        new = tuple.__new__
         out: list[Symbol] = []
         append = out.append
-        cstr = strs.cstr
-        data_bytes = strs.data
         for i, (name_off, info, other, shndx, value, size) in enumerate(
                 data.iter_unpack("IBBHQQ", 0, count, "symbols")):
-            if name_off == 0:
-                name = ""
-            elif name_off < len(data_bytes):
-                end = data_bytes.find(b"\0", name_off)
-                name = data_bytes[name_off:end].decode("utf-8", "replace") if end >= 0 else cstr(name_off, f"name of symbol {i}")
-            else:
+            name = get(name_off) if name_off else ""
+            if name is None:   # a suffix of another name (or out of bounds: cstr raises)
                 name = cstr(name_off, f"name of symbol {i}")
             if shndx == SHN_XINDEX:
                 if xindex is None or i >= len(xindex):
                     raise ParseError(f"symbol {i} uses SHN_XINDEX without an index table",
                                      section=tab.name, offset=tab.offset + 24 * i)
                 shndx = xindex[i]
-            append(Symbol(i, name, value, size, info >> 4, info & 0xF, other & 0x3, shndx))
+            append(new(Symbol, (i, name, value, size, info >> 4, info & 0xF, other & 0x3,
+                                shndx)))
         return out
 
     def symbol(self, index: int, what: str = "symbol index") -> Symbol:
@@ -239,11 +250,53 @@ class ElfFile:
 
     def relocations(self, sec: Section) -> list[Relocation]:
         """The relocations of an SHT_REL or SHT_RELA section."""
-        fmt = "QQ" if sec.type == SHT_REL else "QQq"
-        size = 16 if sec.type == SHT_REL else 24
+        offsets, symbols, types = self.relocation_table(sec)
+        new = tuple.__new__
+        return [new(Relocation, r) for r in zip(offsets, symbols, types)]
+
+    def relocation_table(self, sec: Section) -> tuple[list[int], list[int], list[int]]:
+        """The relocations of an SHT_REL or SHT_RELA section in bulk, as three columns:
+        (r_offset, symbol index, type). One C-level pass over the section where the object's
+        byte order is the host's (a memoryview cast), else one ``struct.iter_unpack``."""
+        rel = sec.type == SHT_REL
+        size = 16 if rel else 24
         if sec.entsize not in (0, size):
             raise ParseError(f"relocation entry size {sec.entsize}, expected {size}",
                              section=sec.name, offset=sec.offset)
         data = self.data(sec)
-        return [Relocation(r[0], r[1] >> 32, r[1] & 0xFFFFFFFF)
-                for r in data.iter_unpack(fmt, 0, sec.size // size, "relocations")]
+        count = sec.size // size
+        if count == 0:
+            return [], [], []
+        raw = data.data[:count * size]
+        native = self.little_endian == (sys.byteorder == "little")
+        if rel and native:
+            words = memoryview(raw).cast("I")   # r_offset lo, hi, r_info lo, hi
+            offsets = memoryview(raw).cast("Q")[0::2].tolist()
+            if self.little_endian:
+                return offsets, words[3::4].tolist(), words[2::4].tolist()
+            return offsets, words[2::4].tolist(), words[3::4].tolist()
+        fmt = "QQ" if rel else "QQq"
+        recs = list(data.iter_unpack(fmt, 0, count, "relocations"))
+        return ([r[0] for r in recs], [r[1] >> 32 for r in recs],
+                [r[1] & 0xFFFFFFFF for r in recs])
+
+
+def string_table(strs: Bytes) -> dict[int, str]:
+    """Every NUL-terminated string of an ELF string table by the offset it starts at, in
+    one pass (``split`` in C); names that point into the middle of another (suffix sharing)
+    are not keys: look those up with ``strs.cstr``. A last string without its NUL is left
+    out, so ``cstr`` reports it."""
+    raw = strs.data
+    if not raw:
+        return {}
+    if raw.isascii():
+        parts = raw.decode("ascii").split("\0")
+        parts.pop()   # after the final NUL: "" (or an unterminated string)
+        lengths = map(len, parts)
+    else:
+        pieces = raw.split(b"\0")
+        pieces.pop()
+        parts = [p.decode("utf-8", "replace") for p in pieces]
+        lengths = map(len, pieces)   # offsets count bytes, not characters
+    starts = accumulate((n + 1 for n in lengths), initial=0)
+    return dict(zip(starts, parts))

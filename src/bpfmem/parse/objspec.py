@@ -10,6 +10,7 @@ never filled in from this machine.
 from __future__ import annotations
 
 import bisect
+import sys
 from dataclasses import dataclass, field, replace
 
 from ..errors import ParseError
@@ -627,6 +628,9 @@ class _ObjectParser:
 
         def int_field(m: B.Member) -> int:
             # __uint(name, N) is `int (*name)[N]`: a pointer to an array of N elements
+            n = btf.ptr_array_nelems(m.type)
+            if n is not None:
+                return n
             t = btf.skip_mods_and_typedefs(m.type)
             if btf.kind(t) != B.PTR:
                 raise err(f"attribute '{m.name}': expected PTR, got {B.KIND_NAMES[btf.kind(t)]}")
@@ -1032,30 +1036,52 @@ class _ObjectParser:
         refs: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
         exec_by_idx = {s.index: s for s in self.exec_secs}
         little = elf.little_endian
+        native = little == (sys.byteorder == "little")
+        syms, nsyms = self.syms, len(self.syms)
         for rsec in elf.relocation_sections():
             if rsec.type != SHT_REL or rsec.info not in exec_by_idx:
                 continue
             target = exec_by_idx[rsec.info]
             code = elf.data(target)
             raw = code.data
-            for rel in elf.relocations(rsec):
-                off = rel.offset
+            # one pass per section: the relocation columns in bulk, the immediates as an
+            # int32 view of the code (native byte order), functions found by bisection
+            words = memoryview(raw).cast("i") if native and len(raw) % 4 == 0 else None
+            starts = self.func_starts.get(target.index) or []
+            funcs = self.funcs.get(target.index) or []
+            offsets, symbols, _types = elf.relocation_table(rsec)
+            func = None
+            func_end = -1
+            entry = None
+            for off, symi in zip(offsets, symbols):
                 if off % 8 or off + 8 > len(raw):
                     raise ParseError(f"relocation at {off:#x} is outside {target.name}",
                                      section=rsec.name, offset=rsec.offset)
-                func = self._func_at(target.index, off)
-                if func is None:
-                    continue
-                sym = elf.symbol(rel.symbol, f"symbol of relocation at {off:#x}")
+                if func is None or not func.value <= off < func_end:
+                    j = bisect.bisect_right(starts, off) - 1
+                    if j < 0:
+                        continue
+                    f = funcs[j]
+                    if off >= f.value + max(f.size, 8):
+                        continue
+                    # the bisection's answer holds until this function or the next start ends
+                    func, func_end = f, f.value + max(f.size, 8)
+                    if j + 1 < len(starts):
+                        func_end = min(func_end, starts[j + 1])
+                    key = (target.index, func.value)
+                    entry = refs.get(key)
+                    if entry is None:
+                        entry = refs[key] = (set(), set())
+                sym = syms[symi] if 0 <= symi < nsyms else \
+                    elf.symbol(symi, f"symbol of relocation at {off:#x}")
                 opcode = raw[off]
                 regs = raw[off + 1]
                 src_reg = (regs >> 4) if little else (regs & 0xF)
-                imm = int.from_bytes(raw[off + 4:off + 8], "little" if little else "big",
-                                     signed=True)
-                key = (target.index, func.value)
-                entry = refs.get(key)
-                if entry is None:
-                    entry = refs[key] = (set(), set())
+                if words is not None:
+                    imm = words[(off >> 2) + 1]
+                else:
+                    imm = int.from_bytes(raw[off + 4:off + 8], "little" if little else "big",
+                                         signed=True)
                 maps_used, calls = entry
                 if sym.shndx == SHN_UNDEF:
                     if sym.name in kconfig_names and kconfig_map is not None:

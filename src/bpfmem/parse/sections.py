@@ -282,10 +282,24 @@ def find_sec_def(sec_name: str) -> Optional[SectionDef]:
     """
     # libbpf compares C strings: anything after an embedded NUL is invisible.
     sec_name = sec_name.split("\0", 1)[0]
-    for sec_def in SECTION_DEFS:
+    # only entries whose prefix starts with the name's first character can match (every
+    # prefix is non-empty); _BY_FIRST keeps them in table order, so the first match is
+    # libbpf's
+    for sec_def in _BY_FIRST.get(sec_name[:1], ()):
         if sec_def_matches(sec_def, sec_name):
             return sec_def
     return None
+
+
+def _by_first_character() -> dict[str, tuple[SectionDef, ...]]:
+    out: dict[str, list[SectionDef]] = {}
+    for sec_def in SECTION_DEFS:
+        if sec_def.prefix:
+            out.setdefault(sec_def.prefix[0], []).append(sec_def)
+    return {c: tuple(defs) for c, defs in out.items()}
+
+
+_BY_FIRST = _by_first_character()
 
 
 def _strip_autoload_marker(sec_name: str) -> tuple[str, bool]:
