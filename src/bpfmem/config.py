@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .analysis.quantity import parse_size
 from .errors import BpfmemError
 from .inputs import Fields, InputError, load_toml
 
@@ -91,10 +90,12 @@ def find_config(start: str | os.PathLike = ".") -> Path | None:
         pp = p / "pyproject.toml"
         if pp.is_file():
             try:
+                if b"bpfmem" not in pp.read_bytes():   # no [tool.bpfmem]: no TOML parser
+                    continue
                 tool = load_toml(pp).get("tool", {})
                 if isinstance(tool, dict) and "bpfmem" in tool:
                     return pp
-            except InputError:
+            except (InputError, OSError):
                 pass
     return None
 
@@ -167,6 +168,7 @@ def parse_config(text: str, path: str = "bpfmem.toml") -> Config:
 def _size_field(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(f"{name}: expected a size such as \"128Mi\", not {value!r:.40}")
+    from .analysis.quantity import parse_size   # only a config with sizes needs Decimal
     try:
         return parse_size(value if isinstance(value, str) else str(value))
     except ValueError as e:

@@ -3,13 +3,14 @@ gate must not pass over in silence."""
 
 from __future__ import annotations
 
-import difflib
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from .whatif import WhatIf
+if TYPE_CHECKING:
+    from .whatif import WhatIf
 
 
 def _hint(name: str, known: Iterable[str]) -> str:
+    import difflib   # only once something is misspelt
     close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 

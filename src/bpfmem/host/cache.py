@@ -8,7 +8,6 @@ or a BPF program bpfmem loads as root.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -29,9 +28,21 @@ def _private(path: str) -> bool:
             and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
+def _sha256(data: bytes) -> str:
+    """sha256 hex digest from CPython's builtin module where there is one: importing hashlib
+    loads OpenSSL, which costs more than a small `bpfmem maps` itself."""
+    try:
+        from _sha2 import sha256  # CPython 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # CPython 3.11
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
+
+
 def _path(kind: str, key: str) -> str:
-    return os.path.join(_base(), "bpfmem", kind,
-                        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
+    return os.path.join(_base(), "bpfmem", kind, _sha256(key.encode())[:16] + ".json")
 
 
 def load(kind: str, key: str) -> dict | None:

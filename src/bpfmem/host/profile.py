@@ -7,7 +7,6 @@ The model never reads files: this module reads ``/sys`` and BTF files, hands the
 from __future__ import annotations
 
 import os
-import platform
 import stat
 
 from ..errors import ParseError
@@ -81,7 +80,7 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
         raise e.with_path(path) from None
     host = _is_host_btf(path)
     if facts.release is None and release is None and host:
-        release = platform.release()
+        release = os.uname().release
     if facts.release is not None and release is not None and \
             parse_release(release)[:2] != parse_release(facts.release)[:2]:
         raise ValueError(f"{path} is the BTF of {facts.release}, not of --kernel {release}")
@@ -100,10 +99,10 @@ def host_profile(root: str = "/") -> KernelProfile:
     """This machine's kernel: its BTF (struct sizes, eras, features, map types), release,
     possible CPUs, page size and NR_CPUS. Without BTF, the release's table."""
     from dataclasses import replace
-    release = platform.release()
+    release = os.uname().release
     cpus = host_possible_cpus(root)
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    arch = platform.machine() or "x86_64"
+    arch = os.uname().machine or "x86_64"
     btf_path = os.path.join(root, HOST_BTF)
     try:
         facts = _cached_host_facts(btf_path, release)
@@ -127,7 +126,7 @@ def _cached_host_facts(btf_path: str, release: str):
     from . import cache
     from ..parse.kernel_btf import KernelFacts, parse_kernel_btf
     st = os.stat(btf_path)
-    key = f"v2|{release}|{platform.version()}|{st.st_size}|{st.st_mtime_ns}"
+    key = f"v2|{release}|{os.uname().version}|{st.st_size}|{st.st_mtime_ns}"
     d = cache.load("btf-facts", key)
     if d is not None:
         try:
