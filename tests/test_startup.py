@@ -1,0 +1,138 @@
+"""Start-up stays small: which modules `bpfmem maps --format json OBJ` and `bpfmem --help`
+import, read from ``sys.modules`` after ``main()`` in a fresh interpreter (so nothing a test
+imported before counts). A new import on these paths fails here until it is lazy or listed.
+
+Speed itself is measured by bench/parse.py against `python3 -c pass` and libbpf in the same
+run; this only guards what the figures depend on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+OBJ = FIXTURES / "prog_sections.o"
+
+# Run main(argv) with its stdout captured, then write what it printed and the modules it
+# added as JSON to the pipe $PROBE_FD.
+_PROBE = """
+import io, json, os, sys, contextlib
+before = set(sys.modules)
+from bpfmem.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as e:
+        code = e.code
+with os.fdopen(int(os.environ["PROBE_FD"]), "w") as f:
+    json.dump({"code": code, "out": out.getvalue(),
+               "modules": sorted(set(sys.modules) - before)}, f)
+"""
+
+
+def imported(argv: list[str], cwd: Path) -> tuple[int, str, set[str]]:
+    r, w = os.pipe()
+    env = dict(os.environ, PYTHONPATH=str(SRC), PROBE_FD=str(w))
+    p = subprocess.Popen([sys.executable, "-c", _PROBE, *argv], cwd=cwd, env=env,
+                         pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(w)
+    with os.fdopen(r) as f:
+        data = f.read()
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 0, err.decode()
+    d = json.loads(data)
+    return d["code"], d["out"], set(d["modules"])
+
+
+def ours(mods: set[str]) -> set[str]:
+    return {m for m in mods if m == "bpfmem" or m.startswith("bpfmem.")}
+
+
+# Everything `maps --format json` needs: the CLI shell, the object parser, the model, the
+# JSON report, the host's kernel profile (from its cached BTF facts).
+MAPS_JSON_ALLOWED = {
+    "bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.errors", "bpfmem.api",
+    "bpfmem.config", "bpfmem.uapi",
+    "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
+    "bpfmem.parse.sections", "bpfmem.parse.objspec", "bpfmem.parse.kernel_btf",
+    "bpfmem.model", "bpfmem.model.kernel", "bpfmem.model.structs", "bpfmem.model.shape",
+    "bpfmem.model.limits", "bpfmem.model.formulas", "bpfmem.model.estimate",
+    "bpfmem.report", "bpfmem.report.maps", "bpfmem.report.memory",
+    "bpfmem.analysis", "bpfmem.analysis.placeholders", "bpfmem.analysis.typos",
+    "bpfmem.host", "bpfmem.host.profile", "bpfmem.host.cache",
+}
+# What `maps --format json` must never pull in: other commands' modules, the live host,
+# renderers of other formats, optional extras, and heavy stdlib it has no use for.
+MAPS_JSON_FORBIDDEN = {
+    "rich", "plotly", "prometheus_client", "yaml", "tomllib", "hashlib", "_hashlib", "difflib",
+    "decimal", "platform", "ctypes", "tarfile", "lzma", "bz2", "subprocess",
+    "bpfmem.exporter", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
+    "bpfmem.host.procfs", "bpfmem.host.cgroup", "bpfmem.host.vm", "bpfmem.host.probe",
+    "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",
+    "bpfmem.report.snapshot", "bpfmem.report.top", "bpfmem.analysis.advise",
+    "bpfmem.analysis.whatif", "bpfmem.analysis.quantity", "bpfmem.parse.access",
+    "bpfmem.parse.insn",
+}
+HELP_ALLOWED = {"bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.errors"}
+
+
+def test_maps_json_imports_only_what_it_uses(tmp_path):
+    code, out, mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
+    assert code == 0
+    assert json.loads(out)["schema"].startswith("bpfmem/maps/")
+    assert {"bpfmem.parse.objspec", "bpfmem.report.maps", "bpfmem.model.estimate"} <= mods
+    assert ours(mods) <= MAPS_JSON_ALLOWED, sorted(ours(mods) - MAPS_JSON_ALLOWED)
+    assert not mods & MAPS_JSON_FORBIDDEN, sorted(mods & MAPS_JSON_FORBIDDEN)
+
+
+def test_maps_json_no_memory_reads_no_host_profile(tmp_path):
+    code, out, mods = imported(["maps", "--format", "json", "--no-memory", str(OBJ)], tmp_path)
+    assert code == 0 and json.loads(out)["objects"]
+    assert not mods & MAPS_JSON_FORBIDDEN, sorted(mods & MAPS_JSON_FORBIDDEN)
+    assert "bpfmem.host.profile" not in mods and "bpfmem.parse.kernel_btf" not in mods
+
+
+def test_config_file_brings_the_toml_parser(tmp_path):
+    """The TOML parser is lazy, not gone: a bpfmem.toml is still read (and its sizes)."""
+    (tmp_path / "bpfmem.toml").write_text('limit = "128Mi"\n')
+    code, _out, mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
+    assert code == 0 and "tomllib" in mods and "bpfmem.analysis.quantity" in mods
+    (tmp_path / "bpfmem.toml").write_text('limit = "128Mb"\n')
+    code, _out, _mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
+    assert code == 1   # read, and its bad size reported
+
+
+def test_pyproject_without_bpfmem_is_not_parsed(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "agent"\n')
+    code, _out, mods = imported(["maps", "--format", "json", "--no-memory", str(OBJ)], tmp_path)
+    assert code == 0 and "tomllib" not in mods
+
+
+def test_pyproject_with_tool_bpfmem_is_read(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.bpfmem]\nlimit = "no-such-size"\n')
+    code, _out, _mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
+    assert code == 1   # the config was found and its bad limit reported
+
+
+def test_help_imports_only_the_cli(tmp_path):
+    code, out, mods = imported(["--help"], tmp_path)
+    assert code == 0 and "bpfmem maps" in out
+    assert ours(mods) <= HELP_ALLOWED, sorted(ours(mods) - HELP_ALLOWED)
+    for heavy in ("dataclasses", "json", "tomllib", "rich"):
+        assert heavy not in mods, heavy
+
+
+@pytest.mark.parametrize("obj", ["hash_basic.bpfeb.o", "large_synthetic.o"])
+def test_maps_json_other_objects_same_import_set(tmp_path, obj):
+    code, out, mods = imported(["maps", "--format", "json", "--no-memory",
+                                str(FIXTURES / obj)], tmp_path)
+    assert code == 0 and json.loads(out)["objects"][0]["maps"]
+    assert not mods & MAPS_JSON_FORBIDDEN
