@@ -1,22 +1,37 @@
 #!/usr/bin/env python3
-"""Benchmark: `bpfmem maps --format json` against libbpf's C open of the same object.
+"""Benchmark: bpfmem's start-up and object parser against the peers they stand beside.
 
-Both are measured in this run, on this machine: the ratio is what matters, not seconds.
-For each object it prints
-  - process: median wall time of `bpfmem maps --format json OBJ` vs `libbpf_maps open OBJ`
-    (what a user waits for, interpreter start included), and bpfmem's peak RSS;
-  - in-process: median time of bpfmem.parse_object(bytes) vs one bpf_object__open_file +
-    close inside the harness (`libbpf_maps bench OBJ N`), i.e. parser against parser.
-Goal (issue 2): within 3x of libbpf on objects over 1 MB, peak RSS under 80 MiB.
+Every pair is measured in this run, on this machine, interleaved (A, B, A, B, ...) so that
+load from other processes falls on both sides; medians are printed, and the ratio is what
+matters, not seconds. Rows (issue 17's table):
 
-usage: python bench/parse.py [--runs N] [OBJ...]   (default: largest fixture + synthetic)
+  start-up   `bpfmem maps --format json SMALL` vs `python3 -c pass` and vs `libbpf_maps open
+             SMALL` (tests/harness, bpf_object__open_file); `bpfmem --help` beside them.
+             Goal: <= 50 ms.
+  big        the same on the 4.8 MB synthetic object (with the memory model, and
+             --no-memory) vs libbpf open. Goal: <= 2x.
+  parser     in process: bpfmem.parse_object(bytes) vs one bpf_object__open_file + close
+             inside the harness (`libbpf_maps bench OBJ N`). Goal: <= 1.2x.
+  many       one `bpfmem maps --format json` over every object libbpf opens here (the
+             committed fixtures and the examples; no upstream objects are kept locally)
+             vs libbpf open once per object. Goal: <= 1x.
+
+With --callgrind (valgrind installed) it also prints instruction counts of the same pairs,
+which other processes cannot disturb: the figures to compare before/after a change.
+
+Bytecode is compiled first (compileall on src/) and the children may write it, as an
+installed bpfmem has it.
+
+usage: python bench/parse.py [--runs N] [--callgrind] [--small OBJ] [--big OBJ]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,84 +45,170 @@ sys.path.insert(0, str(ROOT / "tests"))
 import libbpf_harness  # noqa: E402
 from bpfmem.parse.objspec import parse_object  # noqa: E402
 
+FIXTURES = ROOT / "tests" / "bpf" / "obj"
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["PYTHONPATH"] = str(ROOT / "src")
+PY = sys.executable
+BPFMEM = [PY, "-m", "bpfmem"]
+
 
 def run_child(argv: list[str]) -> tuple[float, int]:
     """(wall seconds, peak RSS KiB) of one child process, output discarded."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV,
+                         cwd="/")
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise SystemExit(f"{argv} failed with {p.returncode}")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{argv} failed with {code}")
     return wall, ru.ru_maxrss
 
 
-def default_objects() -> list[Path]:
-    objs = sorted((ROOT / "tests" / "bpf" / "obj").glob("*.o"), key=lambda p: p.stat().st_size)
-    synthetic = [p for p in objs if "synthetic" in p.name]
-    fixtures = [p for p in objs if "synthetic" not in p.name]
-    return fixtures[-1:] + synthetic
+def interleaved(cmds: dict[str, list[str]], runs: int) -> dict[str, tuple[float, int]]:
+    """name -> (median wall seconds, max RSS KiB), the commands run in turn ``runs`` times."""
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    rss: dict[str, int] = {k: 0 for k in cmds}
+    for k, argv in cmds.items():   # warm the page cache and bytecode once
+        run_child(argv)
+    for _ in range(runs):
+        for k, argv in cmds.items():
+            w, r = run_child(argv)
+            times[k].append(w)
+            rss[k] = max(rss[k], r)
+    return {k: (statistics.median(v), rss[k]) for k, v in times.items()}
+
+
+def libbpf_opens(objs: list[Path]) -> list[Path]:
+    harness = str(libbpf_harness.BINARY)
+    return [p for p in objs if subprocess.run([harness, "open", str(p)], env=ENV,
+                                              capture_output=True).returncode == 0]
+
+
+def parser_pair(obj: Path, runs: int) -> tuple[float, float]:
+    """(median parse_object seconds, median libbpf open+close seconds), interleaved."""
+    data = obj.read_bytes()
+    harness = str(libbpf_harness.BINARY)
+    n = 1 if len(data) > 1 << 20 else 50
+    ours, theirs = [], []
+    parse_object(data, path=str(obj))
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            parse_object(data, path=str(obj))
+        ours.append((time.perf_counter() - t0) / n)
+        out = subprocess.run([harness, "bench", str(obj), str(n)], capture_output=True,
+                             text=True, check=True, env=ENV).stdout
+        b = json.loads(out.strip().splitlines()[-1])
+        theirs.append(b["seconds"] / b["opens"])
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def instructions(argv: list[str]) -> int:
+    """Instructions executed by ``argv`` (callgrind: deterministic, blind to load)."""
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                        *argv], capture_output=True, text=True, env=ENV, cwd="/")
+    for line in p.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise SystemExit(f"callgrind gave no count for {argv}: {p.stderr[-300:]}")
+
+
+_PARSE_N = ("import sys\nfrom bpfmem.parse.objspec import parse_object\n"
+            "d = open(sys.argv[1], 'rb').read()\n"
+            "for _ in range(int(sys.argv[2])): parse_object(d, path=sys.argv[1])\n")
+
+
+def ms(s: float) -> str:
+    return f"{s * 1000:7.1f} ms"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("objects", nargs="*", type=Path)
-    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--small", type=Path, default=FIXTURES / "prog_sections.o")
+    ap.add_argument("--big", type=Path, default=FIXTURES / "large_synthetic.o")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also print instruction counts (valgrind) of the same pairs")
     args = ap.parse_args()
     if libbpf_harness.ensure_built() is None:
         print("cannot build tests/harness (gcc, libbpf-dev)", file=sys.stderr)
         return 1
     harness = str(libbpf_harness.BINARY)
-    objects = args.objects or default_objects()
-    baseline = statistics.median(run_child([sys.executable, "-c", "pass"])[0]
-                                 for _ in range(args.runs))
-    print(f"interpreter start on this machine (python3 -c pass): {baseline * 1000:.1f}ms, "
-          "included in every bpfmem process time below\n")
-    print("columns: bpfmem = `bpfmem maps --format json` (with the memory model); spec = the "
-          "same with --no-memory;\nlibbpf = `libbpf_maps open` (bpf_object__open_file); parse "
-          "= bpfmem's parse_object in-process;\nopen = one libbpf open+close in-process\n")
-    print(f"{'object':24} {'size':>8}  {'bpfmem':>8} {'spec':>8} {'libbpf':>8} {'ratio':>6} "
-          f"{'spec':>5}  {'parse':>8} {'open':>8} {'ratio':>5}  {'RSS MiB':>7}")
-    worst = 0.0
-    big: list[tuple[float, float, float]] = []
-    for obj in objects:
-        data = obj.read_bytes()
-        ours, spec_only, theirs, rss = [], [], [], []
-        for _ in range(args.runs):
-            w, r = run_child([sys.executable, "-m", "bpfmem", "maps", "--format", "json",
-                              str(obj)])
-            ours.append(w)
-            rss.append(r)
-            w, r = run_child([sys.executable, "-m", "bpfmem", "maps", "--format", "json",
-                              "--no-memory", str(obj)])
-            spec_only.append(w)
-            rss.append(r)
-            theirs.append(run_child([harness, "open", str(obj)])[0])
-        parse_times = []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            parse_object(data, path=str(obj))
-            parse_times.append(time.perf_counter() - t0)
-        n = max(3, args.runs)
-        out = subprocess.run([harness, "bench", str(obj), str(n)], capture_output=True,
-                             text=True, check=True).stdout
-        bench = json.loads(out.strip().splitlines()[-1])
-        open_time = bench["seconds"] / bench["opens"]
-        o, t = statistics.median(ours), statistics.median(theirs)
-        so = statistics.median(spec_only)
-        p = statistics.median(parse_times)
-        ratio, sratio, pratio = o / t, so / t, p / open_time
-        if len(data) > 1 << 20:
-            worst = max(worst, ratio)
-            big.append((ratio, sratio, pratio))
-        print(f"{obj.name[:24]:24} {len(data) / 1024:7.0f}K  {o * 1000:6.1f}ms {so * 1000:6.1f}ms "
-              f"{t * 1000:6.1f}ms {ratio:5.1f}x {sratio:4.1f}x  {p * 1000:6.1f}ms "
-              f"{open_time * 1000:6.2f}ms {pratio:4.1f}x  {max(rss) / 1024:7.1f}")
-    for ratio, sratio, pratio in big:
-        print(f"\nobjects over 1 MB: process {ratio:.2f}x with memory, {sratio:.2f}x spec only, "
-              f"parser against parser {pratio:.2f}x (goal: 3x)")
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
+    small, big = str(args.small), str(args.big)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}; medians of {args.runs} interleaved runs\n")
+
+    r = interleaved({"pass": [PY, "-c", "pass"],
+                     "maps": BPFMEM + ["maps", "--format", "json", small],
+                     "help": BPFMEM + ["--help"],
+                     "libbpf": [harness, "open", small]}, args.runs)
+    print(f"start-up on {args.small.name} ({args.small.stat().st_size / 1024:.0f} KiB):")
+    print(f"  bpfmem maps --format json  {ms(r['maps'][0])}   (goal <= 50 ms; "
+          f"{r['maps'][0] / r['pass'][0]:.1f}x python3 -c pass, "
+          f"{r['maps'][0] / r['libbpf'][0]:.0f}x libbpf open; RSS {r['maps'][1] / 1024:.1f} MiB)")
+    print(f"  bpfmem --help              {ms(r['help'][0])}   "
+          f"({r['help'][0] / r['pass'][0]:.1f}x python3 -c pass)")
+    print(f"  python3 -c pass            {ms(r['pass'][0])}")
+    print(f"  libbpf_maps open           {ms(r['libbpf'][0])}")
+    print(f"  bpfmem above the interpreter: {ms(r['maps'][0] - r['pass'][0])}\n")
+
+    r = interleaved({"maps": BPFMEM + ["maps", "--format", "json", big],
+                     "spec": BPFMEM + ["maps", "--format", "json", "--no-memory", big],
+                     "libbpf": [harness, "open", big]}, max(3, args.runs // 2))
+    t = r["libbpf"][0]
+    print(f"big object {args.big.name} ({args.big.stat().st_size / 2**20:.1f} MiB):")
+    print(f"  bpfmem maps --format json  {ms(r['maps'][0])}  {r['maps'][0] / t:.2f}x libbpf "
+          f"open (goal <= 2x); RSS {r['maps'][1] / 1024:.1f} MiB")
+    print(f"  ... --no-memory            {ms(r['spec'][0])}  {r['spec'][0] / t:.2f}x")
+    print(f"  libbpf_maps open           {ms(t)}\n")
+
+    print("parser against parser, in process (parse_object vs bpf_object__open_file+close):")
+    for obj in (args.small, args.big):
+        o, t = parser_pair(obj, max(3, args.runs // 2))
+        print(f"  {obj.name:24} {ms(o)} vs {ms(t)}  {o / t:.2f}x (goal <= 1.2x)")
+    print()
+
+    objs = sorted(FIXTURES.glob("*.o")) + sorted((ROOT / "examples").rglob("*.o")) + \
+        sorted((ROOT / "src" / "bpfmem" / "examples").glob("*.o"))
+    both = [p for p in libbpf_opens(objs) if p != args.big]
+    runs = max(3, args.runs // 2)
+    ours, theirs = [], []
+    for _ in range(runs):
+        ours.append(run_child(BPFMEM + ["maps", "--format", "json", *map(str, both)])[0])
+        theirs.append(sum(run_child([harness, "open", str(p)])[0] for p in both))
+    o, t = statistics.median(ours), statistics.median(theirs)
+    size = sum(p.stat().st_size for p in both)
+    print(f"many objects: the {len(both)} of {len(objs)} local objects libbpf opens (fixtures "
+          f"and examples, {size / 1024:.0f} KiB; no upstream objects here), synthetic left out:")
+    print(f"  one bpfmem maps call {ms(o)} vs libbpf open once per object {ms(t)}: "
+          f"{o / t:.2f}x (goal <= 1x)")
+
+    if args.callgrind:
+        if shutil.which("valgrind") is None:
+            print("\n--callgrind: valgrind is not installed", file=sys.stderr)
+            return 1
+        print("\ninstructions (callgrind), deterministic:")
+        base = instructions([PY, "-c", "pass"])
+        rows = [("python3 -c pass", base),
+                ("bpfmem maps --format json SMALL",
+                 instructions(BPFMEM + ["maps", "--format", "json", small])),
+                ("bpfmem --help", instructions(BPFMEM + ["--help"])),
+                ("libbpf_maps open SMALL", instructions([harness, "open", small])),
+                ("bpfmem maps --format json BIG",
+                 instructions(BPFMEM + ["maps", "--format", "json", big])),
+                ("libbpf_maps open BIG", instructions([harness, "open", big]))]
+        p0 = instructions([PY, "-c", _PARSE_N, big, "0"])
+        p1 = instructions([PY, "-c", _PARSE_N, big, "1"])
+        h0 = instructions([harness, "bench", big, "0"])
+        h1 = instructions([harness, "bench", big, "1"])
+        rows += [("parse_object(BIG) in process", p1 - p0), ("bpf_object__open BIG", h1 - h0)]
+        for name, n in rows:
+            print(f"  {name:34} {n / 1e6:9.1f} M")
+        print(f"  maps SMALL above the interpreter: {(rows[1][1] - base) / 1e6:.1f} M; "
+              f"parser vs parser {(p1 - p0) / (h1 - h0):.2f}x; maps BIG vs libbpf open "
+              f"{rows[4][1] / rows[5][1]:.2f}x")
     return 0
 
 

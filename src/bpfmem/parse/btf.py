@@ -106,6 +106,28 @@ for _k in (ENUM, FUNC_PROTO):
     _EXTRA_MULT[_k] = 8
 
 
+class _Checked:
+    """The type section's reads for :meth:`Btf._decode`, without bounds checks: the index
+    pass proved that every type's header and payload lie inside the section."""
+
+    __slots__ = ("data", "_view", "_endian")
+
+    def __init__(self, types: Bytes):
+        self.data = types.data
+        self._view = memoryview(types.data)
+        self._endian = types.endian
+
+    def u32(self, offset: int, _what: str) -> int:
+        return packer(self._endian, "I").unpack_from(self.data, offset)[0]
+
+    def unpack(self, fmt: str, offset: int, _what: str) -> tuple:
+        return packer(self._endian, fmt).unpack_from(self.data, offset)
+
+    def iter_unpack(self, fmt: str, offset: int, count: int, _what: str):
+        st = packer(self._endian, fmt)
+        return st.iter_unpack(self._view[offset:offset + st.size * count]) if count else ()
+
+
 class Btf:
     """Parsed ``.BTF`` section. Type ids start at 1; id 0 is void."""
 
@@ -148,6 +170,7 @@ class Btf:
         self._datasecs: dict[str, int] = {}
         self._cache: dict[int, BtfType] = {0: _VOID}
         self._index()
+        self._reads = _Checked(self._types)
 
     # -- indexing ---------------------------------------------------------------------------
     def _index(self) -> None:
@@ -252,14 +275,14 @@ class Btf:
 
     def _decode(self, tid: int) -> BtfType:
         off = self._offsets[tid]
-        buf = self._types
-        name_off, info, st = buf.unpack("III", off, f"type [{tid}]")
+        buf = self._reads
+        name_off, info, st = self._iii(buf.data, off)
         kind = (info >> 24) & 0x1F
         vlen = info & 0xFFFF
         kflag = bool(info >> 31)
         name = self._str(name_off, tid)
         x = off + 12
-        what = f"type [{tid}] {KIND_NAMES[kind]}"
+        what = ""
         new = tuple.__new__
         extra: tuple = (0, None, (), (), (), 0, (), -1)
         if kind == INT:

@@ -221,21 +221,39 @@ class ElfFile:
         names = string_table(strs)
         get = names.get
         cstr = strs.cstr
+        data.check(0, 24 * count, "symbols")
+        raw = data.data[:24 * count]
+        if self.little_endian == (sys.byteorder == "little"):
+            # Elf64_Sym columns straight from the bytes: st_name (u32 0 of 6), st_info and
+            # st_other (bytes 4, 5 of 24), st_shndx (u16 3 of 12), st_value, st_size (u64 1, 2
+            # of 3)
+            mv = memoryview(raw)
+            name_offs = mv.cast("I")[0::6].tolist()
+            infos, others = raw[4::24], raw[5::24]
+            shndxs = mv.cast("H")[3::12].tolist()
+            q = mv.cast("Q")
+            values, sizes = q[1::3].tolist(), q[2::3].tolist()
+        else:
+            recs = list(data.iter_unpack("IBBHQQ", 0, count, "symbols"))
+            name_offs = [r[0] for r in recs]
+            infos, others = bytes(r[1] for r in recs), bytes(r[2] for r in recs)
+            shndxs = [r[3] for r in recs]
+            values, sizes = [r[4] for r in recs], [r[5] for r in recs]
+        sym_names = [get(o) if o else "" for o in name_offs]
+        if None in sym_names:   # a suffix of another name (or out of bounds: cstr raises)
+            sym_names = [n if n is not None else cstr(o, f"name of symbol {i}")
+                         for i, (n, o) in enumerate(zip(sym_names, name_offs))]
+        if SHN_XINDEX in shndxs:
+            for i, shndx in enumerate(shndxs):
+                if shndx == SHN_XINDEX:
+                    if xindex is None or i >= len(xindex):
+                        raise ParseError(f"symbol {i} uses SHN_XINDEX without an index table",
+                                         section=tab.name, offset=tab.offset + 24 * i)
+                    shndxs[i] = xindex[i]
         new = tuple.__new__
-        out: list[Symbol] = []
-        append = out.append
-        for i, (name_off, info, other, shndx, value, size) in enumerate(
-                data.iter_unpack("IBBHQQ", 0, count, "symbols")):
-            name = get(name_off) if name_off else ""
-            if name is None:   # a suffix of another name (or out of bounds: cstr raises)
-                name = cstr(name_off, f"name of symbol {i}")
-            if shndx == SHN_XINDEX:
-                if xindex is None or i >= len(xindex):
-                    raise ParseError(f"symbol {i} uses SHN_XINDEX without an index table",
-                                     section=tab.name, offset=tab.offset + 24 * i)
-                shndx = xindex[i]
-            append(new(Symbol, (i, name, value, size, info >> 4, info & 0xF, other & 0x3,
-                                shndx)))
+        out = [new(Symbol, r) for r in zip(range(count), sym_names, values, sizes,
+                                           [i >> 4 for i in infos], [i & 0xF for i in infos],
+                                           [o & 0x3 for o in others], shndxs)]
         return out
 
     def symbol(self, index: int, what: str = "symbol index") -> Symbol:
