@@ -128,6 +128,7 @@ class ElfFile:
                              section="ELF header", offset=16)
         self.machine = e_machine
         self._file = Bytes(data, "section headers", endian=self.endian)
+        self._view = memoryview(data)
 
         # Section headers, with ELF extended numbering for very large objects.
         if e_shoff == 0:
@@ -281,18 +282,15 @@ class ElfFile:
         if sec.entsize not in (0, size):
             raise ParseError(f"relocation entry size {sec.entsize}, expected {size}",
                              section=sec.name, offset=sec.offset)
-        data = self.data(sec)
         count = sec.size // size
         if count == 0:
             return [], [], []
-        raw = data.data[:count * size]
-        native = self.little_endian == (sys.byteorder == "little")
-        if rel and native:
-            words = memoryview(raw).cast("I")   # r_offset lo, hi, r_info lo, hi
-            offsets = memoryview(raw).cast("Q")[0::2].tolist()
-            if self.little_endian:
-                return offsets, words[3::4].tolist(), words[2::4].tolist()
-            return offsets, words[2::4].tolist(), words[3::4].tolist()
+        if rel and self.little_endian and sys.byteorder == "little":
+            # the header pass checked that the section lies inside the file: view it in place
+            view = self._view[sec.offset:sec.offset + count * size]
+            words = view.cast("I")   # r_offset lo, hi, r_info lo (type), hi (symbol)
+            return view.cast("Q")[0::2].tolist(), words[3::4].tolist(), words[2::4].tolist()
+        data = self.data(sec)
         fmt = "QQ" if rel else "QQq"
         recs = list(data.iter_unpack(fmt, 0, count, "relocations"))
         return ([r[0] for r in recs], [r[1] >> 32 for r in recs],

@@ -1038,6 +1038,9 @@ class _ObjectParser:
         little = elf.little_endian
         native = little == (sys.byteorder == "little")
         syms, nsyms = self.syms, len(self.syms)
+        targets = self.reloc_targets
+        text_idx, maps_idx, legacy_idx = self.text_idx, self.maps_idx, self.legacy_idx
+        arena_idx = self.arena_idx
         for rsec in elf.relocation_sections():
             if rsec.type != SHT_REL or rsec.info not in exec_by_idx:
                 continue
@@ -1086,32 +1089,32 @@ class _ObjectParser:
                 if sym.shndx == SHN_UNDEF:
                     if sym.name in kconfig_names and kconfig_map is not None:
                         maps_used.add(kconfig_map)
-                        self.reloc_targets[(target.index, off)] = ("value", kconfig_map)
+                        targets[(target.index, off)] = ("value", kconfig_map)
                     continue
                 if opcode == _BPF_CALL:
-                    if src_reg == _PSEUDO_CALL and sym.shndx == self.text_idx:
+                    if src_reg == _PSEUDO_CALL and sym.shndx == text_idx:
                         calls.add(sym.value + (imm + 1) * 8)
-                        self.reloc_targets[(target.index, off)] = (
+                        targets[(target.index, off)] = (
                             "call", sym.value + (imm + 1) * 8)
                     continue
                 if opcode != _BPF_LD_IMM64 or sym.shndx >= SHN_LORESERVE:
                     continue
-                if sym.shndx == self.text_idx:
+                if sym.shndx == text_idx:
                     calls.add(sym.value + imm)          # callback (subprogram address)
-                    self.reloc_targets[(target.index, off)] = ("func", sym.value + imm)
-                elif sym.shndx == self.maps_idx or sym.shndx == self.legacy_idx:
+                    targets[(target.index, off)] = ("func", sym.value + imm)
+                elif sym.shndx == maps_idx or sym.shndx == legacy_idx:
                     i = map_at.get((sym.shndx, sym.value))
                     if i is None:
                         raise ParseError(f"map relocation against '{sym.name}' at offset "
                                          f"{sym.value} matches no map", section=rsec.name)
                     maps_used.add(i)
-                    self.reloc_targets[(target.index, off)] = ("map", i)
+                    targets[(target.index, off)] = ("map", i)
                 elif sym.shndx in data_map:
                     maps_used.add(data_map[sym.shndx])
-                    self.reloc_targets[(target.index, off)] = ("value", data_map[sym.shndx])
-                elif sym.shndx == self.arena_idx and arena_map is not None:
+                    targets[(target.index, off)] = ("value", data_map[sym.shndx])
+                elif sym.shndx == arena_idx and arena_map is not None:
                     maps_used.add(arena_map)
-                    self.reloc_targets[(target.index, off)] = ("value", arena_map)
+                    targets[(target.index, off)] = ("value", arena_map)
 
         programs: list[ProgramSpec] = []
         text_funcs = {f.value: f for f in self.funcs.get(self.text_idx or -1, [])}
