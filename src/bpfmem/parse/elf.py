@@ -151,7 +151,7 @@ class ElfFile:
         self.sections: list[Section] = []
         append = self.sections.append
         new = tuple.__new__
-        names = string_table(shstr)
+        names = string_table(shstr, shnum)
         n = len(data)
         for i, (name_off, typ, flags, _addr, off, size, link, info, _align, entsize) in enumerate(raw):
             if i:
@@ -219,7 +219,7 @@ class ElfFile:
                 d = self.data(s)
                 xindex = [v for (v,) in d.iter_unpack("I", 0, len(d) // 4, "extended indices")]
         count = tab.size // 24
-        names = string_table(strs)
+        names = string_table(strs, count)
         get = names.get
         cstr = strs.cstr
         data.check(0, 24 * count, "symbols")
@@ -297,13 +297,15 @@ class ElfFile:
                 [r[1] & 0xFFFFFFFF for r in recs])
 
 
-def string_table(strs: Bytes) -> dict[int, str]:
+def string_table(strs: Bytes, lookups: int) -> dict[int, str]:
     """Every NUL-terminated string of an ELF string table by the offset it starts at, in
     one pass (``split`` in C); names that point into the middle of another (suffix sharing)
     are not keys: look those up with ``strs.cstr``. A last string without its NUL is left
-    out, so ``cstr`` reports it."""
+    out, so ``cstr`` reports it. A table with far more strings than the ``lookups`` to come
+    (a mangled header pointing at some other section) gets no index, so the work stays bounded
+    by the lookups, not by the table."""
     raw = strs.data
-    if not raw:
+    if not raw or raw.count(b"\0") > 4 * lookups + 256:
         return {}
     if raw.isascii():
         parts = raw.decode("ascii").split("\0")
