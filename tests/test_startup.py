@@ -59,10 +59,12 @@ def ours(mods: set[str]) -> set[str]:
 # Everything `maps --format json` needs: the CLI shell, the object parser, the model, the
 # JSON report, the host's kernel profile (from its cached BTF facts).
 MAPS_JSON_ALLOWED = {
-    "bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.errors", "bpfmem.api",
+    "bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.cli_size",
+    "bpfmem.errors", "bpfmem.api",
     "bpfmem.config", "bpfmem.uapi",
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
-    "bpfmem.parse.sections", "bpfmem.parse.objspec", "bpfmem.parse.kernel_btf",
+    "bpfmem.parse.sections", "bpfmem.parse.loader", "bpfmem.parse.objspec",
+    "bpfmem.parse.kernel_btf",
     "bpfmem.model", "bpfmem.model.kernel", "bpfmem.model.structs", "bpfmem.model.shape",
     "bpfmem.model.limits", "bpfmem.model.formulas", "bpfmem.model.estimate",
     "bpfmem.report", "bpfmem.report.maps", "bpfmem.report.memory",
@@ -81,7 +83,8 @@ MAPS_JSON_FORBIDDEN = {
     "bpfmem.analysis.whatif", "bpfmem.analysis.quantity", "bpfmem.parse.access",
     "bpfmem.parse.insn",
 }
-HELP_ALLOWED = {"bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.errors"}
+HELP_ALLOWED = {"bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.cli_size",
+                "bpfmem.errors"}
 
 
 def test_maps_json_imports_only_what_it_uses(tmp_path):
