@@ -60,14 +60,14 @@ def ours(mods: set[str]) -> set[str]:
 # JSON report, the host's kernel profile (from its cached BTF facts).
 MAPS_JSON_ALLOWED = {
     "bpfmem", "bpfmem.cli", "bpfmem.cli_live", "bpfmem.cli_pod", "bpfmem.cli_size",
-    "bpfmem.errors", "bpfmem.api",
+    "bpfmem.errors", "bpfmem.api", "bpfmem.inputs", "bpfmem.host.cleanup",
     "bpfmem.config", "bpfmem.uapi",
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
     "bpfmem.parse.sections", "bpfmem.parse.loader", "bpfmem.parse.objspec",
     "bpfmem.parse.kernel_btf",
     "bpfmem.model", "bpfmem.model.kernel", "bpfmem.model.structs", "bpfmem.model.shape",
     "bpfmem.model.limits", "bpfmem.model.formulas", "bpfmem.model.estimate",
-    "bpfmem.report", "bpfmem.report.maps", "bpfmem.report.memory",
+    "bpfmem.report", "bpfmem.report.maps", "bpfmem.report.memory", "bpfmem.report.escape",
     "bpfmem.analysis", "bpfmem.analysis.placeholders", "bpfmem.analysis.typos",
     "bpfmem.host", "bpfmem.host.profile", "bpfmem.host.cache",
 }

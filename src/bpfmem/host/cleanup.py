@@ -14,13 +14,9 @@ scratch cgroups and probe directory, ``pod --trace -- CMD``'s cgroup and command
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
-import secrets
-import shutil
 import signal
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +33,7 @@ _PR_SET_PDEATHSIG = 1
 def scratch_name(kind: str) -> str:
     """``bpfmem-<kind>-<this pid>-<random>``: the name the next run can attribute."""
     assert kind in SCRATCH_KINDS
+    import secrets   # (hashlib, OpenSSL): not for the commands that only need the signals
     return f"bpfmem-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
@@ -62,6 +59,7 @@ def signals_interrupt() -> Iterator[None]:
 def die_with_parent(parent: int) -> None:
     """For ``preexec_fn``: the child gets SIGKILL when ``parent`` (bpfmem) dies; if it has
     already died, the child exits at once."""
+    import ctypes
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
@@ -146,6 +144,7 @@ def sweep_leftovers(tmp: str | None = None, cgroup_roots: list[Path] | None = No
             if not m or not e.is_dir(follow_symlinks=False) or _alive(int(m.group(2))):
                 continue
             (removed if _remove_cgroup(Path(e.path)) else failed).append(e.path)
+    import tempfile
     base = tmp or tempfile.gettempdir()
     try:
         entries = list(os.scandir(base))
@@ -162,6 +161,7 @@ def sweep_leftovers(tmp: str | None = None, cgroup_roots: list[Path] | None = No
             continue
         if not e.is_dir(follow_symlinks=False) or st.st_uid != me:
             continue
+        import shutil
         shutil.rmtree(e.path, ignore_errors=True)
         (failed if os.path.exists(e.path) else removed).append(e.path)
     return removed, failed
