@@ -72,10 +72,12 @@ MAPS_JSON_ALLOWED = {
     "bpfmem.host", "bpfmem.host.profile", "bpfmem.host.cache",
 }
 # What `maps --format json` must never pull in: other commands' modules, the live host,
-# renderers of other formats, optional extras, and heavy stdlib it has no use for.
+# renderers of other formats, optional extras, and heavy stdlib it has no use for. (Not lzma
+# and bz2: argparse's help formatter imports shutil, which imports them where the Python
+# build has them, as Debian's /usr/bin/python3 does.)
 MAPS_JSON_FORBIDDEN = {
     "rich", "plotly", "prometheus_client", "yaml", "tomllib", "hashlib", "_hashlib", "difflib",
-    "decimal", "platform", "ctypes", "tarfile", "lzma", "bz2", "subprocess",
+    "decimal", "platform", "ctypes", "tarfile", "subprocess",
     "bpfmem.exporter", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
     "bpfmem.host.procfs", "bpfmem.host.cgroup", "bpfmem.host.vm", "bpfmem.host.probe",
     "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",

@@ -7,8 +7,6 @@ A target that is not a regular file (a terminal, /dev/stdout, a FIFO) is written
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
 import stat
 from contextlib import contextmanager
 from typing import IO, Iterator
@@ -67,7 +65,7 @@ def output_file(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     target = os.path.realpath(name)
     d = os.path.dirname(target) or "."
     tmp = os.path.join(d, f".{os.path.basename(target)}.bpfmem-{os.getpid()}-"
-                          f"{secrets.token_hex(4)}")
+                          f"{os.urandom(4).hex()}")
     perm = stat.S_IMODE(st.st_mode) if st is not None else 0o666
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -88,5 +86,6 @@ def output_file(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
 
 def copy_to_output(src: str, path: str | os.PathLike) -> None:
     """Copy the file ``src`` to ``path`` the way :func:`output_file` writes."""
+    import shutil
     with open(src, "rb") as s, output_file(path, "wb") as f:
         shutil.copyfileobj(s, f)
