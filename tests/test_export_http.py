@@ -224,3 +224,23 @@ def test_soak_hostile_clients(capsys):
     assert len(failed) <= max(2, ok[0] // 100), failed[:3]   # at most 1% of scrapes fail
     assert ok[0] >= 200
     assert max(r for r, _ in samples) - rss0 < 32 * 1024
+
+
+def test_a_page_larger_than_the_socket_buffer_arrives_whole():
+    """10,000 maps make a page of several MB: every byte of it arrives, plain and gzipped
+    (one send() of an unbuffered socket file writes only what the socket buffer takes)."""
+    base = _snap().maps[0]
+    from dataclasses import replace
+    maps = tuple(replace(base, id=i, name=f"map_{i:05d}_with_a_long_name",
+                         owners=(Owner(1000 + i % 100, "agent", f"/kubepods/pod{i % 100}"),))
+                 for i in range(10000))
+
+    def scan():
+        return replace(_snap(), maps=maps)
+    with _local_server(scan) as (port, _):
+        status, headers, body = _request(port, timeout=60)
+        assert status == 200 and len(body) == int(headers["Content-Length"]) > 4 << 20
+        assert body.count(b"bpfmem_map_max_entries{") == 10000
+        status, headers, gz = _request(port, headers={"Accept-Encoding": "gzip"}, timeout=60)
+        import gzip
+        assert status == 200 and gzip.decompress(gz) == body
