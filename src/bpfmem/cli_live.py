@@ -64,8 +64,9 @@ def _add_scan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--owners-from", choices=("auto", "iterator", "proc"), default="auto",
                    help="how owners are found: the kernel's task_file iterator (one BPF "
                         "program, needs CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN and kallsyms "
-                        "addresses), the /proc walk, or auto: the iterator where it can "
-                        "run (default); the JSON's owners_from says which ran")
+                        "addresses), the /proc walk, or auto (default): the /proc walk in a "
+                        "child beside the map walk on 2+ CPUs, else the iterator where it "
+                        "can run; the JSON's owners_from says which ran")
 
 
 def _add_filter_args(p: argparse.ArgumentParser) -> None:
