@@ -46,44 +46,16 @@ def find_buildinfo(data) -> int:
     return i
 
 
-def _varint(data, pos: int, end: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise ParseError("truncated varint in Go build info", section=".go.buildinfo",
-                             offset=pos)
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _string(data, pos: int, end: int) -> tuple[str, int]:
-    n, pos = _varint(data, pos, end)
-    if n > end - pos:
-        raise ParseError(f"Go build info string of {n} bytes runs past the end",
-                         section=".go.buildinfo", offset=pos)
-    return bytes(data[pos:pos + n]).decode(errors="replace"), pos + n
-
-
 def _modinfo(text: str) -> tuple[str | None, str | None, dict]:
+    """path, "module version" and build settings, decoded by the binary reader's
+    (parse/gobin.py) module-info parser."""
+    from .gobin import _modinfo as parse_modinfo
     # between two 16-byte sentinels, the last one preceded by a newline
     if len(text) >= 33 and text[-17] == "\n":
         text = text[16:-16]
-    path = module = None
-    settings: dict[str, str] = {}
-    for line in text.splitlines():
-        kind, _, rest = line.partition("\t")
-        if kind == "path":
-            path = rest
-        elif kind == "mod":
-            module = " ".join(rest.split("\t")[:2])
-        elif kind == "build":
-            k, _, v = rest.partition("=")
-            settings[k] = v
-    return path, module, settings
+    path, main, _deps, settings = parse_modinfo(text)
+    module = f"{main.path} {main.version}" if main is not None else None
+    return path or None, module, dict(settings)
 
 
 def parse_go_buildinfo(data, offset: int | None = None) -> GoBuildInfo | None:
@@ -102,7 +74,8 @@ def parse_go_buildinfo(data, offset: int | None = None) -> GoBuildInfo | None:
     big = bool(flags & _FLAG_BIG_ENDIAN)
     if not flags & _FLAG_INLINE:
         return GoBuildInfo(None, None, None, {}, i, ptr_size, big)
-    version, pos = _string(data, i + _HEADER, end)
-    mod, _pos = _string(data, pos, end)
+    from .gobin import _varint_string
+    version, pos = _varint_string(data, i + _HEADER, end, i)
+    mod, _pos = _varint_string(data, pos, end, i)
     path, module, settings = _modinfo(mod)
     return GoBuildInfo(version or None, path, module, settings, i, ptr_size, big)
