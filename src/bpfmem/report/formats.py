@@ -1,0 +1,39 @@
+"""The one renderer table: (result type, format) -> the function that draws that result so.
+
+A renderer takes a finished result and a text stream and writes; it computes nothing, reads no
+file and never touches the kernel. Renderers live by format: ``text`` (terminal tables),
+``markdown``, ``json`` (the documents of :mod:`.documents`, also JSON lines), ``junit``,
+``html``. The table names them as ``"module:function"`` inside ``report/`` so a command imports
+only the renderer it runs (JSON output never imports rich or plotly).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import IO, Any
+
+# (result type name, format) -> "module:function" of report/
+RENDERERS: dict[tuple[str, str], str] = {
+}
+
+
+def formats_of(result_type: str) -> tuple[str, ...]:
+    """The formats a result type can be rendered in, in the table's order."""
+    return tuple(fmt for (kind, fmt) in RENDERERS if kind == result_type)
+
+
+def renderer(result: Any, fmt: str):
+    """The function that renders ``result`` as ``fmt`` (ValueError if there is none)."""
+    kind = type(result).__name__
+    try:
+        where = RENDERERS[(kind, fmt)]
+    except KeyError:
+        known = ", ".join(formats_of(kind)) or "none"
+        raise ValueError(f"{kind} has no {fmt} renderer (formats: {known})") from None
+    module, _, function = where.partition(":")
+    return getattr(import_module(f"{__package__}.{module}"), function)
+
+
+def render(result: Any, fmt: str, out: IO[str], **options: Any) -> None:
+    """Draw ``result`` as ``fmt`` on ``out``; ``options`` go to the renderer (width, ...)."""
+    renderer(result, fmt)(result, out, **options)
