@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FIXTURES, is_root
 from bpfmem import api, cli
+from bpfmem.report.documents import document
 from bpfmem.host.profile import host_profile
 from bpfmem.model.shape import MapShape
 
@@ -47,10 +48,10 @@ def test_seed_advice_is_the_seed_fix(capsys):
     no_prealloc = {a["map"] for a in o["advice"] if a["kind"] == "no_prealloc"}
     assert no_prealloc == FIVE
     # the saving equals the model's difference between the two releases
-    before = api.check_objects([str(SEED / "cni_v060_before.bpf.o")], limit=1 << 40,
-                               profiles=api.profiles(["6.18"], [2]))["results"][0]["total"]
-    after = api.check_objects([str(SEED / "cni_v060_after.bpf.o")], limit=1 << 40,
-                              profiles=api.profiles(["6.18"], [2]))["results"][0]["total"]
+    before = document(api.check_objects([str(SEED / "cni_v060_before.bpf.o")], limit=1 << 40,
+                               profiles=api.profiles(["6.18"], [2])))["results"][0]["total"]
+    after = document(api.check_objects([str(SEED / "cni_v060_after.bpf.o")], limit=1 << 40,
+                              profiles=api.profiles(["6.18"], [2])))["results"][0]["total"]
     assert o["saves_at_create"] == before - after
     keep = {a["map"] for a in o["advice"] if a["kind"] == "lru_resize"}
     assert "service_reverse_table" in keep                # LRU: resizing is the only lever

@@ -19,6 +19,7 @@ import pytest
 from conftest import FIXTURES
 from bpfmem.api import load_object
 from bpfmem.analysis.budget import Budget, check
+from bpfmem.report.documents import document
 from bpfmem.errors import ParseError
 from bpfmem.model.estimate import estimate_spec
 from bpfmem.api import profile
@@ -132,7 +133,7 @@ def test_kconfig_once_per_reading_program():
     budget = Budget(1 << 30)
     one = estimate_spec(k, prof)[0].charged_at_create
     seen = estimate_spec(_maps(path)["seen"], prof)[0].charged_at_create
-    total = check([load_object(path, loader=CILIUM)], budget, [prof])["results"][0]["total"]
+    total = document(check([load_object(path, loader=CILIUM)], budget, [prof]))["results"][0]["total"]
     assert total == seen + 2 * one      # both copies counted
     with pytest.raises(ParseError, match="kconfig"):
         load_object(path, loader=CILIUM_09)

@@ -654,8 +654,9 @@ def seed_docs() -> tuple[dict, dict]:
     from bpfmem import api
     seed = Path(__file__).resolve().parent.parent / "examples" / "seed"
     before, after = str(seed / "cni_v060_before.bpf.o"), str(seed / "cni_v060_after.bpf.o")
-    check = api.check_objects([before], limit=128 << 20, max_fraction=0.4,
-                              profiles=api.profiles(["6.1", "6.18"], [2, 64]))
+    from bpfmem.report.documents import document
+    check = document(api.check_objects([before], limit=128 << 20, max_fraction=0.4,
+                              profiles=api.profiles(["6.1", "6.18"], [2, 64])))
     diff = api.diff_objects([before], [after], profile=api.profile("6.18", cpus=2),
                            limit=128 << 20)
     return check, diff

@@ -322,13 +322,15 @@ def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
 def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
                   full: bool = False, whatif=None, object_limits=None, map_caps=None,
                   config: str | None = None,
-                  loader: str | list[str] | tuple[str, ...] | None = None) -> dict:
-    """The ``check`` document (schema bpfmem/check/v1) for compiled objects, on every
+                  loader: str | list[str] | tuple[str, ...] | None = None):
+    """The :class:`~bpfmem.analysis.budget.CheckResult` for compiled objects, on every
     profile of ``profiles`` (:func:`profiles`). ValueError when a what-if, a map cap or an
     object limit names nothing checked (a gate must not pass on a typo); ``config`` names the
     file the caps and limits came from. ``loader`` may name several loaders (``["libbpf",
     "cilium-ebpf"]``): the objects are then checked as each one reads them, one result per
     loader and profile, and the gate must hold for all."""
+    from dataclasses import replace
+
     from .analysis.budget import Budget, check
     from .analysis.typos import unmatched
     loaders = [loader] if loader is None or isinstance(loader, str) else list(loader)
@@ -338,17 +340,11 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
         raise ValueError("; ".join(typos))
     budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}))
     profiles = list(profiles)
-    doc = None
-    for i, name in enumerate(loaders):
-        specs = objs if i == 0 else [load_object(s, loader=name) for s in sources]
-        part = check(specs, budget, profiles, whatif)
-        if doc is None:
-            doc = part
-        else:
-            doc["results"] += part["results"]
-            doc["pass"] = doc["pass"] and part["pass"]
-    assert doc is not None
-    return doc
+    result = check(objs, budget, profiles, whatif)
+    for name in loaders[1:]:
+        part = check([load_object(s, loader=name) for s in sources], budget, profiles, whatif)
+        result = replace(result, results=result.results + part.results)
+    return result
 
 
 def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,

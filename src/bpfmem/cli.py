@@ -630,7 +630,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             cfg.max_fraction if cfg.max_fraction is not None else 1.0)
         if not 0 < fraction <= 1:
             raise _Usage(f"--max-fraction must be in (0, 1], not {fraction}")
-        doc = api.check_objects(
+        result = api.check_objects(
             expand_objects(args.objects), limit=limit, profiles=profiles, max_fraction=fraction,
             full=bool(args.full if args.full is not None else cfg.full),
             whatif=_whatif(args, cfg), object_limits=cfg.object_limits, map_caps=cfg.map_caps,
@@ -641,8 +641,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise _Usage(str(e)) from None
     junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
              if args.format == "junit" else {})
-    _emit(doc, args, **junit)
-    return EXIT_OK if doc["pass"] else EXIT_ERROR
+    from .report.documents import document
+    _emit(document(result), args, **junit)
+    return EXIT_OK if result.passed else EXIT_ERROR
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -35,16 +35,18 @@ def assert_maps_fit(objects: Iterable[str | os.PathLike] | str | os.PathLike,
     ``limit * fraction`` on every kernel and CPU count given; return the check document."""
     from . import api
     from .analysis.quantity import parse_size
+    from .report.documents import document
     from .report.gate import check_table
 
     if isinstance(objects, (str, os.PathLike)):
         objects = [objects]
     kernels = [kernel] if isinstance(kernel, str) else list(kernel or [])
     cpu_list = [cpus] if isinstance(cpus, int) else list(cpus or [])
-    doc = api.check_objects([os.fspath(o) for o in objects], limit=parse_size(limit),
-                            profiles=api.profiles(kernels, cpu_list), max_fraction=fraction,
-                            full=full, whatif=api.make_whatif(list(set)))
-    if not doc["pass"]:
+    result = api.check_objects([os.fspath(o) for o in objects], limit=parse_size(limit),
+                               profiles=api.profiles(kernels, cpu_list), max_fraction=fraction,
+                               full=full, whatif=api.make_whatif(list(set)))
+    doc = document(result)
+    if not result.passed:
         buf = io.StringIO()
         check_table(doc, buf)
         raise MapsDoNotFit("eBPF maps do not fit the memory budget:\n" + buf.getvalue(), doc)

@@ -1,5 +1,6 @@
 """The CI budget gate: do the maps an agent creates fit its memory limit, on every kernel and
-CPU count it runs on?"""
+CPU count it runs on? :func:`check` returns a :class:`CheckResult`; its document is made in
+``report/documents.py``."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ from dataclasses import dataclass, field
 
 from ..model.kernel import KernelProfile
 from ..parse.objspec import ObjectSpec
-from .footprints import object_costs, total
+from .footprints import MapCost, object_costs, total
 from .placeholders import placeholder_note
 from .whatif import WhatIf
-
-SCHEMA = "bpfmem/check/v1"
 
 
 @dataclass(frozen=True)
@@ -26,89 +25,161 @@ class Budget:
     def budget(self) -> int:
         return int(self.limit * self.max_fraction)
 
+    @property
+    def measure(self) -> str:
+        """The figure the gate judges: ``charged_full`` or ``charged_at_create``."""
+        return "charged_full" if self.full else "charged_at_create"
 
-def _check(name: str, failures: list[str], *, obj: str | None = None, map_: str | None = None,
-           value: int | None = None, limit: int | None = None) -> dict:
-    """One named check of a result: what was compared, and why it failed (if it did)."""
-    return {"name": name, "object": obj, "map": map_, "value": value, "limit": limit,
-            "pass": not failures, "failures": failures}
+
+@dataclass(frozen=True)
+class Check:
+    """One named comparison of a result, and why it failed (no failures: it passed)."""
+    name: str
+    failures: tuple[str, ...] = ()
+    object: str | None = None
+    map: str | None = None
+    value: int | None = None
+    limit: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+@dataclass(frozen=True)
+class MapCharge:
+    """A map's cost and its share of the profile's total."""
+    cost: MapCost
+    share: float
+
+
+@dataclass(frozen=True)
+class ObjectCharge:
+    """One object's maps on one profile: their total (of the judged figure) and how many are
+    unknown to the model."""
+    spec: ObjectSpec
+    total: int
+    unknown: int
+    maps: tuple[MapCharge, ...]
+
+    @property
+    def refused(self) -> tuple[str, ...]:
+        """The maps the kernel or the loader refuses (not created, not counted)."""
+        return tuple(m.cost.name for m in self.maps if m.cost.footprint is not None
+                     and m.cost.footprint.rejected)
+
+
+@dataclass(frozen=True)
+class Offender:
+    object: str
+    map: str
+    charged: int
+    share: float
+
+
+@dataclass(frozen=True)
+class ProfileCheck:
+    """The gate on one kernel/CPU profile (and one loader's reading of the objects)."""
+    kernel: KernelProfile
+    loader: str | tuple[str, ...]       # one loader, or several (sorted) when objects differ
+    total: int
+    total_before_whatif: int | None     # None without a what-if
+    budget: Budget
+    checks: tuple[Check, ...]           # the budget first, then per object and per map cap
+    notes: tuple[str, ...]
+    objects: tuple[ObjectCharge, ...]
+    offenders: tuple[Offender, ...]     # the largest maps, largest first
+
+    @property
+    def refused(self) -> tuple[str, ...]:
+        return tuple(f"{o.spec.name}/{m}" for o in self.objects for m in o.refused)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(f for c in self.checks for f in c.failures)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def share_of_limit(self) -> float:
+        return self.total / self.budget.limit if self.budget.limit else 0
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """``bpfmem check``: one :class:`ProfileCheck` per profile (and loader); passes when
+    every one does."""
+    budget: Budget
+    whatif: tuple[str, ...]             # the what-if settings, described
+    results: tuple[ProfileCheck, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
 
 
 def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfile],
-          whatif: WhatIf | None = None, top: int = 5) -> dict:
-    """The check document: one result per kernel/CPU profile; passes when every one does.
-    Each result lists its ``checks`` (the budget, then per object: the kernel accepts its
-    maps, its own limit, its maps' caps), each named for exactly what it compares, so one
-    object never both passes and fails the same thing; ``failures`` are theirs, in order."""
+          whatif: WhatIf | None = None, top: int = 5) -> CheckResult:
+    """The gate on every profile. Each profile's result lists its ``checks`` (the budget,
+    then per object: the kernel accepts its maps, its own limit, its maps' caps), each named
+    for exactly what it compares, so one object never both passes and fails the same thing;
+    ``failures`` are theirs, in order."""
     from .quantity import format_size
-    what = "charged_full" if budget.full else "charged_at_create"
+    what = budget.measure
     results = []
     for prof in profiles:
-        checks: list[dict] = []
-        objs, all_costs = [], []
+        checks: list[Check] = []
+        per_object, all_costs = [], []
         for o in objects:
             costs = object_costs(o, prof, whatif)
             all_costs += costs
             obj_total, unknown = total(costs, what)
-            recs = [c.record() for c in costs]
-            refused = [c.name for c in costs
-                       if c.footprint is not None and c.footprint.rejected]
-            objs.append({"path": o.path, "name": o.name, "total": obj_total,
-                         "unknown": unknown, "refused": [c.name for c in costs
-                                                         if c.footprint is not None
-                                                         and c.footprint.rejected],
-                         "loader": {"name": o.loader, "why": o.loader_reason},
-                         "maps": recs})
-            refused = [f"{o.name}/{c.name}: the kernel or the loader refuses this map "
-                       f"({c.footprint.rejected})" for c in costs
-                       if c.footprint is not None and c.footprint.rejected]
-            checks.append(_check(f"{o.name}: the kernel accepts every map", refused,
-                                 obj=o.name))
+            per_object.append((o, costs, obj_total, unknown))
+            refused = tuple(f"{o.name}/{c.name}: the kernel or the loader refuses this map "
+                            f"({c.footprint.rejected})" for c in costs
+                            if c.footprint is not None and c.footprint.rejected)
+            checks.append(Check(f"{o.name}: the kernel accepts every map", refused,
+                                object=o.name))
             lim = budget.object_limits.get(o.path or "") or budget.object_limits.get(o.name)
             if lim is not None:
-                over = ([f"{o.name}: {obj_total:,} bytes over its own limit {lim:,}"]
-                        if obj_total > lim else [])
-                checks.append(_check(f"{o.name}: maps within its own limit {format_size(lim)}",
-                                     over, obj=o.name, value=obj_total, limit=lim))
-        grand = sum(x["total"] for x in objs)
+                over = ((f"{o.name}: {obj_total:,} bytes over its own limit {lim:,}",)
+                        if obj_total > lim else ())
+                checks.append(Check(f"{o.name}: maps within its own limit {format_size(lim)}",
+                                    over, object=o.name, value=obj_total, limit=lim))
+        grand = sum(t for _o, _c, t, _u in per_object)
         before = None
         if whatif:
             before = sum(total(object_costs(o, prof, None), what)[0] for o in objects)
-        for o in objs:
-            for m in o["maps"]:
-                v = m[what]
-                m["share"] = (v / grand) if (v is not None and grand) else 0.0
+
+        def share(c: MapCost) -> float:
+            v = getattr(c, what)
+            return (v / grand) if (v is not None and grand) else 0.0
+        objs = tuple(ObjectCharge(o, t, u, tuple(MapCharge(c, share(c)) for c in costs))
+                     for o, costs, t, u in per_object)
         for c in all_costs:
             cap = budget.map_caps.get(c.name)
             if cap is None:
                 continue
             v = getattr(c, what)
-            over = ([f"{c.object}/{c.name}: {v:,} bytes over its cap {cap:,}"]
-                    if v is not None and v > cap else [])
-            checks.append(_check(f"{c.object}/{c.name}: within its cap {format_size(cap)}",
-                                 over, obj=c.object, map_=c.name, value=v, limit=cap))
-        over = ([f"maps charge {grand:,} bytes, over the budget {budget.budget:,} "
-                 f"({budget.max_fraction:g} of {budget.limit:,})"]
-                if grand > budget.budget else [])
-        checks.insert(0, _check(f"all maps within the budget {format_size(budget.budget)}",
-                                over, value=grand, limit=budget.budget))
-        failures = [f for c in checks for f in c["failures"]]
-        notes = [f"{c.object}/{c.name}: {n}" for c in all_costs
-                 for n in (placeholder_note(c.spec),) if n]
-        ranked = sorted(((m[what], o["name"], m["name"]) for o in objs for m in o["maps"]
-                         if m[what] is not None), reverse=True)[:top]
+            over = ((f"{c.object}/{c.name}: {v:,} bytes over its cap {cap:,}",)
+                    if v is not None and v > cap else ())
+            checks.append(Check(f"{c.object}/{c.name}: within its cap {format_size(cap)}",
+                                over, object=c.object, map=c.name, value=v, limit=cap))
+        over = ((f"maps charge {grand:,} bytes, over the budget {budget.budget:,} "
+                 f"({budget.max_fraction:g} of {budget.limit:,})",)
+                if grand > budget.budget else ())
+        checks.insert(0, Check(f"all maps within the budget {format_size(budget.budget)}",
+                               over, value=grand, limit=budget.budget))
+        notes = tuple(f"{c.object}/{c.name}: {n}" for c in all_costs
+                      for n in (placeholder_note(c.spec),) if n)
+        ranked = sorted(((getattr(m.cost, what), o.spec.name, m.cost.name)
+                         for o in objs for m in o.maps
+                         if getattr(m.cost, what) is not None), reverse=True)[:top]
         loaders = sorted({o.loader for o in objects})
-        results.append({
-            "kernel": prof.describe(), "loader": loaders[0] if len(loaders) == 1 else loaders,
-            "refused": [f"{o['name']}/{m}" for o in objs for m in o["refused"]],
-            "total": grand, "total_before_whatif": before,
-            "budget": budget.budget,
-            "limit": budget.limit, "share_of_limit": grand / budget.limit if budget.limit else 0,
-            "pass": not failures, "failures": failures, "checks": checks, "notes": notes,
-            "objects": objs,
-            "offenders": [{"object": on, "map": mn, "charged": v,
-                           "share": v / grand if grand else 0.0} for v, on, mn in ranked]})
-    return {"schema": SCHEMA, "limit": budget.limit, "max_fraction": budget.max_fraction,
-            "budget": budget.budget, "full": budget.full, "measure": what,
-            "whatif": whatif.describe() if whatif else [],
-            "pass": all(r["pass"] for r in results), "results": results}
+        results.append(ProfileCheck(
+            prof, loaders[0] if len(loaders) == 1 else tuple(loaders), grand, before, budget,
+            tuple(checks), notes, objs,
+            tuple(Offender(on, mn, v, v / grand if grand else 0.0) for v, on, mn in ranked)))
+    return CheckResult(budget, tuple(whatif.describe()) if whatif else (), tuple(results))

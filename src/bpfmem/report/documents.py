@@ -45,3 +45,56 @@ def document(result: Any) -> dict[str, Any]:
     except KeyError:
         raise TypeError(f"no document for {type(result).__name__}") from None
     return make(result)
+
+
+# -- the memory of one map as the gates see it (check, diff) ---------------------------------
+def _cost_record(c) -> dict[str, Any]:
+    """A :class:`~bpfmem.analysis.footprints.MapCost`: the map's attributes and its figures
+    (times the number of times the agent creates it)."""
+    from ..uapi import flag_names, map_type_name
+    s = c.spec
+    rec = {"object": c.object, "name": s.name, "type": map_type_name(s.type),
+           "key_size": s.key_size, "value_size": s.value_size,
+           "max_entries": s.max_entries, "map_flags": s.map_flags,
+           "flags": flag_names(s.map_flags), "pinning": s.pinning, "count": c.count,
+           "memlock_at_create": c.memlock_at_create, "memlock_full": c.memlock_full,
+           "charged_at_create": c.charged_at_create, "charged_full": c.charged_full}
+    if c.footprint is not None and c.footprint.rejected:
+        rec["rejected"] = c.footprint.rejected
+    if c.unknown:
+        rec["unknown"] = c.unknown
+    return rec
+
+
+def _loader(spec) -> dict[str, Any]:
+    return {"name": spec.loader, "why": spec.loader_reason}
+
+
+# -- check ----------------------------------------------------------------------------------
+@maker("CheckResult")
+def check_document(r) -> dict[str, Any]:
+    b = r.budget
+    return {"schema": CHECK, "limit": b.limit, "max_fraction": b.max_fraction,
+            "budget": b.budget, "full": b.full, "measure": b.measure,
+            "whatif": list(r.whatif), "pass": r.passed,
+            "results": [_profile_check(p) for p in r.results]}
+
+
+def _profile_check(p) -> dict[str, Any]:
+    return {"kernel": p.kernel.describe(),
+            "loader": p.loader if isinstance(p.loader, str) else list(p.loader),
+            "refused": list(p.refused), "total": p.total,
+            "total_before_whatif": p.total_before_whatif, "budget": p.budget.budget,
+            "limit": p.budget.limit, "share_of_limit": p.share_of_limit,
+            "pass": p.passed, "failures": list(p.failures),
+            "checks": [{"name": c.name, "object": c.object, "map": c.map, "value": c.value,
+                        "limit": c.limit, "pass": c.passed, "failures": list(c.failures)}
+                       for c in p.checks],
+            "notes": list(p.notes),
+            "objects": [{"path": o.spec.path, "name": o.spec.name, "total": o.total,
+                         "unknown": o.unknown, "refused": list(o.refused),
+                         "loader": _loader(o.spec),
+                         "maps": [{**_cost_record(m.cost), "share": m.share} for m in o.maps]}
+                        for o in p.objects],
+            "offenders": [{"object": o.object, "map": o.map, "charged": o.charged,
+                           "share": o.share} for o in p.offenders]}
