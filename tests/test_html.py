@@ -657,8 +657,8 @@ def seed_docs() -> tuple[dict, dict]:
     from bpfmem.report.documents import document
     check = document(api.check_objects([before], limit=128 << 20, max_fraction=0.4,
                               profiles=api.profiles(["6.1", "6.18"], [2, 64])))
-    diff = api.diff_objects([before], [after], profile=api.profile("6.18", cpus=2),
-                           limit=128 << 20)
+    diff = document(api.diff_objects([before], [after], profile=api.profile("6.18", cpus=2),
+                           limit=128 << 20))
     return check, diff
 
 

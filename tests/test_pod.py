@@ -23,6 +23,7 @@ import pytest
 
 from conftest import is_root
 from bpfmem import api, cli_pod
+from bpfmem.report.documents import document
 from bpfmem.analysis import pod as ap
 from bpfmem.errors import BpfmemError
 from bpfmem.host.cgroup import parse_cgroup_memory
@@ -233,7 +234,7 @@ def test_headroom_reuses_the_pods_live_compatible_pins():
     # recreated (their old pins released), as with `bpfmem diff BEFORE AFTER`
     assert acts["service_reverse_table"] == "reuse"
     assert acts["service_route_table"] == "create"
-    want = api.diff_objects([BEFORE], [AFTER], profile=PROF)["upgrade_charge"]
+    want = document(api.diff_objects([BEFORE], [AFTER], profile=PROF))["upgrade_charge"]
     assert h.upgrade_charge == want
     reverse = next(m for m in view.maps if m.name == "service_reverse")
     assert h.released == view.maps_here - reverse.charged

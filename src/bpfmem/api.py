@@ -348,18 +348,19 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
 
 
 def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
-                 old_loader: str | None = None, new_loader: str | None = None) -> dict:
-    """The ``diff`` document (schema bpfmem/diff/v1) between two builds (each one or more
+                 old_loader: str | None = None, new_loader: str | None = None):
+    """The :class:`~bpfmem.analysis.diff.DiffResult` between two builds (each one or more
     objects) on ``profile``; the what-if applies to the new side. ``old_loader`` and
     ``new_loader`` read each side as that loader does: the same object under libbpf and
     cilium/ebpf shows what a move from one to the other changes."""
+    from dataclasses import replace
+
     from .analysis.diff import diff
     from .analysis.typos import unmatched
     new_objs = [load_object(s, loader=new_loader) for s in new]
-    doc = diff([load_object(s, loader=old_loader) for s in old], new_objs, profile, whatif,
-               limit)
-    doc["warnings"] = unmatched(new_objs, whatif)
-    return doc
+    result = diff([load_object(s, loader=old_loader) for s in old], new_objs, profile, whatif,
+                  limit)
+    return replace(result, warnings=tuple(unmatched(new_objs, whatif)))
 
 
 def is_snapshot_file(path: str) -> bool:
@@ -531,9 +532,10 @@ def pod_headroom(view, after, before=None, *, profile, whatif=None):
     (OLD ``before``, when given, decides which pinned maps are reused, as ``bpfmem diff``
     does). Returns (Headroom, the diff document it used)."""
     from .analysis.pod import headroom_after
-    doc = diff_objects(list(before or []), list(after), profile=profile, whatif=whatif,
-                       limit=view.limit)
-    return headroom_after(view, doc, before_given=bool(before)), doc
+    from .report.documents import document
+    result = diff_objects(list(before or []), list(after), profile=profile, whatif=whatif,
+                          limit=view.limit)
+    return headroom_after(view, result, before_given=bool(before)), document(result)
 
 
 def pod_document(view, profile, *, headroom=None, after=None, before=None) -> dict:

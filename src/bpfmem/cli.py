@@ -678,13 +678,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
         both = _loader_of(args, cfg)
         old_loader = _loader_of(argparse.Namespace(loader=args.old_loader or both))
         new_loader = _loader_of(argparse.Namespace(loader=args.new_loader or both))
-        docs = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit,
-                                 old_loader=old_loader, new_loader=new_loader)
-                for p in _kernels(args, cfg)]
+        results = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit,
+                                    old_loader=old_loader, new_loader=new_loader)
+                   for p in _kernels(args, cfg)]
     except ValueError as e:
         raise _Usage(str(e)) from None
-    _warn("diff", docs[0].get("warnings", []) if docs else [])
-    _emit_each(docs, args)
+    _warn("diff", list(results[0].warnings) if results else [])
+    from .report.documents import document
+    _emit_each([document(r) for r in results], args)
     return EXIT_OK
 
 

@@ -1,7 +1,10 @@
 """Build-to-build diff: maps added, removed and changed, what each costs on both sides, what
-the first start after an upgrade charges, and which pinned maps lose their state."""
+the first start after an upgrade charges, and which pinned maps lose their state.
+:func:`diff` returns a :class:`DiffResult`; its document is made in ``report/documents.py``."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..model.kernel import KernelProfile
 from ..parse.objspec import ObjectSpec
@@ -9,7 +12,6 @@ from ..uapi import flag_names
 from .footprints import MapCost, object_costs
 from .whatif import WhatIf
 
-SCHEMA = "bpfmem/diff/v1"
 # libbpf map_is_reuse_compat(): a pinned map is reused only if all of these match
 PIN_COMPAT = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
 
@@ -27,12 +29,87 @@ def _keyed(costs: list[MapCost], by_name: bool) -> dict[tuple[str, str], MapCost
     return {("", name(c)) if by_name else (c.object, name(c)): c for c in costs}
 
 
-def _side(c: MapCost | None) -> dict | None:
-    if c is None:
-        return None
-    r = c.record()
-    r.pop("object")
-    return r
+@dataclass(frozen=True)
+class MapChange:
+    """One map of either build: what changed and what it costs on each side (None: the side
+    does not have it)."""
+    object: str
+    map: str
+    status: str                 # added | removed | changed | unchanged
+    pinned: bool                # NEW pins it
+    pin_incompatible: bool      # OLD pinned it with attributes NEW's cannot reuse
+    pin_reused: bool            # NEW reuses OLD's pin (not created, not charged)
+    changes: tuple[str, ...]    # "max_entries: 1024 -> 4096", ...
+    old: MapCost | None
+    new: MapCost | None
+    delta_at_create: int
+    delta_full: int
+
+
+@dataclass(frozen=True)
+class DiffSide:
+    """One build: its objects and the costs of the maps it creates."""
+    objects: tuple[ObjectSpec, ...]
+    costs: tuple[MapCost, ...]
+
+    @property
+    def paths(self) -> list:
+        return [o.path for o in self.objects]
+
+    @property
+    def loaders(self) -> list[str]:
+        return [o.loader for o in self.objects]
+
+    @property
+    def refused(self) -> list[str]:
+        return sorted(c.name for c in self.costs
+                      if c.footprint is not None and c.footprint.rejected)
+
+    def _sum(self, field: str) -> int:
+        return sum(getattr(c, field) or 0 for c in self.costs)
+
+    @property
+    def charged_at_create(self) -> int:
+        return self._sum("charged_at_create")
+
+    @property
+    def charged_full(self) -> int:
+        return self._sum("charged_full")
+
+    @property
+    def memlock_at_create(self) -> int:
+        return self._sum("memlock_at_create")
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """``bpfmem diff``: OLD and NEW on one kernel, the maps matched between them, and what
+    the first start after the upgrade charges."""
+    kernel: KernelProfile
+    limit: int | None
+    whatif: tuple[str, ...]     # on the new side, described
+    old: DiffSide
+    new: DiffSide
+    upgrade_charge: int         # what NEW's first start charges (reused pins are not created)
+    newly_charged: int          # of which for maps OLD did not have, or pins recreated
+    maps: tuple[MapChange, ...]
+    warnings: tuple[str, ...] = ()   # what-if settings that match no map
+
+    @property
+    def delta_at_create(self) -> int:
+        return self.new.charged_at_create - self.old.charged_at_create
+
+    @property
+    def delta_full(self) -> int:
+        return self.new.charged_full - self.old.charged_full
+
+    @property
+    def new_share_of_limit(self) -> float | None:
+        return (self.upgrade_charge / self.limit) if self.limit else None
+
+    @property
+    def pin_incompatible(self) -> list[str]:
+        return [r.map for r in self.maps if r.pin_incompatible]
 
 
 def _changes(a, b) -> list[str]:
@@ -50,7 +127,7 @@ def _changes(a, b) -> list[str]:
 
 
 def diff(old: list[ObjectSpec], new: list[ObjectSpec], prof: KernelProfile,
-         whatif: WhatIf | None = None, limit: int | None = None) -> dict:
+         whatif: WhatIf | None = None, limit: int | None = None) -> DiffResult:
     ca_list, cb_list = _costs(old, prof, None), _costs(new, prof, whatif)
     by_name = all(len({c.name for c in side}) == len(side) for side in (ca_list, cb_list))
     a, b = _keyed(ca_list, by_name), _keyed(cb_list, by_name)
@@ -78,29 +155,10 @@ def diff(old: list[ObjectSpec], new: list[ObjectSpec], prof: KernelProfile,
         da = (cb.charged_at_create or 0 if cb else 0) - (ca.charged_at_create or 0 if ca else 0)
         df = (cb.charged_full or 0 if cb else 0) - (ca.charged_full or 0 if ca else 0)
         obj = (cb or ca).object  # type: ignore[union-attr]
-        rows.append({"object": obj, "map": (cb or ca).name,  # type: ignore[union-attr]
-                     "status": status, "pinned": pinned,
-                     "pin_incompatible": incompatible, "pin_reused": reused,
-                     "changes": _changes(ca.spec, cb.spec) if ca and cb else [],
-                     "old": _side(ca), "new": _side(cb), "delta_at_create": da,
-                     "delta_full": df})
-
-    def totals(costs, objs):
-        return {"paths": [o.path for o in objs],
-                "loaders": [o.loader for o in objs],
-                "refused": sorted(c.name for c in costs.values()
-                                  if c.footprint is not None and c.footprint.rejected),
-                "charged_at_create": sum(c.charged_at_create or 0 for c in costs.values()),
-                "charged_full": sum(c.charged_full or 0 for c in costs.values()),
-                "memlock_at_create": sum(c.memlock_at_create or 0 for c in costs.values())}
-    o_t, n_t = totals(a, old), totals(b, new)
-    return {"schema": SCHEMA, "kernel": prof.describe(), "limit": limit,
-            "whatif": whatif.describe() if whatif else [],
-            "old": o_t, "new": n_t,
-            "delta_at_create": n_t["charged_at_create"] - o_t["charged_at_create"],
-            "delta_full": n_t["charged_full"] - o_t["charged_full"],
-            "upgrade_charge": upgrade,
-            "newly_charged": newly,
-            "new_share_of_limit": (upgrade / limit) if limit else None,
-            "pin_incompatible": [r["map"] for r in rows if r["pin_incompatible"]],
-            "maps": rows}
+        rows.append(MapChange(obj, (cb or ca).name, status, pinned,  # type: ignore[union-attr]
+                              incompatible, reused,
+                              tuple(_changes(ca.spec, cb.spec)) if ca and cb else (),
+                              ca, cb, da, df))
+    return DiffResult(prof, limit, tuple(whatif.describe()) if whatif else (),
+                      DiffSide(tuple(old), tuple(a.values())),
+                      DiffSide(tuple(new), tuple(b.values())), upgrade, newly, tuple(rows))

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from ..model.estimate import Footprint, estimate_spec
 from ..model.kernel import KernelProfile
 from ..parse.objspec import ObjectSpec
-from ..uapi import flag_names, map_type_name
 from .whatif import WhatIf
 
 
@@ -44,20 +43,6 @@ class MapCost:
     @property
     def memlock_full(self) -> int | None:
         return self._times("memlock_full")
-
-    def record(self) -> dict:
-        s = self.spec
-        rec = {"object": self.object, "name": s.name, "type": map_type_name(s.type),
-               "key_size": s.key_size, "value_size": s.value_size,
-               "max_entries": s.max_entries, "map_flags": s.map_flags,
-               "flags": flag_names(s.map_flags), "pinning": s.pinning, "count": self.count,
-               "memlock_at_create": self.memlock_at_create, "memlock_full": self.memlock_full,
-               "charged_at_create": self.charged_at_create, "charged_full": self.charged_full}
-        if self.footprint is not None and self.footprint.rejected:
-            rec["rejected"] = self.footprint.rejected
-        if self.unknown:
-            rec["unknown"] = self.unknown
-        return rec
 
 
 def object_costs(obj: ObjectSpec, prof: KernelProfile,

@@ -35,11 +35,15 @@ the evidence used here: such a map is reported as "charged elsewhere" and left o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..model.kernel import KernelProfile
 from ..uapi import map_type_name
 from .gosplit import GoSplit, go_split
 from .live import check_map
+
+if TYPE_CHECKING:
+    from .diff import DiffResult
 
 __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
            "TracePoint", "Peak", "TraceSummary", "trace_point", "summarize_trace",
@@ -409,11 +413,11 @@ class Headroom:
     notes: tuple[str, ...]
 
 
-def _compatible(row_new: dict, live: MapRow) -> bool:
-    return (row_new.get("type") == live.type and row_new.get("key_size") == live.key_size
-            and row_new.get("value_size") == live.value_size
-            and row_new.get("max_entries") == live.max_entries
-            and (row_new.get("map_flags") or 0) == live.map_flags)
+def _compatible(new, live: MapRow) -> bool:
+    """libbpf's reuse rule on NEW's spec (a MapSpec) and a live map."""
+    return (map_type_name(new.type) == live.type and new.key_size == live.key_size
+            and new.value_size == live.value_size and new.max_entries == live.max_entries
+            and (new.map_flags or 0) == live.map_flags)
 
 
 def _same_name(spec_name: str, live_name: str) -> bool:
@@ -424,7 +428,7 @@ def _same_name(spec_name: str, live_name: str) -> bool:
     return dot > 0 and live_name.endswith(spec_name[dot:]) and "." in live_name
 
 
-def headroom_after(view: PodView, diff_doc: dict, *, before_given: bool) -> Headroom:
+def headroom_after(view: PodView, diff: "DiffResult", *, before_given: bool) -> Headroom:
     """Where the pod's usage goes when its processes are replaced by NEW's.
 
     - Every map NEW creates at start is charged to the pod (``charged_at_create``, the
@@ -439,27 +443,27 @@ def headroom_after(view: PodView, diff_doc: dict, *, before_given: bool) -> Head
 
     projected = usage - released + upgrade_charge. With ``--before`` and no reuse, the
     upgrade charge is exactly the diff's ``upgrade_charge``."""
-    rows = [r for r in diff_doc.get("maps", []) if r.get("new") is not None]
+    rows = [r for r in diff.maps if r.new is not None]
     lines: list[HeadroomLine] = []
     notes: list[str] = []
     kept_live: set[int] = set()
     charge = 0
     for r in rows:
-        new = r["new"]
-        name = new.get("name") or r["map"]
-        c = new.get("charged_at_create")
+        new = r.new
+        name = new.name or r.map
+        c = new.charged_at_create
         if c is None:
             notes.append(f"{name}: the model cannot size it; not counted")
             c = 0
         live = [m for m in view.maps if _same_name(name, m.name)]
         if before_given:
-            reused = bool(r.get("pin_reused"))
+            reused = r.pin_reused
             why = ("pinned by OLD with the same attributes: reused" if reused else
                    "created at start" + (" (OLD's pin is incompatible: recreated)"
-                                        if r.get("pin_incompatible") else ""))
+                                        if r.pin_incompatible else ""))
         else:
-            match = [m for m in live if m.pins and _compatible(new, m)] if new.get(
-                "pinning") else []
+            match = [m for m in live if m.pins and _compatible(new.spec, m)] \
+                if new.spec.pinning else []
             reused = bool(match)
             why = (f"the pod's pinned map {match[0].id} is compatible: reused" if reused
                    else "created at start")
@@ -470,7 +474,7 @@ def headroom_after(view: PodView, diff_doc: dict, *, before_given: bool) -> Head
             charge += c
             lines.append(HeadroomLine(name, "create", c, why))
     released = 0
-    new_names = [(r["new"].get("name") or r["map"]) for r in rows]
+    new_names = [(r.new.name or r.map) for r in rows]
     for m in view.maps:
         if m.id in kept_live:
             continue
@@ -487,7 +491,7 @@ def headroom_after(view: PodView, diff_doc: dict, *, before_given: bool) -> Head
             m.name, "release", -freed,
             "pinned but NEW recreates it" if m.pins else "freed when its holders exit"))
     projected = view.usage - released + charge
-    diff_charge = int(diff_doc.get("upgrade_charge") or 0)
+    diff_charge = diff.upgrade_charge
     if before_given and charge != diff_charge:
         notes.append("the upgrade charge differs from diff's (model could not size a map)")
     if not view.maps:

@@ -98,3 +98,35 @@ def _profile_check(p) -> dict[str, Any]:
                         for o in p.objects],
             "offenders": [{"object": o.object, "map": o.map, "charged": o.charged,
                            "share": o.share} for o in p.offenders]}
+
+
+# -- diff -----------------------------------------------------------------------------------
+@maker("DiffResult")
+def diff_document(r) -> dict[str, Any]:
+    return {"schema": DIFF, "kernel": r.kernel.describe(), "limit": r.limit,
+            "whatif": list(r.whatif), "old": _diff_side(r.old), "new": _diff_side(r.new),
+            "delta_at_create": r.delta_at_create, "delta_full": r.delta_full,
+            "upgrade_charge": r.upgrade_charge, "newly_charged": r.newly_charged,
+            "new_share_of_limit": r.new_share_of_limit,
+            "pin_incompatible": r.pin_incompatible,
+            "maps": [{"object": m.object, "map": m.map, "status": m.status,
+                      "pinned": m.pinned, "pin_incompatible": m.pin_incompatible,
+                      "pin_reused": m.pin_reused, "changes": list(m.changes),
+                      "old": _diff_cost(m.old), "new": _diff_cost(m.new),
+                      "delta_at_create": m.delta_at_create, "delta_full": m.delta_full}
+                     for m in r.maps],
+            "warnings": list(r.warnings)}
+
+
+def _diff_side(s) -> dict[str, Any]:
+    return {"paths": s.paths, "loaders": s.loaders, "refused": s.refused,
+            "charged_at_create": s.charged_at_create, "charged_full": s.charged_full,
+            "memlock_at_create": s.memlock_at_create}
+
+
+def _diff_cost(c) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    rec = _cost_record(c)
+    del rec["object"]
+    return rec
