@@ -28,7 +28,7 @@ def test_truth_table():
     truth = pytest.importorskip("advise_truth").TRUTH
     bad = []
     for obj, maps in truth.items():
-        doc = api.advise_objects([str(FIXTURES / obj)], profile=api.profile())
+        doc = document(api.advise_objects([str(FIXTURES / obj)], profile=api.profile()))
         got = {m["name"]: m for m in doc["objects"][0]["maps"]}
         for name, want in maps.items():
             g = got.get(name)
@@ -95,7 +95,7 @@ def test_no_prealloc_savings_match_the_kernel():
     claims = []
     for path in paths:
         try:
-            doc = api.advise_objects([path], profile=api.profile())
+            doc = document(api.advise_objects([path], profile=api.profile()))
         except Exception:
             continue
         spec = api.load_object(path)

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import fixture_objects
-from bpfmem.analysis.advise import advise_document
+from bpfmem.analysis.advise import advise_all
+from bpfmem.report.documents import document
 from bpfmem.errors import ParseError
 from bpfmem import api as _api
 from bpfmem.parse.access import analyze_code
@@ -100,7 +101,7 @@ def _advise(data: bytes) -> None:
         uses = analyze_code(code)
     except ParseError:
         return
-    doc = advise_document([(code.spec, uses)], PROFILE, {m.name: 1 for m in code.spec.maps})
+    doc = document(advise_all([(code.spec, uses)], PROFILE, {m.name: 1 for m in code.spec.maps}))
     assert doc["objects"] and doc["objects"][0]["name"] == code.spec.name
 
 

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpfmem import api
-from bpfmem.analysis.advise import advise_document
+from bpfmem.analysis.advise import advise_all
+from bpfmem.report.documents import document
 from bpfmem.config import ConfigError, parse_config
 from bpfmem.errors import BpfmemError
 from bpfmem.inputs import InputError, parse_json
@@ -127,7 +128,7 @@ def test_occupancy_documents(text):
     except (InputError, ValueError) as e:
         assert "\n" not in str(e)
         return
-    advise_document([(_EXAMPLE.spec, _USES)], PROFILE, occ)
+    document(advise_all([(_EXAMPLE.spec, _USES)], PROFILE, occ))
 
 
 TOML_VALUES = ["nan", "inf", "-inf", "-1", "0", "99999999999999999999", '"x"', '""', "[]",

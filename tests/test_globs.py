@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bpfmem import api, cli
+from bpfmem.report.documents import document
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "seed"
@@ -83,7 +84,7 @@ def test_advise_defaults_to_the_bundled_example(capsys):
 def test_advise_says_each_trade_off_once(capsys):
     rc, out, _ = run(capsys, "advise", str(api.example_object_path()))
     assert rc == 0
-    doc = api.advise_objects([api.example_object_path()], profile=api.profile())
+    doc = document(api.advise_objects([api.example_object_path()], profile=api.profile()))
     advice = doc["objects"][0]["advice"]
     texts = {a["tradeoff"] for a in advice}
     assert len(texts) < len(advice)              # several maps share a paragraph ...

@@ -26,7 +26,7 @@ def example_object_path() -> Path:
 
 
 def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
-                loader: str | None = None) -> "ObjectSpec":
+                loader: str | None = None, code: bool = False) -> "ObjectSpec":
     """Parse a compiled BPF object from a path or from its bytes, as ``loader`` reads it:
     ``"libbpf"`` (the default), ``"cilium-ebpf"`` (current cilium/ebpf, Go agents and
     bpf2go objects), ``"cilium-ebpf@0.9"``, or ``"auto"``: the one loader that opens it, or
@@ -36,15 +36,24 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
     Raises :class:`bpfmem.errors.ParseError` (naming the file) for anything that is not a
     BPF object that loader would accept, ``ValueError`` for an unknown loader, and
     ``OSError`` when the file cannot be read.
+
+    ``code=True`` keeps what code analyses need (``advise``): an
+    :class:`~bpfmem.parse.objspec.ObjectCode` whose ``spec`` is the object's spec.
     """
-    from .parse.objspec import parse_object
+    from .parse.objspec import parse_object, parse_object_code
+    if code:
+        def parse(data, path=None):
+            return parse_object_code(data, path=path, loader=loader)
+    else:
+        def parse(data, path=None):
+            return parse_object(data, path=path, name=name, loader=loader)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return parse_object(bytes(source), name=name, loader=loader)
+        return parse(bytes(source))
     from .inputs import read_input
     path = os.fspath(source)
     data = read_input(path, "object")
     try:
-        return parse_object(data, path=path, name=name, loader=loader)
+        return parse(data, path)
     except ParseError as e:
         raise e.with_path(path) from None
 
@@ -383,19 +392,13 @@ def diff_snapshots(old: str, new: str) -> dict:
 
 # -- advisor --------------------------------------------------------------------------------
 def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None,
-                   loader: str | None = None) -> dict:
-    """The ``advise`` document (schema bpfmem/advise/v1): per object, what its programs do with
+                   loader: str | None = None):
+    """The :class:`~bpfmem.analysis.advise.AdviseResult`: per object, what its programs do with
     each map and the recommended changes with the bytes each saves."""
-    from .analysis.advise import advise_document
+    from .analysis.advise import advise_all
     from .parse.access import analyze_code
-    from .parse.objspec import parse_object_code
-    from .inputs import read_input
-    pairs = []
-    for s in sources:
-        path = os.fspath(s)
-        code = parse_object_code(read_input(path, "object"), path=path, loader=loader)
-        pairs.append((code.spec, analyze_code(code)))
-    return advise_document(pairs, profile, occupancy)
+    codes = [load_object(s, loader=loader, code=True) for s in sources]
+    return advise_all([(c.spec, analyze_code(c)) for c in codes], profile, occupancy)
 
 
 def load_occupancy(path: str) -> dict[str, int]:

@@ -698,14 +698,15 @@ def cmd_advise(args: argparse.Namespace) -> int:
     paths = _default_objects(args.objects)
     cfg = _config(args)
     loader = _loader_of(args, cfg)
-    docs = [api.advise_objects(paths, profile=p, occupancy=occ, loader=loader)
-            for p in _kernels(args, cfg)]
+    results = [api.advise_objects(paths, profile=p, occupancy=occ, loader=loader)
+               for p in _kernels(args, cfg)]
     if args.apply:
-        sets = list(dict.fromkeys(s for doc in docs for o in doc["objects"] for s in o["apply"]))
+        sets = list(dict.fromkeys(s for r in results for o in r.objects for s in o.apply))
         import shlex      # unquoted where safe, so $(bpfmem advise ... --apply) works too
         print(" ".join(f"--set {shlex.quote(s)}" for s in sets))
         return EXIT_OK
-    _emit_each(docs, args)
+    from .report.documents import document
+    _emit_each([document(r) for r in results], args)
     return EXIT_OK
 
 

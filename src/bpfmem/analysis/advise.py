@@ -1,6 +1,7 @@
 """The advisor: which maps to change, what each change saves (from the model), the trade-off,
 and the kernel rule behind it. Pure: it takes what the programs do with each map (from
-parse/access.py), the specs and a KernelProfile."""
+parse/access.py), the specs and a KernelProfile. :func:`advise_all` returns an
+:class:`AdviseResult`; its document is made in ``report/documents.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from ..model.shape import MapShape
 from ..parse.objspec import ObjectSpec
 from ..uapi import MapFlag, MapType as T
 
-SCHEMA = "bpfmem/advise/v1"
 NO_PREALLOC = int(MapFlag.NO_PREALLOC)
 PERCPU = {T.PERCPU_HASH, T.PERCPU_ARRAY, T.LRU_PERCPU_HASH, T.PERCPU_CGROUP_STORAGE}
 CPU_STEPS = (64, 128, 192)
@@ -30,11 +30,35 @@ class Advice:
     set: str | None = None    # the what-if line `check`/`diff` accept
     saves_memlock: int | None = None   # memlock (fdinfo) less at start
 
-    def record(self) -> dict:
-        return {"map": self.map, "kind": self.kind, "title": self.title,
-                "saves_at_create": self.saves_at_create, "saves_full": self.saves_full,
-                "tradeoff": self.tradeoff, "rule": self.rule, "set": self.set,
-                "saves_memlock": self.saves_memlock}
+
+# the kinds of advice that are changes to make (the others say what to keep or weigh)
+APPLIED = ("no_prealloc", "resize")
+SAVING = ("no_prealloc", "unused", "resize")
+
+
+@dataclass(frozen=True)
+class ObjectAdvice:
+    """One object: what its programs do with each map, and the advice, largest saving first."""
+    spec: ObjectSpec
+    uses: dict            # map name -> parse.access.MapUse (a map no program names: absent)
+    advice: tuple[Advice, ...]
+
+    @property
+    def saves_at_create(self) -> int:
+        """What the recommended changes save at start, together."""
+        return sum(a.saves_at_create for a in self.advice if a.kind in SAVING)
+
+    @property
+    def apply(self) -> tuple[str, ...]:
+        """The what-if lines of the changes to make (``--set`` of check and diff)."""
+        return tuple(a.set for a in self.advice if a.set and a.kind in APPLIED)
+
+
+@dataclass(frozen=True)
+class AdviseResult:
+    """``bpfmem advise`` on one kernel."""
+    kernel: KernelProfile
+    objects: tuple[ObjectAdvice, ...]
 
 
 def _prealloc_rule(prof: KernelProfile, prog_types: set[str]) -> str:
@@ -165,17 +189,8 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
     return out
 
 
-def advise_document(objects_and_uses, prof: KernelProfile, occupancy=None) -> dict:
-    from .access_summary import uses_record
-    objs = []
-    for obj, uses in objects_and_uses:
-        adv = advise(obj, uses, prof, occupancy)
-        objs.append({"path": obj.path, "name": obj.name,
-                     "loader": {"name": obj.loader, "why": obj.loader_reason},
-                     "maps": uses_record(obj, uses),
-                     "advice": [a.record() for a in adv],
-                     "saves_at_create": sum(a.saves_at_create for a in adv
-                                            if a.kind in ("no_prealloc", "unused", "resize")),
-                     "apply": [a.set for a in adv if a.set and a.kind in ("no_prealloc",
-                                                                            "resize")]})
-    return {"schema": SCHEMA, "kernel": prof.describe(), "objects": objs}
+def advise_all(objects_and_uses, prof: KernelProfile, occupancy=None) -> AdviseResult:
+    """The advice for each (ObjectSpec, uses) pair on ``prof``."""
+    return AdviseResult(prof, tuple(ObjectAdvice(obj, uses, tuple(advise(obj, uses, prof,
+                                                                         occupancy)))
+                                    for obj, uses in objects_and_uses))

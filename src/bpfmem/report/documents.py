@@ -130,3 +130,31 @@ def _diff_cost(c) -> dict[str, Any] | None:
     rec = _cost_record(c)
     del rec["object"]
     return rec
+
+
+# -- advise ---------------------------------------------------------------------------------
+@maker("AdviseResult")
+def advise_document(r) -> dict[str, Any]:
+    return {"schema": ADVISE, "kernel": r.kernel.describe(),
+            "objects": [{"path": o.spec.path, "name": o.spec.name, "loader": _loader(o.spec),
+                         "maps": _uses(o), "advice": [_advice(a) for a in o.advice],
+                         "saves_at_create": o.saves_at_create, "apply": list(o.apply)}
+                        for o in r.objects]}
+
+
+def _uses(o) -> list[dict[str, Any]]:
+    """Per map: the verdict on what the programs do with it, and which programs do what."""
+    out = []
+    for m in o.spec.maps:
+        u = o.uses.get(m.name)
+        out.append({"name": m.name,
+                    "verdict": u.verdict if u is not None else "unreferenced",
+                    "ops": {op: sorted(p) for op, p in (u.ops.items() if u else [])}})
+    return out
+
+
+def _advice(a) -> dict[str, Any]:
+    return {"map": a.map, "kind": a.kind, "title": a.title,
+            "saves_at_create": a.saves_at_create, "saves_full": a.saves_full,
+            "tradeoff": a.tradeoff, "rule": a.rule, "set": a.set,
+            "saves_memlock": a.saves_memlock}
