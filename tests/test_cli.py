@@ -10,7 +10,13 @@ import pytest
 from conftest import FIXTURES
 from bpfmem import cli
 from bpfmem.api import example_object_path, load_object
-from bpfmem.report.maps import SCHEMA, build_maps_report, render_table
+from bpfmem.analysis.inventory import inventory
+from bpfmem.report.documents import MAPS as SCHEMA, document
+from bpfmem.report.maps import render_table
+
+
+def build_maps_report(objects):
+    return document(inventory(objects))
 
 
 def run(capsys, *argv):

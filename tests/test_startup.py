@@ -68,6 +68,7 @@ MAPS_JSON_ALLOWED = {
     "bpfmem.model", "bpfmem.model.kernel", "bpfmem.model.structs", "bpfmem.model.shape",
     "bpfmem.model.limits", "bpfmem.model.formulas", "bpfmem.model.estimate",
     "bpfmem.report", "bpfmem.report.maps", "bpfmem.report.memory", "bpfmem.report.escape",
+    "bpfmem.report.documents", "bpfmem.analysis.inventory", "bpfmem.analysis.matrix",
     "bpfmem.analysis", "bpfmem.analysis.placeholders", "bpfmem.analysis.typos",
     "bpfmem.host", "bpfmem.host.profile", "bpfmem.host.cache",
 }

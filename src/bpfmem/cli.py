@@ -418,13 +418,16 @@ def cmd_maps(args: argparse.Namespace) -> int:
     profiles = [None] if args.no_memory else _kernels(args, cfg)
     whatif = _whatif(args, cfg) if (args.set or args.size_ratio is not None
                                     or args.node_memory) else None
-    docs = [report.build_maps_report(objects, errors, profile=p, whatif=whatif)
-            for p in profiles]
+    from .analysis.inventory import inventory
+    from .report.documents import document
+    results = [inventory(objects, errors, profile=p, whatif=whatif) for p in profiles]
+    docs = [document(r) for r in results]
     if objects:
         from .analysis.typos import unmatched
         _warn("maps", unmatched(objects, whatif))
     if args.format == "json":
-        report.render_json(_one_or_matrix(docs), sys.stdout,
+        from .analysis.matrix import one_or_matrix
+        report.render_json(document(one_or_matrix(results)), sys.stdout,
                            indent=2 if sys.stdout.isatty() else None)
     elif args.format == "markdown":
         from .report.gate import render
@@ -434,15 +437,6 @@ def cmd_maps(args: argparse.Namespace) -> int:
         for doc in docs:
             report.render_table(doc, sys.stdout, width=args.width)
     return EXIT_ERROR if errors else EXIT_OK
-
-
-MATRIX_SCHEMA = "bpfmem/matrix/v1"
-
-
-def _one_or_matrix(docs: list[dict]) -> dict:
-    """One kernel: its document as it is; several (bpfmem.toml's [[kernels]]): one document
-    per kernel, in order, under the matrix schema."""
-    return docs[0] if len(docs) == 1 else {"schema": MATRIX_SCHEMA, "documents": docs}
 
 
 def _kernels(args: argparse.Namespace, cfg) -> list:
@@ -548,22 +542,24 @@ def _emit(doc: dict, args: argparse.Namespace, **junit) -> None:
     emit(args.output, lambda out: render(doc, args.format, out, **junit))
 
 
-def _emit_each(docs: list[dict], args: argparse.Namespace) -> None:
-    """Documents for several kernels: JSON as one matrix document, text and markdown one
+def _emit_each(results: list, args: argparse.Namespace) -> None:
+    """Results for several kernels: JSON as one matrix document, text and markdown one
     after the other; the other formats take one kernel (--kernel NAME picks it)."""
-    if len(docs) == 1:
-        return _emit(docs[0], args)
+    from .report.documents import document
+    if len(results) == 1:
+        return _emit(document(results[0]), args)
     if args.format not in ("table", "json", "markdown"):
         raise _Usage(f"--format {args.format} shows one kernel: bpfmem.toml lists "
-                     f"{len(docs)}; pick one with --kernel NAME or --kernel-btf FILE")
+                     f"{len(results)}; pick one with --kernel NAME or --kernel-btf FILE")
     if args.format == "json":
-        return _emit(_one_or_matrix(docs), args)
+        from .analysis.matrix import one_or_matrix
+        return _emit(document(one_or_matrix(results)), args)
     from .report.gate import render
     from .report.output import emit
 
     def each(out) -> None:
-        for doc in docs:
-            render(doc, args.format, out)
+        for r in results:
+            render(document(r), args.format, out)
     emit(args.output, each)
 
 
@@ -684,8 +680,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise _Usage(str(e)) from None
     _warn("diff", list(results[0].warnings) if results else [])
-    from .report.documents import document
-    _emit_each([document(r) for r in results], args)
+    _emit_each(results, args)
     return EXIT_OK
 
 
@@ -705,8 +700,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         import shlex      # unquoted where safe, so $(bpfmem advise ... --apply) works too
         print(" ".join(f"--set {shlex.quote(s)}" for s in sets))
         return EXIT_OK
-    from .report.documents import document
-    _emit_each([document(r) for r in results], args)
+    _emit_each(results, args)
     return EXIT_OK
 
 

@@ -158,3 +158,92 @@ def _advice(a) -> dict[str, Any]:
             "saves_at_create": a.saves_at_create, "saves_full": a.saves_full,
             "tradeoff": a.tradeoff, "rule": a.rule, "set": a.set,
             "saves_memlock": a.saves_memlock}
+
+
+# -- maps -----------------------------------------------------------------------------------
+@maker("Inventory")
+def maps_document(inv) -> dict[str, Any]:
+    doc: dict[str, Any] = {"schema": MAPS}
+    if inv.kernel is not None:
+        doc["kernel"] = inv.kernel.describe()
+    if inv.whatif is not None:
+        doc["whatif"] = list(inv.whatif)
+    doc["objects"] = [_object_inventory(o) for o in inv.objects]
+    doc["errors"] = [{"path": p, "error": e} for p, e in inv.errors]
+    return doc
+
+
+def _object_inventory(o) -> dict[str, Any]:
+    s = o.spec
+    rec: dict[str, Any] = {
+        "path": s.path, "name": s.name, "endianness": "little" if s.little_endian else "big",
+        "license": s.license, "btf": s.has_btf, "loader": _loader(s),
+        "maps": [_map_entry(m) for m in o.maps],
+        "programs": [_program(p) for p in s.programs], "notes": list(s.notes)}
+    if o.memory is not None:
+        rec["memory"] = _totals(o.memory)
+    if o.memory_before is not None:
+        rec["memory_before"] = _totals(o.memory_before)
+    if o.unmatched_settings is not None:
+        rec["unmatched_settings"] = list(o.unmatched_settings)
+    return rec
+
+
+_MEMORY_FIELDS = ("memlock_at_create", "memlock_full", "charged_at_create", "charged_full")
+
+
+def _totals(t) -> dict[str, Any]:
+    rec: dict[str, Any] = {f: getattr(t, f) for f in _MEMORY_FIELDS}
+    rec["incomplete"] = t.incomplete
+    rec["refused"] = list(t.refused)
+    return rec
+
+
+def _map_entry(e) -> dict[str, Any]:
+    from ..uapi import flag_names, map_type_name
+    m = e.spec
+    rec: dict[str, Any] = {
+        "name": m.name, "kernel_name": m.kernel_name, "type": map_type_name(m.type),
+        "type_id": m.type, "key_size": m.key_size, "value_size": m.value_size,
+        "max_entries": m.max_entries, "map_flags": m.map_flags,
+        "flags": flag_names(m.map_flags), "map_extra": m.map_extra,
+        "numa_node": m.numa_node, "pinning": m.pinning, "kind": m.kind,
+        "section": m.section, "inner": _map_entry(e.inner) if e.inner is not None else None,
+        "max_entries_set_at_load": m.max_entries_set_at_load,
+        "value_size_set_at_load": m.value_size_set_at_load, "autocreate": m.autocreate,
+        "key_type": m.key_type, "value_type": m.value_type,
+        "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
+        "notes": list(e.notes)}
+    if m.refused:
+        rec["refused"] = m.refused
+    if m.instances != 1:
+        rec["instances"] = m.instances
+    if e.memory is not None:
+        x = e.memory
+        mem: dict[str, Any] = {f: getattr(x, f) for f in _MEMORY_FIELDS}
+        if x.charged_tolerance is None:
+            mem["unknown"] = x.unknown
+        else:
+            mem["charged_tolerance"] = x.charged_tolerance
+            if x.rejected:
+                mem["rejected"] = x.rejected
+        rec["memory"] = mem
+    if e.count is not None:
+        rec["count"] = e.count
+    return rec
+
+
+def _program(p) -> dict[str, Any]:
+    from ..uapi import attach_type_name, prog_type_name
+    return {"name": p.name, "section": p.section,
+            "type": prog_type_name(p.type) if p.type else None, "type_id": p.type,
+            "expected_attach_type": attach_type_name(p.expected_attach_type)
+            if p.expected_attach_type else None,
+            "autoload": p.autoload, "sleepable": p.sleepable, "insns": p.insns,
+            "maps": list(p.maps), "subprograms": list(p.subprograms)}
+
+
+# -- several kernels ------------------------------------------------------------------------
+@maker("Matrix")
+def matrix_document(m) -> dict[str, Any]:
+    return {"schema": MATRIX, "documents": [document(r) for r in m.results]}

@@ -1,0 +1,134 @@
+"""``bpfmem maps``: every map and program of the objects, and with a kernel what each map
+costs on it (after what-if changes, and the totals before them). :func:`inventory` returns an
+:class:`Inventory`; its document is made in ``report/documents.py``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from ..model.kernel import KernelProfile
+from ..parse.objspec import MapSpec, ObjectSpec
+from .placeholders import placeholder_note
+
+FIELDS = ("memlock_at_create", "memlock_full", "charged_at_create", "charged_full")
+
+
+@dataclass(frozen=True)
+class MapMemory:
+    """One map's figures on a kernel, times the number of copies the agent creates; None where
+    the model cannot know (``unknown`` says why)."""
+    memlock_at_create: int | None
+    memlock_full: int | None
+    charged_at_create: int | None
+    charged_full: int | None
+    charged_tolerance: int | None = None    # None: no footprint (the figures are unknown)
+    rejected: str | None = None             # why the kernel or the loader refuses it
+    unknown: str | None = None
+
+    def times(self, n: int) -> "MapMemory":
+        if n == 1:
+            return self
+        return replace(self, **{f: None if getattr(self, f) is None else getattr(self, f) * n
+                                for f in FIELDS})
+
+
+@dataclass(frozen=True)
+class MemoryTotals:
+    """Sums over the maps an object creates at start; ``incomplete`` counts the maps whose
+    figures are unknown (``refused`` ones among them: never counted, as 0 or otherwise)."""
+    memlock_at_create: int
+    memlock_full: int
+    charged_at_create: int
+    charged_full: int
+    incomplete: int
+    refused: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MapEntry:
+    spec: MapSpec
+    notes: tuple[str, ...]              # the parser's and the placeholder's
+    inner: "MapEntry | None"            # a map-in-map's inner map (no memory of its own)
+    memory: MapMemory | None = None     # None: no kernel asked
+    count: int | None = None            # how many the what-if makes (None: no what-if)
+
+
+@dataclass(frozen=True)
+class ObjectInventory:
+    spec: ObjectSpec                    # as the what-if changed it
+    maps: tuple[MapEntry, ...]
+    memory: MemoryTotals | None = None          # None: no kernel asked
+    memory_before: MemoryTotals | None = None   # before the what-if (None: no what-if)
+    unmatched_settings: tuple[str, ...] | None = None   # None: no what-if
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The objects (and the files that failed, as (path, message)), on ``kernel`` when
+    given."""
+    kernel: KernelProfile | None
+    whatif: tuple[str, ...] | None      # None: no what-if
+    objects: tuple[ObjectInventory, ...]
+    errors: tuple[tuple[str, str], ...] = ()
+
+
+def map_memory(m: MapSpec, profile: KernelProfile) -> MapMemory:
+    from ..model.estimate import estimate_spec
+    fp, why = estimate_spec(m, profile)
+    if fp is None:
+        mem = MapMemory(None, None, None, None, unknown=why or "not known from the object")
+    else:
+        mem = MapMemory(*(getattr(fp, f) for f in FIELDS), charged_tolerance=fp.charged_tolerance,
+                        rejected=fp.rejected or None)
+    return mem.times(m.instances)
+
+
+def map_entry(m: MapSpec, profile: KernelProfile | None = None, count: int | None = None
+              ) -> MapEntry:
+    notes = tuple(m.notes) + tuple(n for n in (placeholder_note(m),) if n)
+    memory = None if profile is None else map_memory(m, profile).times(count or 1)
+    return MapEntry(m, notes, map_entry(m.inner) if m.inner is not None else None, memory,
+                    count)
+
+
+def totals(maps: Iterable[MapEntry]) -> MemoryTotals:
+    created = [m for m in maps if m.spec.autocreate]
+    sums = dict.fromkeys(FIELDS, 0)
+    incomplete = 0
+    for m in created:
+        missing = False
+        for f in FIELDS:
+            v = getattr(m.memory, f)
+            if v is None:
+                missing = True
+            else:
+                sums[f] += v
+        incomplete += missing
+    return MemoryTotals(**sums, incomplete=incomplete,
+                        refused=tuple(m.spec.name for m in created if m.memory.rejected))
+
+
+def object_inventory(o: ObjectSpec, profile: KernelProfile | None = None) -> ObjectInventory:
+    maps = tuple(map_entry(m, profile) for m in o.maps)
+    return ObjectInventory(o, maps, totals(maps) if profile is not None else None)
+
+
+def inventory(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] = (),
+              profile: KernelProfile | None = None, whatif=None) -> Inventory:
+    """The objects' maps and programs; with a KernelProfile every map's memory and every
+    object's totals; with a what-if, the maps as it changes them (and the totals before)."""
+    objects = list(objects)
+    if not whatif:
+        return Inventory(profile, None, tuple(object_inventory(o, profile) for o in objects),
+                         tuple(errors))
+    out = []
+    for o in objects:
+        pairs = whatif.apply(list(o.maps))
+        maps = tuple(map_entry(m, profile, count) for m, count in pairs)
+        changed = replace(o, maps=tuple(m for m, _c in pairs))
+        before = object_inventory(o, profile).memory
+        out.append(ObjectInventory(changed, maps,
+                                   totals(maps) if profile is not None else None, before,
+                                   tuple(whatif.unmatched([m.name for m in o.maps]))))
+    return Inventory(profile, tuple(whatif.describe()), tuple(out), tuple(errors))
