@@ -10,13 +10,9 @@ import pytest
 from conftest import FIXTURES
 from bpfmem import cli
 from bpfmem.api import example_object_path, load_object
-from bpfmem.analysis.inventory import inventory
-from bpfmem.report.documents import MAPS as SCHEMA, document
-from bpfmem.report.maps import render_table
-
-
-def build_maps_report(objects):
-    return document(inventory(objects))
+from bpfmem.analysis.inventory import inventory as build_maps_report
+from bpfmem.report.documents import MAPS as SCHEMA
+from bpfmem.report.text import maps_text as render_table
 
 
 def run(capsys, *argv):

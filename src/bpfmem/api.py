@@ -154,7 +154,7 @@ def estimate_batch_stream(lines, out, profile) -> int:
 
     from .model.estimate import estimate
     from .model.shape import MapShape
-    from .report.estimate import SCHEMA, batch_record
+    from .report.documents import ESTIMATE as SCHEMA, estimate_line as batch_record
     from .uapi import MapType, parse_flags
 
     kernel_tail = ', "kernel": ' + json.dumps(profile.describe()) + "}\n"

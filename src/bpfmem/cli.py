@@ -396,7 +396,6 @@ def _warn(command: str, messages: list[str]) -> None:
 def cmd_maps(args: argparse.Namespace) -> int:
     from . import api
     from .errors import BpfmemError
-    from .report import maps as report
 
     if args.from_bpftool:
         return _maps_from_saved(args)
@@ -419,24 +418,21 @@ def cmd_maps(args: argparse.Namespace) -> int:
     whatif = _whatif(args, cfg) if (args.set or args.size_ratio is not None
                                     or args.node_memory) else None
     from .analysis.inventory import inventory
-    from .report.documents import document
+    from .analysis.matrix import one_or_matrix
     results = [inventory(objects, errors, profile=p, whatif=whatif) for p in profiles]
-    docs = [document(r) for r in results]
     if objects:
         from .analysis.typos import unmatched
         _warn("maps", unmatched(objects, whatif))
-    if args.format == "json":
-        from .analysis.matrix import one_or_matrix
-        report.render_json(document(one_or_matrix(results)), sys.stdout,
-                           indent=2 if sys.stdout.isatty() else None)
-    elif args.format == "markdown":
-        from .report.gate import render
-        for doc in docs:
-            render(doc, "markdown", sys.stdout)
-    else:
-        for doc in docs:
-            report.render_table(doc, sys.stdout, width=args.width)
+    options = ({"indent": 2 if sys.stdout.isatty() else None} if args.format == "json" else
+               {"width": args.width} if args.format == "table" else {})
+    _render(one_or_matrix(results), args.format, sys.stdout, **options)
     return EXIT_ERROR if errors else EXIT_OK
+
+
+def _render(result, fmt: str, out, **options) -> None:
+    """Draw a result as --format asks (``table`` is the text renderer)."""
+    from .report import formats
+    formats.render(result, "text" if fmt == "table" else fmt, out, **options)
 
 
 def _kernels(args: argparse.Namespace, cfg) -> list:
@@ -498,7 +494,6 @@ class _Usage(Exception):
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from . import api
-    from .report import estimate as report
 
     prof = _profile(args)
     if args.batch:
@@ -513,12 +508,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.max_entries is None:
         raise _Usage("estimate needs --max-entries N (for a ring buffer its size in bytes, "
                      "e.g. 262144)")
-    fp = api.estimate_map(shape, prof, args.entries)
-    doc = report.estimate_record(fp)
-    if args.format == "json":
-        report.render_json(doc, sys.stdout)
-    else:
-        report.render_table(doc, sys.stdout)
+    _render(api.estimate_map(shape, prof, args.entries), args.format, sys.stdout)
     return EXIT_OK
 
 
@@ -536,31 +526,19 @@ def _whatif(args: argparse.Namespace, cfg):
         raise _Usage(str(e)) from None
 
 
-def _emit(doc: dict, args: argparse.Namespace, **junit) -> None:
-    from .report.gate import render
+def _emit(result, args: argparse.Namespace, **options) -> None:
     from .report.output import emit
-    emit(args.output, lambda out: render(doc, args.format, out, **junit))
+    emit(args.output, lambda out: _render(result, args.format, out, **options))
 
 
 def _emit_each(results: list, args: argparse.Namespace) -> None:
     """Results for several kernels: JSON as one matrix document, text and markdown one
     after the other; the other formats take one kernel (--kernel NAME picks it)."""
-    from .report.documents import document
-    if len(results) == 1:
-        return _emit(document(results[0]), args)
-    if args.format not in ("table", "json", "markdown"):
+    from .analysis.matrix import one_or_matrix
+    if len(results) > 1 and args.format not in ("table", "json", "markdown"):
         raise _Usage(f"--format {args.format} shows one kernel: bpfmem.toml lists "
                      f"{len(results)}; pick one with --kernel NAME or --kernel-btf FILE")
-    if args.format == "json":
-        from .analysis.matrix import one_or_matrix
-        return _emit(document(one_or_matrix(results)), args)
-    from .report.gate import render
-    from .report.output import emit
-
-    def each(out) -> None:
-        for r in results:
-            render(document(r), args.format, out)
-    emit(args.output, each)
+    _emit(one_or_matrix(results), args)
 
 
 def _list(text: str | None) -> list[str]:
@@ -637,8 +615,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise _Usage(str(e)) from None
     junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
              if args.format == "junit" else {})
-    from .report.documents import document
-    _emit(document(result), args, **junit)
+    _emit(result, args, **junit)
     return EXIT_OK if result.passed else EXIT_ERROR
 
 
@@ -718,18 +695,13 @@ def note_leftovers() -> None:
 
 def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
-    from .report import measure as report
-
+    from .analysis.measure import MeasureResult
     from .config import load_config
     note_leftovers()
     prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
                                            fill=args.fill, cpus=args.cpus,
                                            loader=_loader_of(args, load_config(None)))
-    doc = report.build_measure_report(args.object, prof, comparisons)
-    if args.format == "json":
-        report.render_json(doc, sys.stdout)
-    else:
-        report.render_table(doc, sys.stdout)
+    _render(MeasureResult(args.object, prof, tuple(comparisons)), args.format, sys.stdout)
     return EXIT_OK
 
 

@@ -36,7 +36,7 @@ def assert_maps_fit(objects: Iterable[str | os.PathLike] | str | os.PathLike,
     from . import api
     from .analysis.quantity import parse_size
     from .report.documents import document
-    from .report.gate import check_table
+    from .report.text import check_text
 
     if isinstance(objects, (str, os.PathLike)):
         objects = [objects]
@@ -48,6 +48,6 @@ def assert_maps_fit(objects: Iterable[str | os.PathLike] | str | os.PathLike,
     doc = document(result)
     if not result.passed:
         buf = io.StringIO()
-        check_table(doc, buf)
+        check_text(result, buf)
         raise MapsDoNotFit("eBPF maps do not fit the memory budget:\n" + buf.getvalue(), doc)
     return doc

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.estimate import Footprint
+from ..model.kernel import KernelProfile
 
 
 @dataclass(frozen=True)
@@ -65,3 +66,31 @@ class Comparison:
         if m is None or fp is None:
             return None
         return (not m.ok) == (fp.rejected is not None)
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """``bpfmem measure``: every map of an object as a kernel measured it, beside the model
+    for that kernel (``comparisons``: one per map, the unmeasured ones with why)."""
+    path: str
+    kernel: KernelProfile
+    comparisons: tuple[Comparison, ...]
+
+    @property
+    def measured(self) -> int:
+        return sum(1 for c in self.comparisons if c.measured is not None)
+
+    def _count(self, field: str) -> int:
+        return sum(1 for c in self.comparisons if c.measured is not None and getattr(c, field))
+
+    @property
+    def memlock_matches(self) -> int:
+        return self._count("memlock_match")
+
+    @property
+    def rejections_match(self) -> int:
+        return self._count("rejection_match")
+
+    @property
+    def charged_within_tolerance(self) -> int:
+        return self._count("charged_within")

@@ -247,3 +247,62 @@ def _program(p) -> dict[str, Any]:
 @maker("Matrix")
 def matrix_document(m) -> dict[str, Any]:
     return {"schema": MATRIX, "documents": [document(r) for r in m.results]}
+
+
+# -- estimate -------------------------------------------------------------------------------
+@maker("Footprint")
+def estimate_document(fp) -> dict[str, Any]:
+    """``bpfmem estimate`` of one map shape (a model Footprint)."""
+    from ..uapi import flag_names, map_type_name
+    sh = fp.shape
+    return {**estimate_line(fp), "kernel": fp.kernel.describe(),
+            "map": {"type": map_type_name(sh.type), "type_id": sh.type,
+                    "key_size": sh.key_size, "value_size": sh.value_size,
+                    "max_entries": sh.max_entries, "map_flags": sh.map_flags,
+                    "flags": flag_names(sh.map_flags), "map_extra": sh.map_extra}}
+
+
+def estimate_line(fp) -> dict[str, Any]:
+    """A line of ``estimate --batch`` (the batch adds ``kernel``, the same on every line)."""
+    return {"schema": ESTIMATE, **fp.as_dict()}
+
+
+# -- measure --------------------------------------------------------------------------------
+@maker("MeasureResult")
+def measure_document(r) -> dict[str, Any]:
+    maps = []
+    for c in r.comparisons:
+        fp, m = c.model, c.measured
+        rec: dict[str, Any] = {"name": c.name}
+        if m is None:
+            rec["skipped"] = c.why_not_measured
+            maps.append(rec)
+            continue
+        rec["measured"] = {"created": m.ok, "errno": m.errno, "memlock": m.memlock,
+                           "charged": m.charged,
+                           "fills": [{"entries": n, "memlock": ml, "charged": ch}
+                                     for n, ml, ch in m.fills]}
+        rec["model"] = {"rejected": fp.rejected, "memlock": fp.memlock_at_create,
+                        "charged": fp.charged_at_create,
+                        "charged_tolerance": fp.charged_tolerance,
+                        "charged_slack": fp.charged_slack,
+                        "fills": [{"entries": n, "memlock": model_ml, "charged": model_ch}
+                                  for n, _ml, model_ml, _ch, model_ch in c.fill_figures()]}
+        rec["memlock_match"] = c.memlock_match
+        rec["rejection_match"] = c.rejection_match
+        rec["charged_delta"] = c.charged_delta
+        rec["charged_within_tolerance"] = c.charged_within
+        maps.append(rec)
+    return {"schema": MEASURE, "path": r.path, "kernel": r.kernel.describe(), "maps": maps,
+            "summary": {"maps": len(maps), "measured": r.measured,
+                        "memlock_matches": r.memlock_matches,
+                        "rejections_match": r.rejections_match,
+                        "charged_within_tolerance": r.charged_within_tolerance}}
+
+
+# -- the json format ------------------------------------------------------------------------
+def render_json(result: Any, out, *, indent: int | None = 2) -> None:
+    """The result's document as JSON (``indent`` None: one line, json's C encoder)."""
+    import json
+    out.write(json.dumps(document(result), indent=indent))
+    out.write("\n")

@@ -14,6 +14,29 @@ from typing import IO, Any
 
 # (result type name, format) -> "module:function" of report/
 RENDERERS: dict[tuple[str, str], str] = {
+    # the file-reading commands (results of analysis/ and model/)
+    ("Inventory", "text"): "text:maps_text",
+    ("Inventory", "json"): "documents:render_json",
+    ("Inventory", "markdown"): "markdown:maps_markdown",
+    ("Footprint", "text"): "text:estimate_text",
+    ("Footprint", "json"): "documents:render_json",
+    ("CheckResult", "text"): "text:check_text",
+    ("CheckResult", "json"): "documents:render_json",
+    ("CheckResult", "markdown"): "markdown:check_markdown",
+    ("CheckResult", "junit"): "junit:check_junit",
+    ("CheckResult", "html"): "html:check_html",
+    ("DiffResult", "text"): "text:diff_text",
+    ("DiffResult", "json"): "documents:render_json",
+    ("DiffResult", "markdown"): "markdown:diff_markdown",
+    ("DiffResult", "html"): "html:diff_html",
+    ("AdviseResult", "text"): "text:advise_text",
+    ("AdviseResult", "json"): "documents:render_json",
+    ("AdviseResult", "markdown"): "markdown:advise_markdown",
+    ("MeasureResult", "text"): "text:measure_text",
+    ("MeasureResult", "json"): "documents:render_json",
+    ("Matrix", "text"): "text:matrix_text",
+    ("Matrix", "json"): "documents:render_json",
+    ("Matrix", "markdown"): "markdown:matrix_markdown",
 }
 
 

@@ -715,3 +715,16 @@ def write_html(path: str | os.PathLike[str], html: str) -> None:
     from ..outputs import output_file
     with output_file(path) as f:
         f.write(html)
+
+
+def check_html(result, out, *, title: str = "bpfmem report") -> None:
+    """The page of a CheckResult (drawn from its document: the page also takes documents
+    saved by ``--format json``)."""
+    from .documents import document
+    out.write(render_html(document(result), None, title=title))
+
+
+def diff_html(result, out, *, title: str = "bpfmem report") -> None:
+    """The page of a DiffResult (drawn from its document, as :func:`check_html`)."""
+    from .documents import document
+    out.write(render_html(None, document(result), title=title))

@@ -1,0 +1,398 @@
+"""Terminal tables (rich) of the file-reading commands' results: ``maps`` (Inventory),
+``estimate`` (Footprint), ``check`` (CheckResult), ``diff`` (DiffResult), ``advise``
+(AdviseResult), ``measure`` (MeasureResult) and a Matrix of per-kernel results. Each renderer
+draws a finished result's fields on ``out``; it computes nothing of the model."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from ..analysis.quantity import format_size as fs
+from .escape import markup, term
+from .memory import mib
+
+
+def _console(out: IO[str], width: int | None = None):
+    from .escape import console
+    if width:
+        return console(file=out, width=width, highlight=False, soft_wrap=False)
+    return console(file=out, highlight=False)
+
+
+def kernel_label(k) -> str:
+    """'Linux 6.1.0-57-cloud-amd64, 2 CPUs' for a kernel's own BTF, 'Linux 6.1.0 (release
+    table), 2 CPUs' for a release number (``k``: a KernelProfile)."""
+    if k.build and k.exact:
+        return f"Linux {k.build}, {k.possible_cpus} CPUs"
+    return f"Linux {k.version}{'' if k.exact else ' (release table)'}, {k.possible_cpus} CPUs"
+
+
+def delta(n: int) -> str:
+    return ("+" if n > 0 else "") + fs(n) if n else "0"
+
+
+# -- check ----------------------------------------------------------------------------------
+def check_text(r, out: IO[str], *, width: int | None = None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console(out, width)
+    b = r.budget
+    when = "full" if b.full else "start"
+    for p in r.results:
+        verdict = Text("PASS", style="bold green") if p.passed else Text("FAIL", style="bold red")
+        lo = p.loader
+        loader = f" [{lo if isinstance(lo, str) else ', '.join(lo)}]" if lo else ""
+        console.print(Text.assemble(verdict, f"  {kernel_label(p.kernel)}{loader}: maps charge "
+                                    f"{fs(p.total)} at {when}, budget {fs(b.budget)} "
+                                    f"({b.max_fraction:g} of {fs(b.limit)}), "
+                                    f"{p.share_of_limit:.0%} of the limit"))
+        t = Table(box=box.SIMPLE_HEAD)
+        t.add_column("top maps")
+        t.add_column("charge", justify="right")
+        t.add_column("share", justify="right")
+        for o in p.offenders:
+            t.add_row(term(f"{o.object}/{o.map}"), fs(o.charged), f"{o.share:.0%}")
+        console.print(t)
+        for f in p.failures:
+            console.print(Text(f"  - {f}", style="red"))
+        if p.refused:
+            console.print(Text(f"  the total leaves out {len(p.refused)} refused map(s), "
+                               f"not created: {', '.join(p.refused)}", style="red"))
+        for n in p.notes:
+            console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
+        if p.total_before_whatif is not None:
+            console.print(Text(f"  what-if: {fs(p.total_before_whatif)} before -> "
+                               f"{fs(p.total)} after", style="yellow"))
+    if r.whatif:
+        console.print(Text("what-if: " + "; ".join(r.whatif), style="yellow"))
+
+
+# -- diff -----------------------------------------------------------------------------------
+def map_label(r):
+    """'map' when every map comes from one object, else 'object/map' (of a MapChange)."""
+    single = len({m.object for m in r.maps}) <= 1
+    return (lambda m: m.map) if single else (lambda m: f"{m.object}/{m.map}")
+
+
+def diff_text(r, out: IO[str], *, width: int | None = None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console(out, width)
+    old, new = r.old, r.new
+    console.print(f"maps at start: {fs(old.charged_at_create)} -> "
+                  f"{fs(new.charged_at_create)} ({delta(r.delta_at_create)}); "
+                  f"when full {fs(old.charged_full)} -> "
+                  f"{fs(new.charged_full)}  [{kernel_label(r.kernel)}]")
+    share = (f" = {r.new_share_of_limit:.0%} of the {fs(r.limit)} limit" if r.limit else "")
+    console.print(f"first start after upgrading: {fs(r.upgrade_charge)} charged to the "
+                  f"new pod{share}; {fs(r.newly_charged)} for new or recreated maps")
+    if old.loaders != new.loaders:
+        console.print(f"loaders: {', '.join(old.loaders)} -> {', '.join(new.loaders)}")
+    for name, side in (("old", old), ("new", new)):
+        if side.refused:
+            console.print(Text(f"{name}: refused maps, not created and not counted in the "
+                               f"totals: {', '.join(side.refused)}", style="red"))
+    label = map_label(r)
+    t = Table(box=box.SIMPLE_HEAD)
+    for col, j in (("map", "left"), ("status", "left"), ("at start", "right"),
+                   ("delta", "right"), ("full", "right"), ("delta", "right")):
+        t.add_column(col, justify=j, overflow="fold")
+    style = {"added": "green", "removed": "red", "changed": "yellow"}
+    for m in r.maps:
+        if m.status == "unchanged":
+            continue
+        status = m.status + (" (pin incompatible)" if m.pin_incompatible else "")
+        if m.changes:
+            status += ": " + "; ".join(m.changes)
+        at_start = fs(m.new.charged_at_create) if m.new is not None else fs(None)
+        full = fs(m.new.charged_full) if m.new is not None else fs(None)
+        t.add_row(term(label(m)), Text(status, style=style.get(m.status, "")),
+                  at_start, delta(m.delta_at_create), full, delta(m.delta_full))
+    console.print(t)
+
+
+# -- advise ---------------------------------------------------------------------------------
+_VERDICT_STYLE = {"datapath_writes": "yellow", "read_only": "green", "unknown": "red"}
+
+
+def map_uses(o) -> list[tuple[str, str, dict]]:
+    """(map name, verdict, {op: sorted programs}) for each map of an ObjectAdvice."""
+    out = []
+    for m in o.spec.maps:
+        u = o.uses.get(m.name)
+        out.append((m.name, u.verdict if u is not None else "unreferenced",
+                    {op: sorted(p) for op, p in (u.ops.items() if u else [])}))
+    return out
+
+
+def advise_text(r, out: IO[str], *, width: int | None = None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console(out, width)
+    said: dict[tuple[str, str], str] = {}      # (trade-off, kernel rule) -> first map
+    for o in r.objects:
+        console.print(term(f"{o.spec.path or o.spec.name} on {kernel_label(r.kernel)}"))
+        t = Table(box=box.SIMPLE_HEAD)
+        t.add_column("map")
+        t.add_column("what the programs do", overflow="fold")
+        t.add_column("verdict")
+        for name, verdict, ops in map_uses(o):
+            t.add_row(term(name), ", ".join(ops) or "-",
+                      Text(verdict, style=_VERDICT_STYLE.get(verdict, "dim")))
+        console.print(t)
+        for a in o.advice:
+            full = a.saves_full
+            saving = (f"saves {fs(a.saves_at_create)} at start"
+                      + ("" if full is None else
+                         f"; when full {'saves ' + fs(full) if full >= 0 else 'costs ' + fs(-full) + ' more'}"))
+            console.print(Text(f"* {a.title}", style="bold"))
+            if a.kind not in ("keep_prealloc", "percpu"):
+                console.print(f"  {saving}")
+            first = said.setdefault((a.tradeoff, a.rule), a.map)
+            if first != a.map:       # the same paragraph again: once is enough
+                console.print(Text(f"  trade-off and kernel: as for {first} above",
+                                   style="dim"), overflow="fold")
+                continue
+            console.print(Text(f"  trade-off: {a.tradeoff}", style="dim"), overflow="fold")
+            console.print(Text(f"  kernel: {a.rule}", style="dim"), overflow="fold")
+        console.print(Text(f"total saving at start from the recommended changes: "
+                           f"{fs(o.saves_at_create)}", style="bold green"))
+
+
+# -- maps -----------------------------------------------------------------------------------
+def _n(n: int) -> str:
+    return f"{n:,}"
+
+
+def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
+    """Per object, its maps and its programs (and with a kernel, their memory). Fits 100
+    columns."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..uapi import flag_names, map_type_name, prog_type_name
+    console = _console(out, width)
+    k = inv.kernel
+    if k is not None:
+        console.print(Text(f"memory for Linux {k.version} with {k.possible_cpus} possible "
+                           f"CPUs: memlock as fdinfo reports it, charged = what the creating "
+                           f"process's memory cgroup pays (at create, and when full)",
+                           style="dim"), overflow="fold")
+        src = k.sizes_source
+        console.print(Text(f"kernel {k.build or k.version}: "
+                           + (f"struct sizes and eras from the {src}" if k.exact else
+                              f"a release table, struct sizes from the {src}"),
+                           style="dim"), overflow="fold")
+        for note in k.notes:
+            console.print(Text(f"  note: {note}", style="dim"), overflow="fold")
+    for o in inv.objects:
+        s = o.spec
+        title = f"{s.path or s.name}: {len(o.maps)} maps, {len(s.programs)} programs"
+        t = Table(title=term(title), title_justify="left", expand=False, box=box.SIMPLE_HEAD)
+        longest = max((len(m.spec.name) for m in o.maps), default=3)
+        t.add_column("map", overflow="fold", min_width=min(longest, 28))
+        t.add_column("type", overflow="fold", max_width=16)
+        t.add_column("key", justify="right")
+        t.add_column("value", justify="right")
+        t.add_column("max_entries", justify="right")
+        t.add_column("flags", overflow="fold", max_width=16)
+        t.add_column("kind")
+        for e in o.maps:
+            m = e.spec
+            max_e = _n(m.max_entries)
+            if m.max_entries_set_at_load:
+                max_e = "at load" if m.max_entries == 0 else max_e + "*"
+            vs = _n(m.value_size) + ("*" if m.value_size_set_at_load else "")
+            flags = " ".join(flag_names(m.map_flags)) or "-"
+            if m.pinning:
+                flags = "pinned" if flags == "-" else flags + " pinned"
+            t.add_row(term(m.name), map_type_name(m.type), _n(m.key_size), vs, max_e, flags,
+                      m.kind)
+            if m.inner is not None:
+                i = m.inner
+                t.add_row(Text("  inner", style="dim"), map_type_name(i.type), _n(i.key_size),
+                          _n(i.value_size), _n(i.max_entries),
+                          " ".join(flag_names(i.map_flags)) or "-", "")
+        console.print(t)
+        if s.loader:
+            console.print(Text(f"  loader: {s.loader} ({s.loader_reason or 'as asked'})",
+                               style="cyan"), overflow="fold")
+        if o.memory is not None:
+            console.print(_memory_table(o))
+        notes = [(e.spec.name, n) for e in o.maps for n in e.notes]
+        notes += [(e.spec.name, e.memory.rejected) for e in o.maps
+                  if e.memory is not None and e.memory.rejected]
+        notes += [(e.spec.name, e.memory.unknown) for e in o.maps
+                  if e.memory is not None and e.memory.unknown]
+        for name, n in notes:
+            console.print(Text(f"  * {name}: {n}", style="dim"), overflow="fold")
+        for n in s.notes:
+            console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
+        if o.memory_before is not None:
+            b, a = o.memory_before, o.memory
+            console.print(Text(f"  what-if ({'; '.join(inv.whatif or ())}): charged at create "
+                               f"{mib(b.charged_at_create)} -> {mib(a.charged_at_create)} "
+                               f"MiB, when full {mib(b.charged_full)} -> "
+                               f"{mib(a.charged_full)} MiB", style="bold yellow"),
+                          overflow="fold")
+        for u in o.unmatched_settings or ():
+            console.print(Text(f"  what-if {u} matches no map", style="red"))
+        if s.programs:
+            p = Table(expand=False, box=box.SIMPLE_HEAD)
+            p.add_column("program", overflow="fold", max_width=24)
+            p.add_column("section", overflow="fold", max_width=24)
+            p.add_column("type", overflow="fold", max_width=14)
+            p.add_column("maps", overflow="fold")
+            for prog in s.programs:
+                p.add_row(term(prog.name), term(prog.section),
+                          (prog_type_name(prog.type) if prog.type else None) or "unknown",
+                          term(", ".join(prog.maps) or "-"))
+            console.print(p)
+        console.print()
+
+
+def _memory_table(o):
+    """Per map: memlock and charge at create, charge when full, and share of the total."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(box=box.SIMPLE_HEAD, expand=False)
+    longest = max((len(e.spec.name) for e in o.maps), default=3)
+    t.add_column("map", overflow="fold", min_width=min(longest, 28))
+    t.add_column("memlock MiB", justify="right")
+    t.add_column("charged MiB", justify="right")
+    t.add_column("full MiB", justify="right")
+    t.add_column("share", justify="right")
+    tot = o.memory
+    total_create = tot.charged_at_create or 0
+    for e in o.maps:
+        mem = e.memory
+        if mem.rejected:
+            t.add_row(term(e.spec.name), Text("refused: not created", style="red"), "", "", "")
+            continue
+        ch = mem.charged_at_create
+        share = f"{100 * ch / total_create:.0f}%" if ch is not None and total_create else ""
+        style = "dim" if not e.spec.autocreate else None
+        t.add_row(Text(e.spec.name, style=style or ""), mib(mem.memlock_at_create), mib(ch),
+                  mib(mem.charged_full), share)
+    t.add_section()
+    refused = tot.refused
+    unknown = tot.incomplete - len(refused)
+    why = ([f"{unknown} unknown"] if unknown else []) + (
+        [f"{len(refused)} refused, not created: {', '.join(refused)}"] if refused else [])
+    incomplete = f" ({'; '.join(why)})" if why else ""
+    t.add_row(Text("total" + incomplete, style="bold"),
+              Text(mib(tot.memlock_at_create), style="bold"),
+              Text(mib(tot.charged_at_create), style="bold"),
+              Text(mib(tot.charged_full), style="bold"), "")
+    return t
+
+
+# -- estimate -------------------------------------------------------------------------------
+def _bytes(n: int | None) -> str:
+    return "?" if n is None else f"{n:,} B ({mib(n)} MiB)"
+
+
+def estimate_text(fp, out: IO[str], *, width: int | None = None) -> None:
+    """One map shape's Footprint: memlock and charge at create, with entries, and full."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..uapi import flag_names, map_type_name
+    console = _console(out, width)
+    k, m = fp.kernel, fp.shape
+    flags = ",".join(flag_names(m.map_flags)) or "no flags"
+    console.print(f"{map_type_name(m.type)} key {m.key_size} value {m.value_size} max_entries "
+                  f"{m.max_entries:,} ({flags}) on Linux {k.version}, "
+                  f"{k.possible_cpus} possible CPUs")
+    if fp.rejected:
+        console.print(Text(f"refused by the kernel: {fp.rejected}", style="bold red"))
+        return
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("")
+    t.add_column("memlock (fdinfo)", justify="right")
+    t.add_column("charged (memcg)", justify="right")
+    t.add_row("at create", _bytes(fp.memlock_at_create), _bytes(fp.charged_at_create))
+    if fp.entries:
+        t.add_row(f"{fp.entries:,} entries", _bytes(fp.memlock), _bytes(fp.charged))
+    cap = fp.capacity
+    t.add_row("full" + (f" ({cap:,} entries)" if cap is not None else ""),
+              _bytes(fp.memlock_full), _bytes(fp.charged_full))
+    console.print(t)
+    console.print(Text(f"charged figures are good to +-{fp.charged_tolerance:,} bytes "
+                       f"(memory cgroups charge in pages); memlock is exact", style="dim"))
+    for n in fp.notes:
+        console.print(Text(f"note: {n}", style="yellow"))
+
+
+# -- measure --------------------------------------------------------------------------------
+def _b(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
+    """The kernel's figures beside the model's, per map (a MeasureResult)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console(out, width)
+    k = r.kernel
+    console.print(f"{markup(r.path)}: measured on Linux {k.version} with {k.possible_cpus} "
+                  "possible CPUs, beside the model for that kernel")
+    t = Table(box=box.SIMPLE_HEAD)
+    longest = max((len(c.name) for c in r.comparisons), default=3)
+    t.add_column("map", overflow="fold", min_width=min(longest, 26))
+    t.add_column("memlock", justify="right")
+    t.add_column("model", justify="right")
+    t.add_column("charged", justify="right")
+    t.add_column("model", justify="right")
+
+    def model_memlock(got, want):
+        return Text("same", style="green") if got == want else Text(_b(want), style="bold red")
+
+    def model_charged(got, want, tol, slack=0):
+        if want is None or got is None:
+            return Text(_b(want))
+        ok = want - tol <= got <= want + tol + slack
+        return Text(_b(want), style="green" if ok else "bold red")
+
+    for c in r.comparisons:
+        me, mo = c.measured, c.model
+        if me is None:
+            t.add_row(Text(c.name, style="dim"),
+                      Text(f"not measured: {c.why_not_measured}", style="dim"), "", "", "")
+            continue
+        if not me.ok or mo.rejected:
+            style = "green" if c.rejection_match else "bold red"
+            t.add_row(term(c.name), f"refused, errno {me.errno}" if not me.ok else "created",
+                      Text(mo.rejected or "created", style=style), "", "")
+            continue
+        tol = mo.charged_tolerance
+        t.add_row(term(c.name), _b(me.memlock), model_memlock(me.memlock, mo.memlock_at_create),
+                  _b(me.charged), model_charged(me.charged, mo.charged_at_create, tol))
+        for n, ml, model_ml, ch, model_ch in c.fill_figures():
+            t.add_row(Text(f"  {n:,} entries", style="dim"), _b(ml),
+                      model_memlock(ml, model_ml), _b(ch),
+                      model_charged(ch, model_ch, tol, mo.charged_slack))
+    console.print(t)
+    console.print(Text("bytes. model memlock: 'same' when equal to the kernel's; model charge: "
+                       "green when the kernel's is within the model's tolerance", style="dim"))
+    console.print(f"memlock equal to the model: {r.memlock_matches}/{r.measured}; "
+                  f"charge within tolerance: {r.charged_within_tolerance}/{r.measured}")
+
+
+# -- several kernels ------------------------------------------------------------------------
+def matrix_text(m, out: IO[str], **options: Any) -> None:
+    """Each kernel's result, one after the other."""
+    from .formats import render
+    for r in m.results:
+        render(r, "text", out, **options)
