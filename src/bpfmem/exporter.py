@@ -29,6 +29,7 @@ prometheus_client's own negotiation), /healthz (cheap: never scans; for probes),
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -36,6 +37,7 @@ from typing import Callable
 
 from .analysis.live import cgroup_sums, check_map, primary_owner
 from .errors import BpfmemError
+from .report.prometheus import MAP_FAMILIES, MAP_LABELS as _MAP_LABELS, MapFamilies
 
 __all__ = ["ScanCache", "BpfmemCollector", "Exposition", "make_registry", "serve",
            "METRIC_NAMES"]
@@ -48,7 +50,7 @@ METRIC_NAMES = (
     "bpfmem_node_map_memlock_bytes", "bpfmem_scan_duration_seconds", "bpfmem_scans_total",
     "bpfmem_scan_errors_total", "bpfmem_maps_skipped_total", "bpfmem_build_info")
 
-MAP_LABELS = ["id", "name", "type", "owner_comm", "cgroup"]
+MAP_LABELS = list(_MAP_LABELS)
 
 
 class ScanCache:
@@ -92,9 +94,10 @@ class ScanCache:
 class BpfmemCollector:
     """A prometheus_client collector over a :class:`ScanCache`."""
 
-    def __init__(self, cache: ScanCache, profile=None):
+    def __init__(self, cache: ScanCache, profile=None, *, maps: bool = True):
         self.cache = cache
         self.profile = profile
+        self.maps = maps      # False: the per-map families are written by MapFamilies
 
     def describe(self):
         return []
@@ -103,13 +106,8 @@ class BpfmemCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         snap = self.cache.get()
         g = GaugeMetricFamily
-        memlock = g("bpfmem_map_memlock_bytes", "memlock of the map as fdinfo reports it",
-                    labels=MAP_LABELS)
-        charged = g("bpfmem_map_charged_bytes", "model: the memory cgroup charge of the map "
-                    "at the entries present (at create when not counted)", labels=MAP_LABELS)
-        max_e = g("bpfmem_map_max_entries", "max_entries of the map", labels=MAP_LABELS)
-        ent = g("bpfmem_map_entries", "entries counted in the map", labels=MAP_LABELS)
-        press = g("bpfmem_map_pressure_ratio", "entries / max_entries", labels=MAP_LABELS)
+        memlock, charged, max_e, ent, press = (g(name, doc, labels=MAP_LABELS)
+                                               for name, doc in MAP_FAMILIES)
         cg_ml = g("bpfmem_cgroup_map_memlock_bytes", "memlock of the maps whose lowest-pid "
                   "holder is in the cgroup", labels=["cgroup"])
         cg_n = g("bpfmem_cgroup_maps", "maps whose lowest-pid holder is in the cgroup",
@@ -121,22 +119,12 @@ class BpfmemCollector:
                      labels=["cgroup"])
         node_n = g("bpfmem_node_maps", "maps on the node")
         node_ml = g("bpfmem_node_map_memlock_bytes", "memlock of every map on the node")
+        if snap is not None and self.maps:
+            for labels, values in map_rows(snap, self.profile):
+                for family, v in zip((memlock, charged, max_e, ent, press), values):
+                    if v is not None:
+                        family.add_metric(list(labels), v)
         if snap is not None:
-            for m in snap.maps:
-                o = primary_owner(m)
-                labels = [str(m.id), m.name, _type(m.type), o.comm if o else "",
-                          (o.cgroup or "") if o else ""]
-                if m.memlock is not None:
-                    memlock.add_metric(labels, m.memlock)
-                max_e.add_metric(labels, m.max_entries)
-                if m.entries is not None:
-                    ent.add_metric(labels, m.entries)
-                if m.pressure is not None:
-                    press.add_metric(labels, m.pressure)
-                if self.profile is not None:
-                    c = check_map(m, self.profile).charged
-                    if c is not None:
-                        charged.add_metric(labels, c)
             sums = cgroup_sums(snap.maps)
             for s in sums:
                 cg_ml.add_metric([s.cgroup or ""], s.memlock)
@@ -150,8 +138,9 @@ class BpfmemCollector:
                         cg_share.add_metric([s.cgroup], s.memlock / mem.usage)
             node_n.add_metric([], len(snap.maps))
             node_ml.add_metric([], sum(m.memlock or 0 for m in snap.maps))
-        yield from (memlock, charged, max_e, ent, press, cg_ml, cg_n, cg_use, cg_lim,
-                    cg_share, node_n, node_ml)
+        if self.maps:
+            yield from (memlock, charged, max_e, ent, press)
+        yield from (cg_ml, cg_n, cg_use, cg_lim, cg_share, node_n, node_ml)
         yield g("bpfmem_scan_duration_seconds", "seconds the last scan took",
                 value=self.cache.duration)
         yield CounterMetricFamily("bpfmem_scans", "scans made", value=self.cache.scans)
@@ -179,16 +168,40 @@ def _build_info():
     return info
 
 
+def map_rows(snap, profile=None, charged_of: dict | None = None):
+    """(label values, (memlock, charged, max_entries, entries, pressure)) per map of ``snap``;
+    a value is None where the map has none. ``charged_of`` caches the model's charge by map
+    shape and entries across scans (maps of one shape are common, and most do not change)."""
+    rows = []
+    for m in snap.maps:
+        o = primary_owner(m)
+        labels = (str(m.id), m.name, _type(m.type), o.comm if o else "",
+                  (o.cgroup or "") if o else "")
+        charged = None
+        if profile is not None:
+            key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
+                   m.entries)
+            if charged_of is not None and key in charged_of:
+                charged = charged_of[key]
+            else:
+                charged = check_map(m, profile).charged
+                if charged_of is not None:
+                    charged_of[key] = charged
+        rows.append((labels, (m.memlock, charged, m.max_entries, m.entries, m.pressure)))
+    return rows
+
+
+@functools.lru_cache(maxsize=None)
 def _type(t: int) -> str:
     from .uapi import map_type_name
     return map_type_name(t)
 
 
-def make_registry(cache: ScanCache, profile=None):
+def make_registry(cache: ScanCache, profile=None, *, maps: bool = True):
     from prometheus_client import CollectorRegistry
     from prometheus_client.process_collector import ProcessCollector
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(BpfmemCollector(cache, profile))
+    reg.register(BpfmemCollector(cache, profile, maps=maps))
     ProcessCollector(registry=reg)
     return reg
 
@@ -197,15 +210,22 @@ class Exposition:
     """The /metrics page, rendered once per scan and per exposition format and served as the
     same bytes to every scraper until the next scan: 50 concurrent scrapers cost one render,
     not 50. The format is prometheus_client's own negotiation over the Accept header
-    (``choose_encoder``): the Prometheus text format, or OpenMetrics when asked for."""
+    (``choose_encoder``): the Prometheus text format, or OpenMetrics when asked for. The
+    per-map families are written by :class:`~bpfmem.report.prometheus.MapFamilies` (the same
+    bytes prometheus_client would write, from labels kept between scans); the rest by
+    prometheus_client."""
 
     MAX_FORMATS = 4   # Accept headers are the client's: a few rendered formats per scan, no more
 
     def __init__(self, cache: ScanCache, profile=None):
         self.cache = cache
-        self.registry = make_registry(cache, profile)
+        self.profile = profile
+        self.registry = make_registry(cache, profile, maps=False)
+        self._families = MapFamilies()
+        self._charged: dict = {}
         self._lock = threading.Lock()
         self._scan_no = -1
+        self._rows: list = []
         self._pages: dict[str, tuple[bytes, bytes]] = {}
 
     def page(self, accept: str = "") -> tuple[bytes, bytes, str]:
@@ -214,13 +234,18 @@ class Exposition:
         from prometheus_client.exposition import choose_encoder
         encoder, content_type = choose_encoder(accept)
         with self._lock:
-            self.cache.get()
+            snap = self.cache.get()
             if self.cache.scans != self._scan_no:
                 self._pages = {}
                 self._scan_no = self.cache.scans
+                if len(self._charged) > 4 * len(snap.maps if snap else ()) + 1024:
+                    self._charged.clear()
+                self._rows = map_rows(snap, self.profile, self._charged) if snap else []
             cached = self._pages.get(content_type)
             if cached is None:
-                body = encoder(self.registry)
+                om = content_type.startswith("application/openmetrics-text")
+                body = (self._families.text(self._rows, openmetrics=om).encode()
+                        + encoder(self.registry))
                 cached = (body, gzip.compress(body, compresslevel=1))
                 if len(self._pages) >= self.MAX_FORMATS:
                     self._pages.clear()
