@@ -442,13 +442,26 @@ def sweep_leftovers() -> tuple[list[str], list[str]]:
 
 def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
               owners: bool = True, progress=None, parallel: bool = False,
-              owners_method: str = "auto"):
+              owners_method: str = "auto", memo=None):
     """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`.
     ``parallel`` forks a helper for the walk of processes (not from threaded programs);
-    ``owners_method`` "auto", "iterator" (the kernel's task_file iterator) or "proc"."""
+    ``owners_method`` "auto", "iterator" (the kernel's task_file iterator) or "proc";
+    ``memo`` (from :func:`scan_memo`, kept between calls) makes repeated scans incremental."""
     from .host.live import scan_maps
     return scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
-                     progress=progress, parallel=parallel, owners_method=owners_method)
+                     progress=progress, parallel=parallel, owners_method=owners_method,
+                     memo=memo)
+
+
+def scan_memo(profile, *, full_every: int = 30):
+    """What repeated :func:`scan_node` calls keep between scans (the exporter's), with the
+    model of ``profile``'s kernel saying which maps' memlock cannot change or follows their
+    count; every ``full_every``-th scan reads everything again."""
+    from .analysis.live import memlock_behaviour
+    from .host.rescan import ScanMemo
+    return ScanMemo(memlock_static=lambda m: memlock_behaviour(m, profile) == "static",
+                    memlock_counts=lambda m: memlock_behaviour(m, profile) == "counts",
+                    full_every=full_every)
 
 
 def snapshot_document(snap, profile) -> dict:

@@ -298,10 +298,13 @@ def cmd_export(args) -> int:
                                "pip install '.[export]' in a checkout (.venv/bin/pip ...), or "
                                "pip install prometheus_client")
 
+    profile = api.profile()
+    memo = api.scan_memo(profile)   # incremental scans: unchanged maps are not read again
+
     def scan():
         snap = api.scan_node(entries=args.entries, time_bound=args.time_bound,
                              pins=not args.no_pins, owners=not args.no_owners,
-                             owners_method=args.owners_from)
+                             owners_method=args.owners_from, memo=memo)
         return snap, api.cgroup_memory_of(snap)
 
     cache = ScanCache(scan, args.interval)
@@ -311,7 +314,7 @@ def cmd_export(args) -> int:
         raise HostError(cache.last_error)
     host, port = args.listen
     try:
-        server, _thread = serve(host, port, cache, api.profile())
+        server, _thread = serve(host, port, cache, profile)
     except OSError as e:
         raise Usage(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     print(f"bpfmem: serving http://{host}:{port}/metrics "

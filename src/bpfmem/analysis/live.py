@@ -13,7 +13,7 @@ from ..model.kernel import KernelProfile
 from ..model.shape import MapShape
 from ..uapi import MapType, map_type_name
 
-__all__ = ["ModelCheck", "check_map", "primary_owner", "map_cgroup", "filter_maps",
+__all__ = ["ModelCheck", "check_map", "memlock_behaviour", "primary_owner", "map_cgroup", "filter_maps",
            "cgroup_sums", "CgroupSum"]
 
 
@@ -74,6 +74,29 @@ def _check(type_: int, key_size: int, value_size: int, max_entries: int, map_fla
                           note="count entries (--entries) for an exact comparison")
     return ModelCheck(fp.memlock, hi, fp.charged, fp.charged_full, "mismatch",
                       kernel - lo, "outside the model's empty..full range")
+
+
+@lru_cache(maxsize=1 << 12)
+def _behaviour(type_: int, key_size: int, value_size: int, max_entries: int, map_flags: int,
+               map_extra: int, prof: KernelProfile) -> str:
+    shape = MapShape(int(type_), key_size, value_size, max_entries, map_flags, map_extra)
+    fp = estimate(shape, prof, 0)
+    if fp.rejected is not None or fp.memlock_at_create is None or fp.memlock_full is None:
+        return "unknown"
+    if fp.memlock_at_create == fp.memlock_full:
+        return "static"
+    if prof.memlock_era == "mem_usage" and fm.grows_with_entries(shape):
+        return "counts"
+    return "unknown"
+
+
+def memlock_behaviour(m, prof: KernelProfile) -> str:
+    """How a live map's memlock moves on ``prof``'s kernel: "static" (the same empty and full:
+    arrays, preallocated hash maps, ring buffers...), "counts" (the kernel's ``map_mem_usage``
+    counts the elements, so memlock changes exactly when the entry count does: hash maps
+    without preallocation and LPM tries since 6.4), or "unknown" (read it every time)."""
+    return _behaviour(m.type, m.key_size, m.value_size, m.max_entries, m.map_flags or 0,
+                      m.map_extra or 0, prof)
 
 
 def primary_owner(m):

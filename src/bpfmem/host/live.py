@@ -160,6 +160,17 @@ def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]
     return pins
 
 
+def _pins(mount_points: list[str], errors: list[str], memo) -> dict[int, list[str]]:
+    """:func:`walk_pins`, or the last walk's pins while no bpffs directory changed."""
+    if memo is None:
+        return walk_pins(mount_points, errors)
+    from bpfmem.host.rescan import pin_stamps
+    stamps = pin_stamps(mount_points)
+    if stamps != memo.stamps:
+        memo.pins, memo.stamps = walk_pins(mount_points, errors), stamps
+    return memo.pins
+
+
 def _scan_owners(root: str, pids: list[int] | None = None, records=None
                  ) -> tuple[dict, dict, dict, dict, int]:
     """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone;
@@ -240,57 +251,99 @@ def _owners_in_child(root: str):
     return collect
 
 
-def _scan_programs() -> dict[int, list[ProgRef]]:
+def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
     users: dict[int, list[ProgRef]] = {}
+    known = memo.programs if memo is not None else None
+    seen = set()
     for prog_id in bpfsys.prog_ids():
-        try:
-            pfd = bpfsys.prog_fd_by_id(prog_id)
-        except ObjectGone:
-            continue
-        try:
-            info = bpfsys.prog_info(pfd)
-        except ObjectGone:
-            continue
-        finally:
-            os.close(pfd)
-        ref = ProgRef(info.id, info.name, info.type)
-        for mid in info.map_ids:
+        seen.add(prog_id)
+        hit = known.get(prog_id) if known is not None else None
+        if hit is None:
+            try:
+                pfd = bpfsys.prog_fd_by_id(prog_id)
+            except ObjectGone:
+                continue
+            try:
+                info = bpfsys.prog_info(pfd)
+            except ObjectGone:
+                continue
+            finally:
+                os.close(pfd)
+            hit = (ProgRef(info.id, info.name, info.type), tuple(info.map_ids))
+            if known is not None:
+                known[prog_id] = hit
+        ref, map_ids = hit
+        for mid in map_ids:
             users.setdefault(mid, []).append(ref)
+    if known is not None and len(known) > len(seen):
+        for gone in known.keys() - seen:
+            del known[gone]
     return users
 
 
 def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
-                    fdinfo: bool = False):
+                    fdinfo: bool = False, memo=None):
     """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
-    vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand."""
+    vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand. With a
+    :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
+    taken from it, and a map that needs nothing new is not opened at all."""
     raw: list[tuple] = []
     gone = 0
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
     none = (None, None, None)
+    infos = memo.infos if memo is not None else {}
+    kept = memo.fields if memo is not None else {}
+    counts = memo.counts if memo is not None else {}
     for map_id in bpfsys.map_ids():
+        info = infos.get(map_id)
+        fields = kept.get(map_id) if fdinfo else None
+        if (info is not None and (fields is not None or not fdinfo)
+                and (not entries or info.type in ALWAYS_FULL_TYPES
+                     or info.type not in COUNTED_TYPES)):
+            counted = (_count(-1, info.type, info.key_size, info.value_size, info.max_entries,
+                              cpus, bound) if entries else none)
+            raw.append((info, counted, fields))
+            memo.reused += 1
+            continue
         try:
             fd = fd_by_id(map_id)
         except ObjectGone:
             gone += 1
             continue
         try:
-            info = info_of(fd)
-            fields = _self_fdinfo(fd) if fdinfo else None
+            if info is None:
+                info = info_of(fd)
+                if memo is not None:
+                    infos[map_id] = info
+            if fdinfo and fields is None:
+                fields = _self_fdinfo(fd)
+                if memo is not None and fields[0] is not None and memo.memlock_static(info):
+                    kept[map_id] = fields
             counted = none
             if entries:
-                try:
-                    counted = _count(fd, info.type, info.key_size, info.value_size,
-                                     info.max_entries, cpus, bound)
-                except ObjectGone:
-                    raise
-                except HostError as e:
-                    errors.append(f"map {map_id} ({info.name}): counting entries: {e}")
+                last = counts.get(map_id)
+                if last is not None and fields is not None and last[0] == fields[0]:
+                    counted = last[1]      # memlock follows the count: unchanged, so is it
+                    memo.reused += 1
+                else:
+                    try:
+                        counted = _count(fd, info.type, info.key_size, info.value_size,
+                                         info.max_entries, cpus, bound)
+                    except ObjectGone:
+                        raise
+                    except HostError as e:
+                        errors.append(f"map {map_id} ({info.name}): counting entries: {e}")
+                    if (memo is not None and fields is not None and fields[0] is not None
+                            and counted[1] and memo.memlock_counts(info)):
+                        counts[map_id] = (fields[0], counted)
         except ObjectGone:
             gone += 1
             continue
         finally:
             close(fd)
         raw.append((info, counted, fields))
+    if memo is not None:
+        memo.keep_only({info.id for info, _c, _f in raw})
     return raw, gone
 
 
@@ -313,7 +366,7 @@ def _owner_records(root: str, method: str) -> tuple[list | None, str]:
 def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
               programs: bool = True, owners: bool = True, root: str = "/",
               progress: Callable[[str], None] | None = None,
-              parallel: bool = False, owners_method: str = "auto") -> Snapshot:
+              parallel: bool = False, owners_method: str = "auto", memo=None) -> Snapshot:
     """Scan every map on the host (needs CAP_SYS_ADMIN; reading other processes' fds needs
     CAP_SYS_PTRACE or the same user).
 
@@ -331,10 +384,15 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     (host/owner_iter.py; needs CAP_BPF and CAP_PERFMON), or walks /proc where it cannot run
     or where ``parallel`` walks it in a child beside the map walk (as fast, measured);
     "iterator" or "proc" forces one. ``Snapshot.owners_from`` says which ran, and why.
+
+    ``memo`` (a :class:`~bpfmem.host.rescan.ScanMemo` kept by the caller between scans) makes
+    the scan incremental: what cannot have changed since the last one is not read again.
     """
     from bpfmem.host.profile import host_possible_cpus
     say = progress or (lambda _what: None)
     start_wall, start = time.time(), time.monotonic()
+    if memo is not None:
+        memo.begin()
     cpus = host_possible_cpus(root)
     errors: list[str] = []
     collect = None
@@ -355,7 +413,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         say("processes")
         owner_scan = _scan_owners(root)
     say("programs")
-    users = _scan_programs() if programs else {}
+    users = _scan_programs(memo) if programs else {}
     bpffs: list[str] = []
     pinned: dict[int, list[str]] = {}
     if pins:
@@ -364,10 +422,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             bpffs = procfs.bpffs_mounts(root)
         except OSError as e:
             errors.append(f"mountinfo: {e}")
-        pinned = walk_pins(bpffs, errors)
+        pinned = _pins(bpffs, errors, memo)
     say("maps" + (" and their entries" if entries else ""))
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
-                                    fdinfo=not owners or records is not None)
+                                    fdinfo=not owners or records is not None, memo=memo)
     if collect is not None:
         say("processes")
         owner_scan = collect()

@@ -1,0 +1,91 @@
+"""What one scan of the node learned that the next can reuse: the exporter scans every few
+seconds, and on an idle node almost nothing changes between two scans.
+
+Kept between scans, by the kernel's ids (map and program ids are allocated cyclically up to
+INT_MAX, so an id names one object while the kernel runs):
+- a map's info: type, sizes, flags, name and BTF id are fixed when the map is created;
+- its memlock (and frozen) where memlock cannot change: the model says it is the same empty
+  and full on this kernel (arrays, preallocated hash maps, ring buffers, ...);
+- its entry count where memlock follows the entries one to one (hash maps without
+  preallocation and LPM tries on 6.4+, whose ``map_mem_usage`` counts the elements): while
+  memlock is unchanged, so is the count, and the map is not walked again;
+- a program's name, type and map ids;
+- the bpffs pins, while no directory under the mounts changed (each directory's inode and
+  mtime; a pin or unpin changes its directory's mtime).
+Owners are read every scan (the kernel's iterator gives them in one stream).
+
+Every ``full_every``-th scan forgets all of it and reads everything again, which bounds how
+stale a map's frozen flag or a program's bound maps (``BPF_PROG_BIND_MAP``) can be.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+__all__ = ["ScanMemo", "pin_stamps"]
+
+
+def _never(_info) -> bool:
+    return False
+
+
+@dataclass
+class ScanMemo:
+    """State one :func:`bpfmem.host.live.scan_maps` call leaves for the next.
+
+    ``memlock_static(info)`` and ``memlock_counts(info)`` say, for a map's kernel info, that
+    its memlock cannot change, or that it changes exactly with its entry count (from the model
+    of the kernel being scanned: :func:`bpfmem.analysis.live.memlock_behaviour`)."""
+
+    memlock_static: Callable = _never
+    memlock_counts: Callable = _never
+    full_every: int = 30
+    scans: int = 0
+    full_scans: int = 0
+    infos: dict = field(default_factory=dict)      # map id -> MapInfo
+    fields: dict = field(default_factory=dict)     # map id -> (memlock, frozen), static ones
+    counts: dict = field(default_factory=dict)     # map id -> (memlock, (n, complete, how))
+    programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
+    stamps: tuple | None = None                    # pin_stamps() of the last pin walk
+    pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
+    reused: int = 0                                # maps of the last scan read from memory
+
+    def begin(self) -> bool:
+        """Start a scan; True (everything forgotten) when it is a full one."""
+        full = self.scans % max(1, self.full_every) == 0
+        if full:
+            self.infos.clear()
+            self.fields.clear()
+            self.counts.clear()
+            self.programs.clear()
+            self.stamps, self.pins = None, {}
+            self.full_scans += 1
+        self.scans += 1
+        self.reused = 0
+        return full
+
+    def keep_only(self, map_ids: set[int], prog_ids: set[int] | None = None) -> None:
+        """Forget the maps (and programs) that are gone."""
+        for table in (self.infos, self.fields, self.counts):
+            if len(table) > len(map_ids):
+                for gone in table.keys() - map_ids:
+                    del table[gone]
+        if prog_ids is not None and len(self.programs) > len(prog_ids):
+            for gone in self.programs.keys() - prog_ids:
+                del self.programs[gone]
+
+
+def pin_stamps(mount_points: list[str]) -> tuple:
+    """(path, inode, mtime ns) of every directory under the bpffs ``mount_points``: equal
+    stamps mean no pin was made, removed or renamed in between."""
+    stamps = []
+    for top in mount_points:
+        for dirpath, _dirs, _files in os.walk(top):
+            try:
+                st = os.stat(dirpath)
+            except OSError:
+                continue
+            stamps.append((dirpath, st.st_ino, st.st_mtime_ns))
+    return tuple(stamps)

@@ -1,0 +1,143 @@
+"""Incremental scans (the exporter's): a scan with a ScanMemo gives the same maps as a full
+scan, reads again what changed (entries, new and closed maps, pins, programs' maps), and
+reuses what cannot have changed. Real maps created by this process; compared with a fresh
+full scan of the same maps (other processes' maps on the machine are left out)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import tempfile
+from contextlib import contextmanager
+
+import pytest
+
+from conftest import is_root
+
+from bpfmem import api
+from bpfmem.analysis.live import memlock_behaviour
+from bpfmem.host import bpfsys
+from bpfmem.host.rescan import ScanMemo
+from bpfmem.uapi import MapType as T
+
+pytestmark = [pytest.mark.kernel,
+              pytest.mark.skipif(not is_root(), reason="needs root (CAP_SYS_ADMIN)")]
+PREFIX = f"rs{os.getpid() % 10000}_"
+
+
+@contextmanager
+def bpffs():
+    d = tempfile.mkdtemp(prefix="bpfmem-test-rescan-")
+    subprocess.run(["mount", "-t", "bpf", "bpf", d], check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", d], check=False)
+        os.rmdir(d)
+
+
+def _ours(snap) -> dict:
+    return {m.id: m for m in snap.maps if m.name.startswith(PREFIX)}
+
+
+def _scan(memo=None, entries=True):
+    return _ours(api.scan_node(entries=entries, owners_method="iterator", memo=memo))
+
+
+@pytest.fixture
+def maps():
+    fds = {}
+    plans = {"hash": (T.HASH, 8, 16, 256, 0), "nopre": (T.HASH, 8, 16, 256, 1),
+             "array": (T.ARRAY, 4, 32, 16, 0), "lru": (T.LRU_HASH, 8, 8, 128, 0),
+             "lpm": (T.LPM_TRIE, 8, 8, 64, 1)}
+    try:
+        for name, (t, k, v, m, f) in plans.items():
+            fds[name] = bpfsys.map_create(t, k, v, m, f, PREFIX + name)
+        yield fds
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _fill(fd: int, keys, value_size: int = 16) -> None:
+    for k in keys:
+        bpfsys.map_update(fd, struct.pack("<Q", k), bytes(value_size))
+
+
+def test_incremental_scans_equal_full_scans_as_maps_change(maps):
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    _fill(maps["hash"], range(5))
+    _fill(maps["nopre"], range(7))
+    first = _scan(memo)
+    assert first == _scan()
+    again = _scan(memo)
+    assert again == _scan() and memo.reused > 0
+    ids = {m.name[len(PREFIX):]: i for i, m in again.items()}
+    assert ids["array"] in memo.fields and ids["hash"] in memo.fields   # memlock kept
+    if memlock_behaviour(again[ids["nopre"]], prof) == "counts":         # 6.4+: kept by memlock
+        assert ids["nopre"] in memo.counts and ids["nopre"] not in memo.fields
+    # entries change: preallocated (counted again) and not preallocated (memlock moves)
+    _fill(maps["hash"], range(5, 9))
+    _fill(maps["nopre"], range(7, 30))
+    after = _scan(memo)
+    assert after == _scan()
+    by_name = {m.name[len(PREFIX):]: m for m in after.values()}
+    assert by_name["hash"].entries == 9 and by_name["nopre"].entries == 30
+    # a map closed and a new one made
+    os.close(maps.pop("lru"))
+    maps["new"] = bpfsys.map_create(T.HASH, 8, 8, 32, 0, PREFIX + "new")
+    later = _scan(memo)
+    assert later == _scan()
+    assert {m.name[len(PREFIX):] for m in later.values()} == {"hash", "nopre", "array",
+                                                              "lpm", "new"}
+    assert set(memo.infos) >= set(later) and not (set(first) - set(later)) & set(memo.infos)
+
+
+def test_pins_are_walked_again_only_when_a_directory_changed(maps):
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    with bpffs() as d:
+        before = _scan(memo, entries=False)
+        stamps = memo.stamps
+        _scan(memo, entries=False)
+        assert memo.stamps == stamps            # nothing pinned: the same stamps, no walk
+        os.makedirs(os.path.join(d, "sub"))
+        path = os.path.join(d, "sub", "pinned")
+        bpfsys.obj_pin(maps["array"], path)
+        pinned = _scan(memo, entries=False)
+        assert pinned == _scan(entries=False)
+        arr = next(m for m in pinned.values() if m.name == PREFIX + "array")
+        assert path in arr.pins and not before[arr.id].pins
+        os.unlink(path)
+        gone = _scan(memo, entries=False)
+        assert path not in gone[arr.id].pins
+
+
+def test_memlock_behaviour_is_the_kernels(maps):
+    """"static" maps keep their fdinfo memlock as entries arrive; "counts" maps move it with
+    every entry (checked on this kernel, not only by the model)."""
+    from bpfmem.host.live import _self_fdinfo
+    prof = api.profile()
+    infos = {n: bpfsys.map_info(fd) for n, fd in maps.items()}
+    kinds = {n: memlock_behaviour(i, prof) for n, i in infos.items()}
+    assert kinds["array"] == kinds["hash"] == kinds["lru"] == "static"
+    for name in ("hash", "nopre"):
+        fd = maps[name]
+        m0 = _self_fdinfo(fd)[0]
+        _fill(fd, range(100, 103))
+        m1 = _self_fdinfo(fd)[0]
+        if kinds[name] == "static":
+            assert m1 == m0
+        elif kinds[name] == "counts":
+            assert m1 > m0
+
+
+def test_a_full_scan_every_n_forgets_everything():
+    memo = ScanMemo(full_every=3)
+    fulls = [memo.begin() for _ in range(7)]
+    assert fulls == [True, False, False, True, False, False, True]
+    memo.infos[1] = object()
+    memo.begin(), memo.begin()
+    assert memo.begin() and not memo.infos
