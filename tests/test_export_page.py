@@ -1,6 +1,7 @@
-"""The exporter's own writer of the per-map families against prometheus_client's encoders:
-the same page, byte for byte, in the Prometheus text format and in OpenMetrics, on maps whose
-names and owners need escaping, and as maps come and go between scans."""
+"""The exporter's own page writer against prometheus_client's encoders (the peer it replaces at
+run time): the same page, byte for byte, in the Prometheus text format and in OpenMetrics, on
+maps whose names and owners need escaping, as maps come and go between scans; and the page is
+made with prometheus_client not importable."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from prometheus_client.exposition import choose_encoder, generate_latest  # noqa: E402
+from prometheus_client.utils import floatToGoString  # noqa: E402
 from prometheus_client.openmetrics.exposition import generate_latest as om_latest  # noqa: E402
 
 from bpfmem import api  # noqa: E402
-from bpfmem.exporter import BpfmemCollector, Exposition, ScanCache  # noqa: E402
+from bpfmem.exporter import Exposition, ScanCache, make_registry  # noqa: E402
+from bpfmem.report.prometheus import go_float, negotiate  # noqa: E402
 from bpfmem.host.live import LiveMap, Owner, Snapshot  # noqa: E402
-from prometheus_client import CollectorRegistry  # noqa: E402
 
 OM = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
@@ -43,22 +45,23 @@ class _Feed:
 
 
 def _steady(page: bytes) -> bytes:
-    """The page without the one figure that differs by run (how long the scan took)."""
-    return re.sub(rb"(bpfmem_scan_duration_seconds) \S+", rb"\1 X", page)
+    """The page without the figures that differ from call to call (how long the scan took,
+    the process's own memory, CPU and fds)."""
+    return re.sub(rb"^((?:bpfmem_scan_duration_seconds|process_\w+)) \S+$", rb"\1 X", page,
+                  flags=re.M)
 
 
 def _reference(snap, profile, accept: str) -> bytes:
-    """The page as prometheus_client alone writes it (every family by the collector)."""
+    """The page as prometheus_client writes it (its registry, encoders and process collector,
+    over bpfmem's families)."""
     cache = ScanCache(lambda: snap, 3600)
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(BpfmemCollector(cache, profile))
-    return _steady((om_latest if accept == OM else generate_latest)(reg))
+    encoder, _ctype = choose_encoder(accept)
+    return _steady(encoder(make_registry(cache, profile)))
 
 
 def _ours(expo: Exposition, accept: str) -> bytes:
     body, _gz, _ct = expo.page(accept)
-    # the process collector's figures differ from call to call: compare up to them
-    return _steady(body.split(b"# HELP process_")[0])
+    return _steady(body)
 
 
 @pytest.mark.parametrize("accept", ["", OM])
@@ -70,9 +73,8 @@ def test_map_families_match_prometheus_client(accept):
     cache = ScanCache(lambda: _snap(hard), 3600)
     expo = Exposition(cache, prof)
     want = _reference(_snap(hard), prof, accept)
-    # the reference has no process families (its registry has no ProcessCollector)
-    assert _ours(expo, accept) == want.split(b"# EOF")[0]
-    assert choose_encoder(accept)[1] == expo.page(accept)[2]
+    assert _ours(expo, accept) == want
+    assert choose_encoder(accept)[1].startswith(expo.page(accept)[2])
 
 
 def test_labels_follow_maps_that_change_and_go():
@@ -86,3 +88,67 @@ def test_labels_follow_maps_that_change_and_go():
     cut = b"# HELP bpfmem_scan_duration"  # (the scan counters differ: interval 0 rescans)
     assert body.split(cut)[0] == _reference(_snap(second), prof, "").split(cut)[0]
     assert set(expo._families._labels) == {m.id for m in second}   # the gone ones forgotten
+
+
+def test_values_are_written_as_prometheus_client_writes_them():
+    import random
+    rnd = random.Random(7)
+    values = [0, 1, 0.5, -3, 123456, 1234567, 7143424, 12345678901, 2**40, 1e21, 1e-7,
+              float("inf"), float("-inf"), float("nan")]
+    values += [rnd.random() * 10 ** rnd.randint(0, 25) for _ in range(5000)]
+    assert [go_float(v) for v in values] == [floatToGoString(v) for v in values]
+
+
+@pytest.mark.parametrize("accept", [
+    "", "*/*", "text/plain", "text/plain;version=0.0.4",
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",            # what Prometheus sends
+    "application/openmetrics-text"])
+def test_negotiation_picks_the_format_prometheus_client_picks(accept):
+    om, ctype = negotiate(accept)
+    theirs = choose_encoder(accept)[1]
+    assert theirs.startswith(ctype) and om == theirs.startswith("application/openmetrics")
+
+
+def test_the_page_is_made_without_prometheus_client(monkeypatch):
+    import sys
+    prof = api.profile("6.18", cpus=2)
+    want = {accept: _reference(_snap([_map(1, "m")]), prof, accept) for accept in ("", OM)}
+    for name in [m for m in sys.modules if m.split(".")[0] == "prometheus_client"]:
+        monkeypatch.setitem(sys.modules, name, None)       # as if not installed
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    expo = Exposition(ScanCache(lambda: _snap([_map(1, "m")]), 3600), prof)
+    for accept in ("", OM):
+        assert _ours(expo, accept) == want[accept]
+
+
+def test_request_heads():
+    from bpfmem.exporter import parse_request_head
+    assert parse_request_head(b"GET /metrics?x=1 HTTP/1.1\r\nAccept-Encoding: gzip\r\n"
+                              b"Accept: text/plain\r\n\r\n") == (
+        "GET", "/metrics", {"accept-encoding": "gzip", "accept": "text/plain"})
+    assert parse_request_head(b"HEAD / HTTP/1.0\n\n") == ("HEAD", "/", {})
+    for bad in (b"", b"GET /\r\n\r\n", b"GET / SPDY/3\r\n\r\n", b"\x16\x03\x01\x02\x00",
+                b"GET / HTTP/1.1\r\nno colon here\r\n\r\n"):
+        assert parse_request_head(bad) is None
+
+
+def test_post_and_garbage_get_one_line_answers():
+    import socket
+    from bpfmem.exporter import serve
+    cache = ScanCache(lambda: _snap([_map(1, "m")]), 3600)
+    server, _t = serve("127.0.0.1", 0, cache, api.profile("6.18", cpus=2))
+    try:
+        port = server.server_address[1]
+        for raw, status in ((b"POST /metrics HTTP/1.1\r\n\r\n", b"405"),
+                            (b"\x16\x03\x01 hello\r\n\r\n", b"400"),
+                            (b"GET /nope HTTP/1.1\r\n\r\n", b"404")):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+                c.sendall(raw)
+                answer = b""
+                while chunk := c.recv(65536):
+                    answer += chunk
+            assert answer.split(b" ")[1] == status and b"Content-Length:" in answer
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -92,7 +92,7 @@ def test_incremental_scans_equal_full_scans_as_maps_change(maps):
     assert later == _scan()
     assert {m.name[len(PREFIX):] for m in later.values()} == {"hash", "nopre", "array",
                                                               "lpm", "new"}
-    assert set(memo.infos) >= set(later) and not (set(first) - set(later)) & set(memo.infos)
+    assert set(memo.maps) >= set(later) and not (set(first) - set(later)) & set(memo.maps)
 
 
 def test_pins_are_walked_again_only_when_a_directory_changed(maps):
@@ -138,6 +138,7 @@ def test_a_full_scan_every_n_forgets_everything():
     memo = ScanMemo(full_every=3)
     fulls = [memo.begin() for _ in range(7)]
     assert fulls == [True, False, False, True, False, False, True]
-    memo.infos[1] = object()
+    memo.fields[1] = (4096, False)
+    memo.maps[1] = object()
     memo.begin(), memo.begin()
-    assert memo.begin() and not memo.infos
+    assert memo.begin() and not memo.fields and not memo.maps

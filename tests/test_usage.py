@@ -94,13 +94,6 @@ def test_pod_trace_passes_the_commands_exit_status_through(capsys, cmd, status):
     assert f"exited with {status}" in out
 
 
-def test_export_without_prometheus_client_names_the_extra(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "prometheus_client", None)    # as if not installed
-    rc, out, err = run(capsys, "export", "--listen", "127.0.0.1:1")
-    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
-    assert "prometheus_client" in err and "'.[export]'" in err
-
-
 def test_a_failed_html_render_leaves_no_file(capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "plotly", None)                # as if not installed
     monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)

@@ -286,17 +286,10 @@ def cmd_top(args) -> int:
 
 
 def cmd_export(args) -> int:
-    import importlib.util
     import signal
     import threading
     from . import api
     from .exporter import ScanCache, serve
-
-    if importlib.util.find_spec("prometheus_client") is None:
-        from .errors import UnsupportedError
-        raise UnsupportedError("bpfmem export needs prometheus_client, the `export` extra: "
-                               "pip install '.[export]' in a checkout (.venv/bin/pip ...), or "
-                               "pip install prometheus_client")
 
     profile = api.profile()
     memo = api.scan_memo(profile)   # incremental scans: unchanged maps are not read again

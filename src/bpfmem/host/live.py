@@ -291,7 +291,7 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
     gone = 0
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
     none = (None, None, None)
-    infos = memo.infos if memo is not None else {}
+    infos = memo.maps if memo is not None else {}   # the last scan's records: their info
     kept = memo.fields if memo is not None else {}
     counts = memo.counts if memo is not None else {}
     for map_id in bpfsys.map_ids():
@@ -313,8 +313,6 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
         try:
             if info is None:
                 info = info_of(fd)
-                if memo is not None:
-                    infos[map_id] = info
             if fdinfo and fields is None:
                 fields = _self_fdinfo(fd)
                 if memo is not None and fields[0] is not None and memo.memlock_static(info):
@@ -441,6 +439,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             o = owners_seen[(pid, fds)] = Owner(pid, base.comm, base.cgroup, fds)
         return o
 
+    last = memo.maps if memo is not None else {}
     for info, (n, complete, method), fields in raw:
         map_id = info.id
         memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
@@ -449,13 +448,23 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         per = held.get(map_id)
         own = () if not per else tuple(
             _owner(pid, fds) for pid, fds in sorted(per.items()) if pid in owner_of)
+        progs = tuple(users.get(map_id, ()))
+        pins_of = tuple(sorted(pinned.get(map_id, ())))
+        prev = last.get(map_id)
+        if (prev is not None and prev.memlock == memlock and prev.entries == n
+                and prev.owners == own and prev.programs == progs and prev.pins == pins_of
+                and prev.frozen == frozen and prev.entries_complete == complete
+                and prev.entries_method == method):
+            maps.append(prev)    # unchanged: the same record (an idle node allocates none)
+            continue
         maps.append(LiveMap(
             id=map_id, name=info.name, type=info.type, key_size=info.key_size,
             value_size=info.value_size, max_entries=info.max_entries, map_flags=info.map_flags,
             map_extra=info.map_extra, btf_id=info.btf_id, memlock=memlock, frozen=frozen,
-            owners=own, programs=tuple(users.get(map_id, ())),
-            pins=tuple(sorted(pinned.get(map_id, ()))), entries=n, entries_complete=complete,
+            owners=own, programs=progs, pins=pins_of, entries=n, entries_complete=complete,
             entries_method=method))
+    if memo is not None:
+        memo.maps = {m.id: m for m in maps}
     return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
                     hostname=os.uname().nodename, kernel=os.uname().release,
                     possible_cpus=cpus, maps=tuple(maps), entries_counted=entries,

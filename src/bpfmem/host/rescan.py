@@ -3,7 +3,8 @@ seconds, and on an idle node almost nothing changes between two scans.
 
 Kept between scans, by the kernel's ids (map and program ids are allocated cyclically up to
 INT_MAX, so an id names one object while the kernel runs):
-- a map's info: type, sizes, flags, name and BTF id are fixed when the map is created;
+- a map's info: type, sizes, flags, name and BTF id are fixed when the map is created (the
+  last scan's record is its source);
 - its memlock (and frozen) where memlock cannot change: the model says it is the same empty
   and full on this kernel (arrays, preallocated hash maps, ring buffers, ...);
 - its entry count where memlock follows the entries one to one (hash maps without
@@ -12,7 +13,9 @@ INT_MAX, so an id names one object while the kernel runs):
 - a program's name, type and map ids;
 - the bpffs pins, while no directory under the mounts changed (each directory's inode and
   mtime; a pin or unpin changes its directory's mtime).
-Owners are read every scan (the kernel's iterator gives them in one stream).
+Owners are read every scan (the kernel's iterator gives them in one stream). A map whose
+figures, owners, programs and pins are all as before keeps the last scan's record object, so
+an idle node's scan allocates almost nothing (the exporter's memory stays flat).
 
 Every ``full_every``-th scan forgets all of it and reads everything again, which bounds how
 stale a map's frozen flag or a program's bound maps (``BPF_PROG_BIND_MAP``) can be.
@@ -44,23 +47,23 @@ class ScanMemo:
     full_every: int = 30
     scans: int = 0
     full_scans: int = 0
-    infos: dict = field(default_factory=dict)      # map id -> MapInfo
     fields: dict = field(default_factory=dict)     # map id -> (memlock, frozen), static ones
     counts: dict = field(default_factory=dict)     # map id -> (memlock, (n, complete, how))
     programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
     pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
+    maps: dict = field(default_factory=dict)       # map id -> the last scan's LiveMap
     reused: int = 0                                # maps of the last scan read from memory
 
     def begin(self) -> bool:
         """Start a scan; True (everything forgotten) when it is a full one."""
         full = self.scans % max(1, self.full_every) == 0
         if full:
-            self.infos.clear()
             self.fields.clear()
             self.counts.clear()
             self.programs.clear()
             self.stamps, self.pins = None, {}
+            self.maps = {}
             self.full_scans += 1
         self.scans += 1
         self.reused = 0
@@ -68,7 +71,7 @@ class ScanMemo:
 
     def keep_only(self, map_ids: set[int], prog_ids: set[int] | None = None) -> None:
         """Forget the maps (and programs) that are gone."""
-        for table in (self.infos, self.fields, self.counts):
+        for table in (self.fields, self.counts):
             if len(table) > len(map_ids):
                 for gone in table.keys() - map_ids:
                     del table[gone]
