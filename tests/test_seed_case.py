@@ -70,7 +70,8 @@ def test_markdown_comment_reads_as_the_story(capsys):
 @pytest.mark.skipif(not is_root(), reason="creating maps needs root")
 def test_kernel_confirms_both_releases():
     for path in (BEFORE, AFTER):
-        prof, comps = api.measure_object(path)
+        result = api.measure_object(path)
+        prof, comps = result.kernel, result.comparisons
         measured = [c for c in comps if c.measured is not None]
         assert measured and all(c.memlock_match for c in measured)
         assert all(c.charged_within for c in measured)

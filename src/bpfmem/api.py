@@ -237,10 +237,11 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     in a Debian kernel under qemu with ``vm_kernel``), read memlock and the memory cgroup's
     charge per map, and compare them with the model for that kernel.
 
-    Returns ``(KernelProfile, list[Comparison])``. Needs root (CAP_BPF, CAP_SYS_ADMIN).
+    Returns a :class:`~bpfmem.analysis.measure.MeasureResult` (the kernel measured and one
+    Comparison per map). Needs root (CAP_BPF, CAP_SYS_ADMIN).
     Everything created is removed afterwards, also on errors and Ctrl-C.
     """
-    from .analysis.measure import Comparison, Measured
+    from .analysis.measure import Comparison, Measured, MeasureResult
     from .host import probe as hp
     from .model.estimate import estimate, shape_of_spec
     from .host.profile import host_profile
@@ -294,7 +295,8 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
         out.append(Comparison(name, estimate(shape, prof), meas,
                               None if r is not None else "the probe gave no result"))
     out += [Comparison(n, None, None, why) for n, why in skipped]
-    return prof, out
+    path = "<bytes>" if isinstance(source, (bytes, bytearray, memoryview)) else os.fspath(source)
+    return MeasureResult(path, prof, tuple(out))
 
 
 def _vm_release_guess(vm_kernel: str) -> str:

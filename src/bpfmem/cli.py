@@ -695,13 +695,11 @@ def note_leftovers() -> None:
 
 def cmd_measure(args: argparse.Namespace) -> int:
     from . import api
-    from .analysis.measure import MeasureResult
     from .config import load_config
     note_leftovers()
-    prof, comparisons = api.measure_object(args.object, vm_kernel=args.vm_kernel,
-                                           fill=args.fill, cpus=args.cpus,
-                                           loader=_loader_of(args, load_config(None)))
-    _render(MeasureResult(args.object, prof, tuple(comparisons)), args.format, sys.stdout)
+    result = api.measure_object(args.object, vm_kernel=args.vm_kernel, fill=args.fill,
+                                cpus=args.cpus, loader=_loader_of(args, load_config(None)))
+    _render(result, args.format, sys.stdout)
     return EXIT_OK
 
 

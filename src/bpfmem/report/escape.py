@@ -6,7 +6,7 @@ names from an object's symbols and BTF, section names, paths, comms, cgroups).
 * Markdown: the terminal rule, then a code span that survives any backticks in the name
   and ``|`` escaped so a GitHub table keeps its columns; plain cells escape Markdown's
   punctuation and HTML;
-* HTML and XML use the standard library's escapes where they are written (html.py, gate.py).
+* HTML and XML use the standard library's escapes where they are written (html.py, junit.py).
 """
 
 from __future__ import annotations
