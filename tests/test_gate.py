@@ -9,7 +9,7 @@ import pytest
 
 import elfgen
 from bpfmem import api, cli
-from bpfmem.analysis.quantity import format_size, parse_size
+from bpfmem.units import format_size, parse_size
 from bpfmem.analysis.whatif import DynamicSizing, parse_setting
 from bpfmem.config import ConfigError, load_config
 from bpfmem.testing import MapsDoNotFit, assert_maps_fit
@@ -36,7 +36,7 @@ def test_bad_sizes(bad):
 
 
 def test_format_size():
-    assert format_size(128 << 20) == "128.0 MiB" and format_size(-2048) == "-2.0 KiB"
+    assert format_size(128 << 20) == "128Mi" and format_size(-2048) == "-2Ki"
 
 
 def test_settings_parse_and_apply():

@@ -27,6 +27,7 @@ from bpfmem.host.smaps import classify_mappings, parse_environ, parse_smaps
 from bpfmem.parse.gobuildinfo import GoBuildInfo, MAGIC, parse_go_buildinfo
 from bpfmem.parse.gometrics import parse_go_metrics
 from bpfmem.parse.pprof import parse_pprof, top_functions
+from bpfmem.units import format_size, parse_gomemlimit
 from bpfmem.report import pod as rp
 
 from test_pod import PROF, cg_v1
@@ -178,7 +179,7 @@ def test_go_settings():
     assert gs.go_settings({}, "go1.14.2").madvdontneed is False   # MADV_FREE then
     s = gs.go_settings({"GOMEMLIMIT": "1GiB"}, "go1.18.1")
     assert any("ignored before Go 1.19" in x for x in s.implications)
-    assert gs.parse_go_size("1.5GiB") == 3 * (1 << 29) and gs.parse_go_size("128Mi") is None
+    assert parse_gomemlimit("1.5GiB") == 3 * (1 << 29) and parse_gomemlimit("128Mi") is None
 
 
 # ---- /metrics ----
@@ -392,7 +393,7 @@ def test_peak_explained():
     assert rp.peak_explained(doc) == (
         "peak 612Mi at 4.1 s: Go heap 410Mi of which 180Mi freed but not yet returned, "
         "maps 150Mi, other anon 40Mi")
-    assert rp.qty(1536 * MiB) == "1.5Gi" and rp.qty(310 * KiB) == "310Ki"
+    assert format_size(1536 * MiB) == "1.5Gi" and format_size(310 * KiB) == "310Ki"
 
 
 # ---- listeners ----
@@ -499,7 +500,7 @@ def not_found(conn, stop):
 
 @pytest.mark.parametrize("behave, why", [
     (silent, "no complete answer within 0.5s"), (drip, "no complete answer within 0.5s"),
-    (garbage, "not an HTTP answer"), (huge, "over the 1 MiB cap"), (endless, "over the 1 MiB cap"),
+    (garbage, "not an HTTP answer"), (huge, "over the 1Mi cap"), (endless, "over the 1Mi cap"),
     (not_found, "HTTP 404"),
 ])
 def test_bad_endpoints_fail_in_bounded_time(behave, why):

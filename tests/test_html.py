@@ -296,7 +296,7 @@ def test_treemap_one_cell_per_map(plotly):
         assert word in hover
     custom = fig["data"][shown]["customdata"]
     assert any("no_prealloc" in c for row in custom for c in row)
-    assert any("7.50 MiB" in row for row in custom)  # memlock 7864320
+    assert any("7.5Mi" in row for row in custom)  # memlock 7864320
 
 
 def test_usage_bar_against_budget_and_limit(plotly):
@@ -331,7 +331,7 @@ def test_header_and_verdict(plotly):
     page = report_html.render_html(doc, title="cni check")
     assert '<span class="verdict fail" id="bpfmem-verdict">FAIL</span>' in page
     assert "<title>cni check</title>" in page
-    assert "6.18.0" in page and "2, 64" in page and "128 MiB" in page and "64 MiB (50.0%)" in page
+    assert "6.18.0" in page and "2, 64" in page and "128Mi" in page and "64Mi (50.0%)" in page
     doc["pass"] = True
     page = report_html.render_html(doc)
     assert '<span class="verdict pass" id="bpfmem-verdict">PASS</span>' in page
@@ -340,8 +340,8 @@ def test_header_and_verdict(plotly):
 def test_diff_table_and_summary(plotly):
     doc = small_diff_doc()
     page = report_html.render_html(None, doc)
-    assert ("upgrade charges 48.18 MiB at first start; new total 59.62 MiB = 46.6% of the "
-            "128 MiB limit") in page
+    assert ("upgrade charges 48.2Mi at first start; new total 59.6Mi = 46.6% of the "
+            "128Mi limit") in page
     start = page.index('id="bpfmem-diff-table"')
     table = page[start:page.index("</table>", start)]
     rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", table, re.S)
@@ -351,12 +351,12 @@ def test_diff_table_and_summary(plotly):
     assert "pin-incompatible" in classes["conntrack_table"]
     assert "pin-incompatible" not in classes["service_route_table"]
     ct = dict(rows)[classes["conntrack_table"]]
-    assert "4.50 MiB" in ct and "18 MiB" in ct and "+13.50 MiB" in ct
+    assert "4.5Mi" in ct and "18Mi" in ct and "+13.5Mi" in ct
     assert "max_entries: 32768 -&gt; 131072" in ct
-    assert "-1.50 MiB" in page  # the removed map frees 1573000 B
+    assert "-1.5Mi" in page  # the removed map frees 1573000 B
     counts = page[page.index('<table class="diff counts"'):start]
     assert re.search(r"changed</span></td><td class=num>1</td>", counts)
-    assert "+48.18 MiB" in counts  # all maps: the document's delta at create
+    assert "+48.2Mi" in counts  # all maps: the document's delta at create
     totals = figures(page)[report_html.DIFF_ID]
     assert [t["name"] for t in totals["data"]] == ["old", "new"]
     assert totals["data"][1]["y"][0] == pytest.approx(62519296 / (1 << 20))
@@ -423,8 +423,8 @@ def test_cli_documents_render(tmp_path, plotly):
              "--format", "html", "-o", str(out))
     assert r.returncode == 0, r.stderr
     page = out.read_text()
-    assert re.search(r"upgrade charges [\d.]+ MiB at first start; new total [\d.]+ MiB = "
-                     r"[\d.]+% of the 128 MiB limit", page)
+    assert re.search(r"upgrade charges [\d.]+Mi at first start; new total [\d.]+Mi = "
+                     r"[\d.]+% of the 128Mi limit", page)
     assert "service_reverse_table" in page and report_html.DIFF_ID in page
 
 

@@ -80,7 +80,7 @@ def _run_entry(repo: Path, extra: list[str]) -> subprocess.CompletedProcess:
 def test_the_hooks_entry_on_a_repository(agent_repo):
     r = _run_entry(agent_repo, [])
     assert r.returncode == 1, r.stderr                # both objects: 71.4 MiB > 64 MiB
-    assert "71.4 MiB" in r.stdout and "FAIL" in r.stdout
+    assert "71.4Mi" in r.stdout and "FAIL" in r.stdout
     r = _run_entry(agent_repo, ["--max-fraction", "0.6"])     # args override bpfmem.toml
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout
     (agent_repo / "bpfmem.toml").unlink()             # no limit anywhere: a usage error
@@ -115,7 +115,7 @@ def test_pre_commit_try_repo_runs_the_hook(agent_repo, tmp_path):
                               capture_output=True, text=True, env=env, timeout=600)
     r = try_repo("--all-files")        # both BPF objects, not notbpf.o: 71.4 MiB > 64 MiB
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "71.4 MiB" in r.stdout and "Failed" in r.stdout and "notbpf" not in r.stdout
+    assert "71.4Mi" in r.stdout and "Failed" in r.stdout and "notbpf" not in r.stdout
 
 
 # -- the GitHub Action ------------------------------------------------------------------------

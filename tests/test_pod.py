@@ -266,14 +266,14 @@ def test_trace_jsonl_round_trip_and_table():
     assert back["samples"] == doc["samples"] and back["summary"] == doc["summary"]
     out = io.StringIO()
     rp.render_trace_table(doc, out)
-    assert "peak 90.0 MiB at 0.75s = 70% of the 128.0 MiB limit" in out.getvalue()
+    assert "peak 90Mi at 0.75s = 70% of the 128Mi limit" in out.getvalue()
 
 
 def test_trace_html_is_self_contained():
     page = rp.render_trace_html(_trace_doc())
     assert "Plotly.newPlot" in page and "http://" not in page.split("<script>")[0]
     assert "</script><b>" not in page            # the command is escaped inside the JSON
-    assert "BPF maps" in page and "limit 128 MiB" in page and "peak 90.0 MiB" in page
+    assert "BPF maps" in page and "limit 128Mi" in page and "peak 90Mi" in page
 
 
 def test_pod_table_and_json():
@@ -556,7 +556,7 @@ def test_cli_trace_writes_jsonl_and_plots(tmp_path, capsys):
             "0.3"]
     rc, text, err = run_cli(argv, capsys)
     assert rc == 0, err
-    assert "peak" in text and "128.0 MiB limit" in text
+    assert "peak" in text and "128Mi limit" in text
     doc = rp.load_jsonl(out.read_text().splitlines())
     assert doc["schema"] == "bpfmem/pod-trace/v1" and len(doc["samples"]) > 10
     assert "Plotly.newPlot" in page.read_text()
@@ -585,7 +585,7 @@ def test_cli_pod_of_a_pid_as_json(tmp_path, capsys):
         assert {m["name"] for m in doc["maps"]} == {"pod_hash", "pod_array"}
         rc, out, err = run_cli(["pod", "--pid", str(job.pid), "--after", BEFORE], capsys)
         flat = " ".join(out.split())
-        assert rc == 0 and "after upgrading to" in flat and "% of the 96.0 MiB limit" in flat
+        assert rc == 0 and "after upgrading to" in flat and "% of the 96Mi limit" in flat
         rc, out, err = run_cli(["pod", "--pid", str(job.pid), "--after", BEFORE, AFTER],
                                capsys)   # 59.6 + 35.3 MiB of maps do not fit: exit 1
         assert rc == 1 and "after upgrading" in out

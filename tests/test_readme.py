@@ -161,8 +161,8 @@ def test_readme_command(project, where, command):
         out += (project / words[words.index("-o") + 1]).read_text()
     for schema in re.findall(r"bpfmem/[a-z-]+/v\d+", comment):
         assert schema in out, (where, command, schema)
-    for figure in re.findall(r"\d+\.\d+", comment):      # "59.6 of 51.2 MiB: fails"
-        assert f"{figure} MiB" in out, (where, command, figure, out[-2000:])
+    for figure in re.findall(r"\d+\.\d+", comment):      # "59.6 of 51.2Mi: fails"
+        assert f"{figure}Mi" in out, (where, command, figure, out[-2000:])
 
 
 def _output_blocks() -> list[Block]:

@@ -62,7 +62,7 @@ def test_check_gates_before_and_passes_after(capsys):
 
 def test_markdown_comment_reads_as_the_story(capsys):
     rc, md = run(capsys, "diff", BEFORE, AFTER, "--limit", "128Mi", "--format", "markdown", *K)
-    assert "59.6 MiB → **35.3 MiB**" in md
+    assert "59.6Mi → **35.3Mi**" in md
     assert "map_flags: 0 -> no_prealloc" in md and "incompatible" in md
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from bpfmem import api, cli
-from bpfmem.analysis.quantity import parse_size
+from bpfmem.units import parse_size
 from bpfmem.cli_pod import command_status
 from conftest import is_root
 

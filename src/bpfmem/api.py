@@ -310,7 +310,7 @@ def _vm_release_guess(vm_kernel: str) -> str:
 def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
                 dynamic_config: dict | None = None):
     """A WhatIf from ``--set`` expressions and Cilium-style dynamic sizing settings."""
-    from .analysis.quantity import parse_size
+    from .units import parse_size
     from .analysis.whatif import DynamicSizing, WhatIf, parse_setting
     settings = tuple(parse_setting(s) for s in sets)
     dyn = None

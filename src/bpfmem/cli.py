@@ -107,7 +107,8 @@ def _add_whatif_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--size-ratio", type=_fraction, metavar="R",
                    help="Cilium-style dynamic sizing: share of node memory for the maps that "
                         "[dynamic.maps] in bpfmem.toml names (e.g. 0.0025)")
-    g.add_argument("--node-memory", metavar="SIZE", help="node memory for --size-ratio (64Gi)")
+    g.add_argument("--node-memory", metavar="SIZE",
+                   help="node memory for --size-ratio, a quantity (64Gi)")
 
 
 def _add_output_args(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
@@ -213,6 +214,9 @@ def _parser() -> argparse.ArgumentParser:
   bpfmem pod --pid PID                         where a pod's memory goes, maps included (root)
   bpfmem size ./agent                          what each Go package costs in the binary
   bpfmem COMMAND --help                        more on each
+
+sizes are Kubernetes quantities, printed the way they are read: 128Mi, 59.6Mi, 2Gi (powers of
+1024), 500M (10^6 bytes: M is not Mi), or plain bytes where the exact figure matters.
 """,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"bpfmem {__version__}")
@@ -271,11 +275,14 @@ def _parser() -> argparse.ArgumentParser:
   bpfmem check build/*.o --format junit -o bpfmem.xml     (limit from bpfmem.toml)
   bpfmem check agent_bpfel.o --limit 128Mi --loader libbpf,cilium-ebpf   under both loaders
 
-sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantities.
+sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantities;
+printed the same way (59.6Mi), so a figure can be pasted back into --limit.
 """, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("objects", nargs="+", metavar="OBJ",
                    help="compiled BPF object(s), or quoted globs bpfmem expands ('build/*.o')")
-    c.add_argument("--limit", metavar="SIZE", help="the container's memory limit (128Mi)")
+    c.add_argument("--limit", metavar="SIZE",
+                   help="the container's memory limit, a Kubernetes quantity: 128Mi "
+                        "(Mi = 2^20), 500M (M = 10^6)")
     c.add_argument("--max-fraction", type=_fraction, metavar="F",
                    help="share of the limit the maps may take (default 1.0)")
     c.add_argument("--full", action="store_true", default=None,
@@ -311,7 +318,8 @@ sizes: 128Mi, 1.5Gi (binary), 500M, 1G (decimal) or bytes, as Kubernetes quantit
     d.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed)")
     d.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed)")
     d.add_argument("unquoted", nargs="*", help=argparse.SUPPRESS)
-    d.add_argument("--limit", metavar="SIZE", help="memory limit, to show the share of it")
+    d.add_argument("--limit", metavar="SIZE",
+                   help="memory limit, to show the share of it (128Mi; M is 10^6)")
     _add_kernel_args(d)
     _add_loader_arg(d)
     d.add_argument("--old-loader", metavar="LOADER",
@@ -581,7 +589,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from . import api
-    from .analysis.quantity import parse_size
+    from .units import parse_size
 
     started = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
     t0 = time.monotonic()
@@ -621,7 +629,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import api
-    from .analysis.quantity import parse_size
+    from .units import parse_size
 
     if args.unquoted:
         n = 2 + len(args.unquoted)

@@ -189,8 +189,9 @@ def cmd_snapshot(args) -> int:
             report.render_json(doc, out, indent=2 if out.isatty() or args.output else None)
     emit(args.output, render)
     if args.output:
+        from .units import format_size
         print(f"bpfmem: {doc['totals']['maps']} maps, memlock "
-              f"{doc['totals']['memlock']:,} bytes -> {args.output}", file=sys.stderr)
+              f"{format_size(doc['totals']['memlock'])} -> {args.output}", file=sys.stderr)
     return EXIT_OK
 
 

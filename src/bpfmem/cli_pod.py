@@ -103,7 +103,8 @@ def add_parsers(sub) -> None:
                     help="stacked chart of the trace against the limit: FILE.html "
                          "(interactive, offline) or FILE.png (needs Chromium)")
     tr.add_argument("--limit", metavar="SIZE",
-                    help="memory limit of the scratch cgroup a command runs in (128Mi)")
+                    help="memory limit of the scratch cgroup a command runs in, a "
+                         "Kubernetes quantity (128Mi; M is 10^6)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                    help="with --trace: a command to start in a fresh scratch cgroup")
 
@@ -220,7 +221,7 @@ def _emit(doc: dict, args, table: str) -> None:
 
 def _trace(args, cmd: list[str]) -> int:
     from . import api
-    from .analysis.quantity import parse_size
+    from .units import parse_size
     try:
         limit = parse_size(args.limit) if args.limit is not None else None
     except ValueError as e:
@@ -235,9 +236,11 @@ def _trace(args, cmd: list[str]) -> int:
         status = Console(stderr=True).status("tracing")
         status.start()
 
+        from .units import format_size
+
         def say(view, t):
-            status.update(f"tracing {t:5.1f}s  usage {view.usage / (1 << 20):.1f} MiB"
-                          + (f" of {view.limit / (1 << 20):.0f} MiB" if view.limit else ""))
+            status.update(f"tracing {t:5.1f}s  usage {format_size(view.usage)}"
+                          + (f" of {format_size(view.limit)}" if view.limit else ""))
 
     if cmd:
         from .cli import note_leftovers

@@ -19,7 +19,7 @@ _EPILOG = """what you see:
 
 why it is linked (Go, needs the source):
   --go-src DIR runs `go list -deps -json` in DIR (the main package's directory) and ranks
-  the imports by the bytes only they bring in: "dropping the import a -> b saves 5.2 MiB".
+  the imports by the bytes only they bring in: "dropping the import a -> b saves 5.2Mi".
 
 examples:
   bpfmem size ./agent                          by package (largest first)
@@ -56,6 +56,7 @@ def add_check_args(c: argparse.ArgumentParser) -> None:
     """The binary-size options of `bpfmem check`."""
     c.add_argument("--max-binary-size", metavar="SIZE",
                    help="CI gate on binaries (Go or ELF) given as OBJ: fail when one is larger "
+                        "than SIZE, a Kubernetes quantity (40Mi; M is 10^6) "
                         "(limits per binary and per module in [binary] of bpfmem.toml)")
 
 
@@ -115,7 +116,7 @@ def split_binaries(paths: list[str]) -> tuple[list[str], list[str]]:
 def cmd_check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
     """The binary-size gate: exit 1 when a binary or a module glob is over its limit."""
     from . import api
-    from .analysis.quantity import parse_size
+    from .units import parse_size
     try:
         max_size = parse_size(args.max_binary_size) if args.max_binary_size else cfg.binary_max
     except ValueError as e:

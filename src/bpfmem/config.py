@@ -168,7 +168,7 @@ def parse_config(text: str, path: str = "bpfmem.toml") -> Config:
 def _size_field(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(f"{name}: expected a size such as \"128Mi\", not {value!r:.40}")
-    from .analysis.quantity import parse_size   # only a config with sizes needs Decimal
+    from .units import parse_size   # only a config with sizes needs Decimal
     try:
         return parse_size(value if isinstance(value, str) else str(value))
     except ValueError as e:

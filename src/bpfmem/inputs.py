@@ -37,10 +37,6 @@ class InputError(BpfmemError):
     """An input file cannot be read, or is not what its kind must be. Names the file."""
 
 
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
-
-
 def _open_regular(path: str | os.PathLike) -> tuple[int, int]:
     """(fd, size) of a regular file opened for reading; InputError for anything else."""
     name = os.fspath(path)
@@ -70,8 +66,9 @@ def read_input(path: str | os.PathLike, kind: str = "object") -> bytes:
     fd, size = _open_regular(name)
     try:
         if size > limit:
-            raise InputError(f"{name}: {size:,} bytes; a {kind} file may have at most "
-                             f"{_size(limit)}")
+            from .units import format_size
+            raise InputError(f"{name}: {format_size(size)}; a {kind} file may have at most "
+                             f"{format_size(limit)}")
         chunks, got = [], 0
         while True:
             try:
@@ -83,7 +80,8 @@ def read_input(path: str | os.PathLike, kind: str = "object") -> bytes:
             chunks.append(chunk)
             got += len(chunk)
             if got > limit:   # grew while read
-                raise InputError(f"{name}: more than {_size(limit)}, the limit of a {kind} "
+                from .units import format_size
+                raise InputError(f"{name}: more than {format_size(limit)}, the limit of a {kind} "
                                  "file")
         return b"".join(chunks)
     finally:
@@ -171,7 +169,8 @@ def input_lines(path: str | os.PathLike, kind: str = "batch line") -> Iterator[s
                 return
             n += 1
             if len(line) > limit:
-                raise InputError(f"{name}: line {n} is longer than {_size(limit)}")
+                from .units import format_size
+                raise InputError(f"{name}: line {n} is longer than {format_size(limit)}")
             yield line
 
 

@@ -34,7 +34,7 @@ def assert_maps_fit(objects: Iterable[str | os.PathLike] | str | os.PathLike,
     """Raise :class:`MapsDoNotFit` (an AssertionError) unless the maps the objects create fit
     ``limit * fraction`` on every kernel and CPU count given; return the check document."""
     from . import api
-    from .analysis.quantity import parse_size
+    from .units import parse_size
     from .report.documents import document
     from .report.text import check_text
 

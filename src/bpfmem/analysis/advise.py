@@ -12,6 +12,7 @@ from ..model.kernel import KernelProfile
 from ..model.shape import MapShape
 from ..parse.objspec import ObjectSpec
 from ..uapi import MapFlag, MapType as T
+from ..units import frozen_mib   # the advise titles' v1 spelling
 
 NO_PREALLOC = int(MapFlag.NO_PREALLOC)
 PERCPU = {T.PERCPU_HASH, T.PERCPU_ARRAY, T.LRU_PERCPU_HASH, T.PERCPU_CGROUP_STORAGE}
@@ -157,11 +158,11 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
             out.append(Advice(
                 m.name, "percpu",
                 f"{m.name}: per-CPU: memlock "
-                + ", ".join(f"{c} CPUs {v / (1 << 20):.1f} MiB" for c, v in costs.items()
+                + ", ".join(f"{c} CPUs {frozen_mib(v, 1)}" for c, v in costs.items()
                             if v is not None),
                 0, None,
                 "A shared map with atomic updates (__sync_fetch_and_add) would cost "
-                f"{(shared.memlock_at_create or 0) / (1 << 20):.2f} MiB memlock on any node, "
+                f"{frozen_mib(shared.memlock_at_create or 0, 2)} memlock on any node, "
                 "at the price of cache-line contention on hot counters." if shared else
                 "Per-CPU values scale with the node's possible CPUs.",
                 "Per-CPU memory is allocated for every possible CPU "

@@ -126,7 +126,7 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
     then per object: the kernel accepts its maps, its own limit, its maps' caps), each named
     for exactly what it compares, so one object never both passes and fails the same thing;
     ``failures`` are theirs, in order."""
-    from .quantity import format_size
+    from ..units import frozen_iec   # the check names' v1 spelling
     what = budget.measure
     results = []
     for prof in profiles:
@@ -146,7 +146,7 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             if lim is not None:
                 over = ((f"{o.name}: {obj_total:,} bytes over its own limit {lim:,}",)
                         if obj_total > lim else ())
-                checks.append(Check(f"{o.name}: maps within its own limit {format_size(lim)}",
+                checks.append(Check(f"{o.name}: maps within its own limit {frozen_iec(lim)}",
                                     over, object=o.name, value=obj_total, limit=lim))
         grand = sum(t for _o, _c, t, _u in per_object)
         before = None
@@ -165,12 +165,12 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             v = getattr(c, what)
             over = ((f"{c.object}/{c.name}: {v:,} bytes over its cap {cap:,}",)
                     if v is not None and v > cap else ())
-            checks.append(Check(f"{c.object}/{c.name}: within its cap {format_size(cap)}",
+            checks.append(Check(f"{c.object}/{c.name}: within its cap {frozen_iec(cap)}",
                                 over, object=c.object, map=c.name, value=v, limit=cap))
         over = ((f"maps charge {grand:,} bytes, over the budget {budget.budget:,} "
                  f"({budget.max_fraction:g} of {budget.limit:,})",)
                 if grand > budget.budget else ())
-        checks.insert(0, Check(f"all maps within the budget {format_size(budget.budget)}",
+        checks.insert(0, Check(f"all maps within the budget {frozen_iec(budget.budget)}",
                                over, value=grand, limit=budget.budget))
         notes = tuple(f"{c.object}/{c.name}: {n}" for c in all_costs
                       for n in (placeholder_note(c.spec),) if n)

@@ -35,32 +35,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .quantity import format_quantity
+from ..units import format_gomemlimit, parse_gomemlimit
 
-__all__ = ["GoSettings", "go_settings", "GoSplit", "go_split", "PARTS", "parse_go_size"]
+__all__ = ["GoSettings", "go_settings", "GoSplit", "go_split", "PARTS"]
 
 PARTS = (("heap_inuse", "Go heap in use"), ("heap_free", "Go heap freed, not returned"),
          ("go_arenas", "Go heap arenas (no runtime figures)"), ("stacks", "stacks"),
          ("runtime", "Go runtime metadata"), ("binary", "binary (text, rodata, data)"),
          ("other", "other (libraries, files, other anon)"), ("unexplained", "unexplained"))
-
-_GO_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$")
-_GO_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-
-
-def parse_go_size(text: str) -> int | None:
-    """A GOMEMLIMIT value (``512MiB``, ``1GiB``, bytes) as bytes; None when not one."""
-    m = _GO_SIZE.match(text)
-    if not m:
-        return None
-    return int(float(m.group(1)) * _GO_UNITS[m.group(2)])
-
-
-def _go_size(n: int) -> str:
-    """A size as GOMEMLIMIT spells it (512MiB, 1.5GiB), to paste back into it."""
-    q = format_quantity(n)
-    return q + "B" if q.endswith("i") else q
-
 
 def _version(v: str | None) -> tuple[int, int] | None:
     m = re.match(r"go(\d+)\.(\d+)", v or "")
@@ -103,23 +85,23 @@ def go_settings(env: dict, version: str | None = None, figures=None) -> GoSettin
     lsrc = "default"
     raw = env.get("GOMEMLIMIT")
     if raw is not None and raw.strip().lower() != "off":
-        limit, lsrc = parse_go_size(raw), "GOMEMLIMIT"
+        limit, lsrc = parse_gomemlimit(raw), "GOMEMLIMIT"
     if figures is not None and figures.gomemlimit is not None:
         limit, lsrc = (figures.gomemlimit if figures.gomemlimit < (1 << 62) else None), "runtime"
     if gogc is None:
         out.append("GOGC=off: no GC by heap growth" + (
-            f"; the heap grows until GOMEMLIMIT ({_go_size(limit)}) forces a collection"
+            f"; the heap grows until GOMEMLIMIT ({format_gomemlimit(limit)}) forces a collection"
             if limit else ": the heap grows without bound (no GOMEMLIMIT)"))
     else:
         out.append(f"GOGC={gogc}: the heap may grow to {1 + gogc / 100:g}x the live heap "
                    "before the next GC")
     if limit is not None:
         if ver is not None and ver < (1, 19):
-            out.append(f"GOMEMLIMIT={_go_size(limit)} is ignored before Go 1.19")
+            out.append(f"GOMEMLIMIT={format_gomemlimit(limit)} is ignored before Go 1.19")
         else:
-            out.append(f"GOMEMLIMIT={_go_size(limit)}: near it the runtime collects more often "
-                       "and returns freed memory to the OS sooner (a soft limit: it can be "
-                       "exceeded)")
+            out.append(f"GOMEMLIMIT={format_gomemlimit(limit)}: near it the runtime collects "
+                       "more often and returns freed memory to the OS sooner (a soft limit: it "
+                       "can be exceeded)")
     godebug = {k: v for k, _, v in (x.partition("=") for x in
                                     env.get("GODEBUG", "").split(",")) if k}
     mdn: bool | None

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from ..model.kernel import KernelProfile
 from ..uapi import map_type_name
+from ..units import format_size
 from .gosplit import GoSplit, go_split
 from .live import check_map
 
@@ -227,9 +228,10 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
         kernel_other = cg.kernel - here
         if kernel_other < 0:
             notes.append(
-                f"the model's charge of the maps held here ({here:,} B) exceeds the cgroup's "
-                f"kernel memory ({cg.kernel:,} B): some of them are charged to another cgroup "
-                "although no pin says so (created elsewhere and passed over, or opened by id)")
+                f"the model's charge of the maps held here ({format_size(here)}) exceeds the "
+                f"cgroup's kernel memory ({format_size(cg.kernel)}): some of them are charged to "
+                "another cgroup although no pin says so (created elsewhere and passed over, or "
+                "opened by id)")
             kernel_other = 0
     elif here:
         notes.append("the cgroup reports no kernel memory figure: maps are shown from the "
@@ -255,9 +257,9 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
                      "kernel")
     if any(not r.charged_here for r in rows):
         notes.append(
-            f"{sum(1 for r in rows if not r.charged_here)} held map(s) ({elsewhere:,} B) were "
-            "pinned before this cgroup's processes started: charged to the cgroup that "
-            "created them, not here")
+            f"{sum(1 for r in rows if not r.charged_here)} held map(s) "
+            f"({format_size(elsewhere)}) were pinned before this cgroup's processes started: "
+            "charged to the cgroup that created them, not here")
     procs = []
     held_by: dict[int, int] = {}
     for r in rows:
@@ -379,7 +381,7 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
     settled = tail[len(tail) // 2]
     notes = []
     if between:
-        notes.append(f"the cgroup's own high-water mark ({kp:,} B) is above every sample: "
+        notes.append(f"the cgroup's own high-water mark ({format_size(kp)}) is above every sample: "
                      "a shorter spike happened between two samples (sample faster with "
                      "--interval)")
     limit = p.limit

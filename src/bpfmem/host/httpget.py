@@ -18,6 +18,7 @@ import time
 from urllib.parse import urlsplit
 
 from ..errors import HostError
+from ..units import format_size
 
 __all__ = ["http_get", "http_get_in_netns", "is_loopback_host", "TIMEOUT", "MAX_BODY"]
 
@@ -62,8 +63,8 @@ def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
             raise HostError(f"{url}: HTTP {resp.status} {resp.reason}".rstrip())
         length = resp.getheader("Content-Length")
         if length and length.isdigit() and int(length) > max_bytes:
-            raise HostError(f"{url}: body of {int(length):,} bytes is over the "
-                            f"{max_bytes >> 20} MiB cap")
+            raise HostError(f"{url}: body of {format_size(int(length))} is over the "
+                            f"{format_size(max_bytes)} cap")
         chunks, got = [], 0
         while True:
             left = deadline - time.monotonic()
@@ -76,7 +77,7 @@ def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
                 break
             got += len(chunk)
             if got > max_bytes:
-                raise HostError(f"{url}: body over the {max_bytes >> 20} MiB cap")
+                raise HostError(f"{url}: body over the {format_size(max_bytes)} cap")
             chunks.append(chunk)
         return b"".join(chunks)
     except HostError:

@@ -45,8 +45,9 @@ def read_file_bounded(path: str, limit: int = MAX_BTF_FILE) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise OSError(22, "not a regular file", path)
         if st.st_size > limit:
-            raise ParseError(f"{st.st_size} bytes is larger than any kernel file "
-                             f"({limit >> 20} MiB)", path=path)
+            from ..units import format_size
+            raise ParseError(f"{format_size(st.st_size)} is larger than any kernel file "
+                             f"({format_size(limit)})", path=path)
         chunks, size = [], 0
         while size <= limit:
             b = os.read(fd, 1 << 20)

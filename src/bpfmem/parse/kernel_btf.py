@@ -136,7 +136,8 @@ def _decompress(data: bytes, offset: int) -> bytes:
     except Exception as e:   # each codec has its own error class; all mean corrupt input
         raise ParseError(f"corrupt {_kind(head)} data: {e}", offset=offset) from None
     if len(out) > MAX_UNPACKED:
-        raise ParseError(f"unpacks to more than {MAX_UNPACKED >> 20} MiB", offset=offset)
+        from ..units import format_size
+        raise ParseError(f"unpacks to more than {format_size(MAX_UNPACKED)}", offset=offset)
     if not out:
         raise ParseError("compressed stream is truncated (nothing unpacks)", offset=offset)
     return out

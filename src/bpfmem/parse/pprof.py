@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass
 
 from ..errors import ParseError
+from ..units import format_size
 
 __all__ = ["Profile", "TopFunction", "parse_pprof", "top_functions", "MAX_PROFILE"]
 
@@ -118,7 +119,7 @@ def _decompress(data: bytes) -> bytes:
     except (OSError, EOFError, zlib.error) as e:
         raise ParseError(f"bad gzip: {e}", section="pprof") from None
     if len(out) > MAX_PROFILE:
-        raise ParseError(f"profile larger than {MAX_PROFILE >> 20} MiB decompressed",
+        raise ParseError(f"profile larger than {format_size(MAX_PROFILE)} decompressed",
                          section="pprof")
     return out
 

@@ -15,6 +15,7 @@ import os
 from typing import Any, Iterable
 
 from ..errors import UnsupportedError
+from ..units import format_delta, format_size, in_mi
 
 __all__ = ["render_html", "write_html", "PLOTLYJS_ID", "TREEMAP_ID", "USAGE_ID", "DIFF_ID"]
 
@@ -45,47 +46,13 @@ _CONFIG = {
     "displayModeBar": False,
 }
 
-_MIB = 1 << 20
-
-
-# --- formatting -------------------------------------------------------------------------------
-
 def _num(v: Any) -> float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _bytes(n: Any) -> str:
-    """Human size in binary units: ``7.50 MiB``, ``4 KiB``, ``?`` when unknown."""
-    n = _num(n)
-    if n is None:
-        return "?"
-    sign = "-" if n < 0 else ""
-    a = abs(n)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", _MIB), ("KiB", 1 << 10)):
-        if a >= scale:
-            v = a / scale
-            txt = f"{v:,.0f}" if v == int(v) else f"{v:,.2f}"
-            return f"{sign}{txt} {unit}"
-    return f"{sign}{a:,.0f} B"
-
-
-def _delta(n: Any) -> str:
-    n = _num(n)
-    if n is None:
-        return "?"
-    if n == 0:
-        return "0"
-    return ("+" if n > 0 else "") + _bytes(n)
 
 
 def _pct(f: Any) -> str:
     f = _num(f)
     return "?" if f is None else f"{f * 100:.1f}%"
-
-
-def _mib(n: Any) -> float | None:
-    n = _num(n)
-    return None if n is None else n / _MIB
 
 
 def _esc(v: Any) -> str:
@@ -229,15 +196,16 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
                 f"{ks if ks is not None else '?'} / {vs if vs is not None else '?'}",
                 f"{me:,}" if me is not None else "?",
                 _esc(_flags(m.get("flags"))),
-                _bytes(m.get("memlock_at_create")),
-                _bytes(m.get("charged_at_create")),
-                _bytes(m.get("charged_full")),
+                format_size(m.get("memlock_at_create")),
+                format_size(m.get("charged_at_create")),
+                format_size(m.get("charged_full")),
             ], _MAP_HOVER, "map")
         values[oidx] = osum
         ocreate = sum(_num(m.get("charged_at_create")) or 0 for m in maps)
         custom[oidx] = [_esc(f"{obj.get('path') or oname} · {len(maps)} map"
                              f"{'' if len(maps) == 1 else 's'}"),
-                        "", "", "", "", _bytes(ocreate), _bytes(ofull if full_known else None)]
+                        "", "", "", "", format_size(ocreate),
+                        format_size(ofull if full_known else None)]
     values[root_idx] = sum(v for v, k in zip(values, kinds) if k == "object")
     all_maps = [m for o in result.get("objects") or [] for m in o.get("maps") or []
                 if isinstance(m, dict)]
@@ -247,11 +215,11 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
         return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
 
     custom[root_idx] = [_esc(_kernel_label(result.get("kernel"))), "", "", "", "",
-                        _bytes(total("charged_at_create")), _bytes(total("charged_full"))]
+                        format_size(total("charged_at_create")), format_size(total("charged_full"))]
     top = max([v for v, k in zip(values, kinds) if k == "map"] + [1])
     for v, k in zip(values, kinds):
         colors.append(_shade(v / top) if k == "map" else ("#eef1f5" if k == "object" else "white"))
-    texts = [(_bytes(v) if k != "root" else "") for v, k in zip(values, kinds)]
+    texts = [(format_size(v) if k != "root" else "") for v, k in zip(values, kinds)]
     for c, t in zip(custom, texts):
         c.append(t)
     return go.Treemap(
@@ -308,15 +276,15 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
         while label in x:
             label += " "
         x.append(label)
-    totals = [_mib(r.get("total")) or 0 for r in results]
-    budgets = [_mib(r.get("budget", doc.get("budget"))) for r in results]
+    totals = [in_mi(r.get("total")) or 0 for r in results]
+    budgets = [in_mi(r.get("budget", doc.get("budget"))) for r in results]
     colors = [_PASS if r.get("pass") else (_FAIL if r.get("pass") is False else _MUTED)
               for r in results]
     verdicts = ["PASS" if r.get("pass") else ("FAIL" if r.get("pass") is False else "?")
                 for r in results]
-    text = [f"{_bytes(r.get('total'))}" for r in results]
-    custom = [[verdicts[i], _bytes(results[i].get("budget", doc.get("budget"))),
-               _bytes(results[i].get("limit", limit)),
+    text = [f"{format_size(r.get('total'))}" for r in results]
+    custom = [[verdicts[i], format_size(results[i].get("budget", doc.get("budget"))),
+               format_size(results[i].get("limit", limit)),
                _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?",
                _esc(_kernel_label(results[i].get("kernel")))]
               for i in range(len(results))]
@@ -338,22 +306,22 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
         fig.add_trace(go.Scatter(
             x=x, y=budgets, mode="markers", name="budget",
             marker=dict(symbol="line-ew", size=70, line=dict(width=3, color="#f59e0b")),
-            hovertemplate="budget %{y:.1f} MiB<extra></extra>",
+            hovertemplate="budget %{y:.1f}Mi<extra></extra>",
         ))
     ymax = max(totals + [b for b in budgets if b is not None] + [0])
     shapes, annotations = [], []
     if limit:
-        lm = limit / _MIB
+        lm = in_mi(limit)
         ymax = max(ymax, lm)
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
                            line=dict(color=_FAIL, width=2, dash="dash")))
         annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
-                                text=f"limit {_bytes(limit)}", showarrow=False,
+                                text=f"limit {format_size(limit)}", showarrow=False,
                                 font=dict(color=_FAIL, size=12)))
     fig.update_layout(**_layout(
         height=460,
         margin=dict(l=60, r=10, t=30, b=50),
-        yaxis=dict(title=dict(text="MiB charged"), range=[0, ymax * 1.15 or 1],
+        yaxis=dict(title=dict(text="charged (Mi)"), range=[0, ymax * 1.15 or 1],
                    gridcolor=_GRID, zeroline=False),
         xaxis=dict(type="category", tickangle=0),
         showlegend=True,
@@ -380,29 +348,30 @@ def _diff_totals_figure(go: Any, doc: dict[str, Any]) -> Any:
     cats = ["at create", "full"]
     fig = go.Figure()
     for name, side, color in (("old", old, "#9aa5b1"), ("new", new, "#3b6fb6")):
-        ys = [_mib(side.get("charged_at_create")), _mib(side.get("charged_full"))]
+        ys = [in_mi(side.get("charged_at_create")), in_mi(side.get("charged_full"))]
         fig.add_trace(go.Bar(
             x=cats, y=ys, name=name, marker=dict(color=color),
-            text=[_bytes(side.get("charged_at_create")), _bytes(side.get("charged_full"))],
+            text=[format_size(side.get("charged_at_create")),
+                  format_size(side.get("charged_full"))],
             textposition="outside", cliponaxis=False,
             hovertemplate=f"{name} %{{x}}: %{{text}}<extra></extra>",
         ))
     shapes, annotations = [], []
     limit = _num(doc.get("limit"))
-    ymax = max([_mib(v) or 0 for s in (old, new)
+    ymax = max([in_mi(v) or 0 for s in (old, new)
                 for v in (s.get("charged_at_create"), s.get("charged_full"))] + [0])
     if limit:
-        lm = limit / _MIB
+        lm = in_mi(limit)
         ymax = max(ymax, lm)
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
                            line=dict(color=_FAIL, width=2, dash="dash")))
         annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
-                                text=f"limit {_bytes(limit)}", showarrow=False,
+                                text=f"limit {format_size(limit)}", showarrow=False,
                                 font=dict(color=_FAIL, size=12)))
     fig.update_layout(**_layout(
         height=300, barmode="group",
         margin=dict(l=55, r=10, t=30, b=30),
-        yaxis=dict(title=dict(text="MiB charged"), range=[0, ymax * 1.18 or 1],
+        yaxis=dict(title=dict(text="charged (Mi)"), range=[0, ymax * 1.18 or 1],
                    gridcolor=_GRID, zeroline=False),
         legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"),
         shapes=shapes, annotations=annotations,
@@ -420,15 +389,15 @@ def _diff_summary(doc: dict[str, Any]) -> str:
         share = new_total / limit
     charge_n = _num(charge)
     verb = "frees" if charge_n is not None and charge_n < 0 else "charges"
-    amount = _bytes(abs(charge_n)) if charge_n is not None else "?"
-    text = f"upgrade {verb} {amount} at first start; new total {_bytes(new_total)}"
+    amount = format_size(abs(charge_n)) if charge_n is not None else "?"
+    text = f"upgrade {verb} {amount} at first start; new total {format_size(new_total)}"
     if limit:
-        text += f" = {_pct(share)} of the {_bytes(limit)} limit"
+        text += f" = {_pct(share)} of the {format_size(limit)} limit"
     return text
 
 
 def _side_cell(side: Any, key: str) -> str:
-    return _bytes(side.get(key)) if isinstance(side, dict) else "—"
+    return format_size(side.get(key)) if isinstance(side, dict) else "—"
 
 
 def _shape_text(side: Any) -> str:
@@ -475,10 +444,10 @@ def _diff_table(doc: dict[str, Any]) -> str:
             f"<td>{_shape_text(new if isinstance(new, dict) else old)}</td>"
             f"<td class=num>{_side_cell(old, 'charged_at_create')}</td>"
             f"<td class=num>{_side_cell(new, 'charged_at_create')}</td>"
-            f'<td class="num {_sign_cls(dc)}">{_delta(dc)}</td>'
+            f'<td class="num {_sign_cls(dc)}">{format_delta(dc)}</td>'
             f"<td class=num>{_side_cell(old, 'charged_full')}</td>"
             f"<td class=num>{_side_cell(new, 'charged_full')}</td>"
-            f'<td class="num {_sign_cls(df)}">{_delta(df)}</td>'
+            f'<td class="num {_sign_cls(df)}">{format_delta(df)}</td>'
             f"<td>{'<br>'.join(_esc(c) for c in changes)}</td></tr>"
         )
     if not body:
@@ -498,12 +467,12 @@ def _diff_counts(doc: dict[str, Any]) -> str:
         d = sum(_num(m.get("delta_at_create")) or 0 for m in ms)
         rows.append(f'<tr class="st-{status}"><td><span class="status">{status}</span></td>'
                     f"<td class=num>{len(ms)}</td>"
-                    f'<td class="num {_sign_cls(d)}">{_delta(d)}</td></tr>')
+                    f'<td class="num {_sign_cls(d)}">{format_delta(d)}</td></tr>')
     total = doc.get("delta_at_create")
     if total is None and maps:
         total = sum(_num(m.get("delta_at_create")) or 0 for m in maps)
     rows.append(f'<tr class="total"><td>all maps</td><td class=num>{len(maps)}</td>'
-                f'<td class="num {_sign_cls(_num(total))}">{_delta(total)}</td></tr>')
+                f'<td class="num {_sign_cls(_num(total))}">{format_delta(total)}</td></tr>')
     return ('<table class="diff counts"><thead><tr><th>status</th><th class=num>maps</th>'
             f'<th class=num>Δ at create</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
@@ -579,8 +548,8 @@ def _header(title: str, check_doc: dict[str, Any] | None, diff_doc: dict[str, An
         facts += [
             ("kernel" + ("s" if len(kernels) > 1 else ""), ", ".join(map(str, kernels)) or "?"),
             ("possible CPUs", ", ".join(map(str, cpus)) or "?"),
-            ("limit", _bytes(limit)),
-            ("budget", f"{_bytes(check_doc.get('budget'))}"
+            ("limit", format_size(limit)),
+            ("budget", f"{format_size(check_doc.get('budget'))}"
              + (f" ({_pct(check_doc.get('max_fraction'))})"
                 if check_doc.get("max_fraction") is not None else "")),
             ("judged at", "full maps" if check_doc.get("full") else "create"),
@@ -593,7 +562,7 @@ def _header(title: str, check_doc: dict[str, Any] | None, diff_doc: dict[str, An
         k = (diff_doc or {}).get("kernel") or {}
         facts += [("kernel", str(k.get("version", "?"))),
                   ("possible CPUs", str(k.get("possible_cpus", "?"))),
-                  ("limit", _bytes((diff_doc or {}).get("limit")))]
+                  ("limit", format_size((diff_doc or {}).get("limit")))]
     dl = "".join(f"<div><dt>{_esc(a)}</dt><dd>{_esc(b)}</dd></div>" for a, b in facts)
     return (f'<header><h1>{_esc(title)}</h1>'
             f'<span class="verdict {verdict[1]}" id="bpfmem-verdict">{verdict[0]}</span>'
@@ -633,7 +602,7 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
             if offenders:
                 items = "".join(
                     f"<li><code>{_esc(o.get('object'))}/{_esc(o.get('map'))}</code> "
-                    f"{_bytes(o.get('charged'))} ({_pct(o.get('share'))})</li>"
+                    f"{format_size(o.get('charged'))} ({_pct(o.get('share'))})</li>"
                     for o in offenders[:5])
                 off_html = (f'<p class="note">largest on {_esc(_kernel_label(shown_r.get("kernel")))}'
                             f':</p><ul class="offenders">{items}</ul>')

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from ..analysis.quantity import format_size as fs
+from ..units import format_delta as delta, format_size as fs
 from .escape import md_code, md_text
-from .text import delta, kernel_label, map_label
+from .text import kernel_label, map_label
 
 
 # -- check ----------------------------------------------------------------------------------

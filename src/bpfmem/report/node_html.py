@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import _bytes, _esc, _layout, _plot_div, _plotly, page
+from ..units import format_size, in_mi
+from .html import _esc, _layout, _plot_div, _plotly, page
 
 __all__ = ["render_snapshot_html", "NODE_TREEMAP_ID", "NODE_TOP_ID"]
 
@@ -41,15 +42,15 @@ def _treemap(go: Any, doc: dict) -> Any:
         labels.append(m["name"] or f"id {m['id']}")
         parents.append(h_id)
         values.append(size)
-        sizes.append(_bytes(size))
+        sizes.append(format_size(size))
         colors.append(p if p is not None else -0.1)
         model = m.get("model") or {}
         hover.append(
             f"<b>{_esc(m['name'])}</b> (id {m['id']})<br>{m['type']} "
             f"{m['key_size']}/{m['value_size']} × {m['max_entries']:,}"
             f"{' ' + ','.join(m['flags']) if m['flags'] else ''}<br>"
-            f"memlock {_bytes(m['memlock'])}"
-            + (f" · model charge {_bytes(model.get('charged'))} ({model.get('status')})"
+            f"memlock {format_size(m['memlock'])}"
+            + (f" · model charge {format_size(model.get('charged'))} ({model.get('status')})"
                if model else "")
             + ("<br>entries " + f"{m['entries']:,}" + (f" ({p:.0%} full)" if p is not None
                                                         else "") if m["entries"] is not None
@@ -63,9 +64,9 @@ def _treemap(go: Any, doc: dict) -> Any:
                       else label)
         parents.append(parent)
         values.append(sums[key])
-        sizes.append(_bytes(sums[key]))
+        sizes.append(format_size(sums[key]))
         colors.append(-0.1)
-        hover.append(f"<b>{_esc(label)}</b><br>memlock {_bytes(sums[key])}")
+        hover.append(f"<b>{_esc(label)}</b><br>memlock {format_size(sums[key])}")
     counted = doc.get("entries_counted")
     fig = go.Figure(go.Treemap(
         ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
@@ -84,11 +85,11 @@ def _treemap(go: Any, doc: dict) -> Any:
 def _top(go: Any, doc: dict, n: int = 20) -> Any:
     rows = sorted(doc["maps"], key=lambda m: -(m["memlock"] or 0))[:n][::-1]
     fig = go.Figure(go.Bar(
-        x=[(m["memlock"] or 0) / (1 << 20) for m in rows],
+        x=[in_mi(m["memlock"] or 0) for m in rows],
         y=[f"{m['name']} ({m['id']})" for m in rows], orientation="h",
         marker_color=["#e4572e" if (m["pressure"] or 0) >= 0.9 else "#4c78a8" for m in rows],
-        hovertemplate="%{y}: %{x:.2f} MiB<extra></extra>"))
-    fig.update_layout(**_layout(xaxis=dict(title="memlock (MiB)", gridcolor="#e3e8ee"),
+        hovertemplate="%{y}: %{x:.2f}Mi<extra></extra>"))
+    fig.update_layout(**_layout(xaxis=dict(title="memlock (Mi)", gridcolor="#e3e8ee"),
                                 yaxis=dict(automargin=True),
                                 margin=dict(l=10, r=10, t=10, b=40)))
     return fig
@@ -97,7 +98,8 @@ def _top(go: Any, doc: dict, n: int = 20) -> Any:
 def _cgroup_table(doc: dict) -> str:
     rows = "".join(
         f"<tr><td><code>{_esc(c['cgroup'] or _UNHELD)}</code></td>"
-        f"<td class=\"num\">{c['maps']:,}</td><td class=\"num\">{_bytes(c['memlock'])}</td></tr>"
+        f"<td class=\"num\">{c['maps']:,}</td>"
+        f"<td class=\"num\">{format_size(c['memlock'])}</td></tr>"
         for c in doc["cgroups"][:30])
     return ('<table class="diff"><tr><th>cgroup (of each map\'s lowest-pid holder)</th>'
             f'<th class="num">maps</th><th class="num">memlock</th></tr>{rows}</table>')
@@ -112,9 +114,9 @@ def render_snapshot_html(doc: dict, *, title: str = "bpfmem: BPF maps on a node"
     status = t.get("model_status") or {}
     facts = [("node", doc["host"]["hostname"] or "?"), ("kernel", doc["host"]["kernel"] or "?"),
              ("taken", doc.get("taken_at") or "?"), ("maps", f"{t['maps']:,}"),
-             ("memlock", _bytes(t["memlock"]))]
+             ("memlock", format_size(t["memlock"]))]
     if t.get("charged_model") is not None:
-        facts.append(("model charge", _bytes(t["charged_model"])))
+        facts.append(("model charge", format_size(t["charged_model"])))
     if status:
         facts.append(("model vs kernel", ", ".join(f"{n} {k}" for k, n in sorted(status.items()))))
     hot = sum(1 for m in doc["maps"] if (m["pressure"] or 0) >= 0.9)

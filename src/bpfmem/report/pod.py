@@ -10,13 +10,12 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from ..analysis.gosplit import PARTS as GO_PARTS
-from ..analysis.quantity import format_quantity as qty
+from ..units import format_bytes, format_size, in_mi
 from .escape import term
 from ..analysis.pod import COMPONENTS, Headroom, PodView, TracePoint, TraceSummary
 
 SCHEMA = "bpfmem/pod/v1"
 TRACE_SCHEMA = "bpfmem/pod-trace/v1"
-MiB = 1 << 20
 
 # the chart's parts, bottom to top (sockets go with kernel; unexplained on top)
 _PLOT_PARTS = (("go_heap", "Go heap in use", "#1F4E79"),
@@ -30,12 +29,6 @@ _PLOT_PARTS = (("go_heap", "Go heap in use", "#1F4E79"),
                ("kernel", "kernel (not maps)", "#B279A2"),
                ("maps", "BPF maps", "#F58518"),
                ("unexplained", "unexplained", "#BAB0AC"))
-
-
-def _mib(n: int | None, signed: bool = False) -> str:
-    if n is None:
-        return "?"
-    return f"{n / MiB:+.1f} MiB" if signed else f"{n / MiB:.1f} MiB"
 
 
 def _pct(x: float | None) -> str:
@@ -169,40 +162,40 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
     cg = doc["cgroup"]
     lim = doc["limit"]
     head = (f"{cg['path']}  (cgroup v{cg['version']}, {cg['dir']})\n"
-            f"usage {_mib(doc['usage'])}"
-            + (f" of {_mib(lim)} limit = {_pct(doc['share_of_limit'])}, headroom "
-               f"{_mib(doc['headroom'])}" if lim is not None else " (no limit)")
-            + (f"; peak so far {_mib(doc['peak'])}" if doc.get("peak") is not None else ""))
+            f"usage {format_size(doc['usage'])}"
+            + (f" of {format_size(lim)} limit = {_pct(doc['share_of_limit'])}, headroom "
+               f"{format_size(doc['headroom'])}" if lim is not None else " (no limit)")
+            + (f"; peak so far {format_size(doc['peak'])}" if doc.get("peak") is not None else ""))
     con.print(head)
     t = Table(title="where the usage goes", title_justify="left", box=None, pad_edge=False)
     t.add_column("part")
     t.add_column("bytes", justify="right")
-    t.add_column("MiB", justify="right")
+    t.add_column("size", justify="right")
     t.add_column("of usage", justify="right")
     labels = dict(COMPONENTS)
     for key, val in doc["components"].items():
         share = None if val is None or not doc["usage"] else val / doc["usage"]
-        t.add_row(labels.get(key, key), "?" if val is None else f"{val:,}",
-                  "?" if val is None else f"{val / MiB:.1f}", _pct(share))
-    t.add_row("[b]usage[/b]", f"[b]{doc['usage']:,}[/b]", f"[b]{doc['usage'] / MiB:.1f}[/b]",
+        t.add_row(labels.get(key, key), format_bytes(val), format_size(val), _pct(share))
+    t.add_row("[b]usage[/b]", f"[b]{format_bytes(doc['usage'])}[/b]",
+              f"[b]{format_size(doc['usage'])}[/b]",
               "100%")
     con.print(t)
     if doc["kernel_kinds"]:
         con.print("kernel memory by kind: " + ", ".join(
-            f"{k} {_mib(v)}" for k, v in doc["kernel_kinds"].items()))
+            f"{k} {format_size(v)}" for k, v in doc["kernel_kinds"].items()))
     p = Table(title="processes (smaps_rollup)", title_justify="left", box=None,
               pad_edge=False)
     for c, j in (("pid", "right"), ("comm", "left"), ("RSS", "right"), ("PSS", "right"),
                  ("USS", "right"), ("anon PSS", "right"), ("maps", "right")):
         p.add_column(c, justify=j)
     for r in doc["processes"][:30]:
-        p.add_row(str(r["pid"]), term(r["comm"]), _mib(r["rss"]), _mib(r["pss"]), _mib(r["uss"]),
-                  _mib(r["pss_anon"]), str(r["maps"]))
+        p.add_row(str(r["pid"]), term(r["comm"]), format_size(r["rss"]), format_size(r["pss"]),
+                  format_size(r["uss"]), format_size(r["pss_anon"]), str(r["maps"]))
     if len(doc["processes"]) > 30:
         p.add_row("", f"... {len(doc['processes']) - 30} more", "", "", "", "", "")
     tot = doc["process_totals"]
-    p.add_row("", "[b]total[/b]", _mib(tot.get("rss")), _mib(tot.get("pss")),
-              _mib(tot.get("uss")), _mib(tot.get("pss_anon")), "")
+    p.add_row("", "[b]total[/b]", format_size(tot.get("rss")), format_size(tot.get("pss")),
+              format_size(tot.get("uss")), format_size(tot.get("pss_anon")), "")
     con.print(p)
     for g in doc.get("go") or []:
         _go_table(con, g)
@@ -214,12 +207,12 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
                      ("charged to", "left")):
             m.add_column(c, justify=j)
         for r in doc["maps"]:
-            m.add_row(str(r["id"]), term(r["name"]), r["type"], _mib(r["memlock"]),
-                      _mib(r["charged"]),
+            m.add_row(str(r["id"]), term(r["name"]), r["type"], format_size(r["memlock"]),
+                      format_size(r["charged"]),
                       "this cgroup" if r["charged_here"] else "[yellow]elsewhere[/yellow]")
         con.print(m)
-        con.print(f"maps charged here {_mib(doc['maps_charged_here'])}"
-                  + (f"; held but charged elsewhere {_mib(doc['maps_charged_elsewhere'])}"
+        con.print(f"maps charged here {format_size(doc['maps_charged_here'])}"
+                  + (f"; held but charged elsewhere {format_size(doc['maps_charged_elsewhere'])}"
                      if doc["maps_charged_elsewhere"] else ""))
         for r in doc["maps"]:
             if not r["charged_here"]:
@@ -234,11 +227,11 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
         con.print()
         con.print(f"[b]after upgrading to {', '.join(up['after'])}[/b]"
                   + (f" (from {', '.join(up['before'])})" if up.get("before") else ""))
-        con.print(f"  usage now {_mib(up['usage_now'])} - maps released "
-                  f"{_mib(up['released'])} + charged at first start "
-                  f"{_mib(up['upgrade_charge'])} = [b]{_mib(up['projected'])}[/b]"
-                  + (f" = [b]{_pct(up['share_of_limit'])} of the {_mib(up['limit'])} "
-                     f"limit[/b], headroom {_mib(up['headroom'])}"
+        con.print(f"  usage now {format_size(up['usage_now'])} - maps released "
+                  f"{format_size(up['released'])} + charged at first start "
+                  f"{format_size(up['upgrade_charge'])} = [b]{format_size(up['projected'])}[/b]"
+                  + (f" = [b]{_pct(up['share_of_limit'])} of the {format_size(up['limit'])} "
+                     f"limit[/b], headroom {format_size(up['headroom'])}"
                      if up["limit"] is not None else ""))
         for n in up["notes"]:
             con.print(f"  note: {n}")
@@ -248,7 +241,7 @@ def _go_table(con, g: dict) -> None:
     from rich.table import Table
     labels = dict(GO_PARTS)
     t = Table(title=f"Go process {g['pid']} ({g.get('exe') or '?'}, "
-                    f"{g.get('go_version') or 'Go version unknown'}): RSS {qty(g['rss'])}, "
+                    f"{g.get('go_version') or 'Go version unknown'}): RSS {format_size(g['rss'])}, "
                     f"figures from {g['source']}",
               title_justify="left", box=None, pad_edge=False)
     t.add_column("part")
@@ -256,18 +249,20 @@ def _go_table(con, g: dict) -> None:
     t.add_column("size", justify="right")
     t.add_column("of RSS", justify="right")
     for k, v in g["parts"].items():
-        t.add_row(labels.get(k, k), f"{v:,}", qty(v), _pct(v / g["rss"] if g["rss"] else None))
-    t.add_row("[b]RSS (smaps)[/b]", f"[b]{g['rss']:,}[/b]", f"[b]{qty(g['rss'])}[/b]", "100%")
+        t.add_row(labels.get(k, k), format_bytes(v), format_size(v),
+                  _pct(v / g["rss"] if g["rss"] else None))
+    t.add_row("[b]RSS (smaps)[/b]", f"[b]{format_bytes(g['rss'])}[/b]",
+              f"[b]{format_size(g['rss'])}[/b]", "100%")
     con.print(t)
     for line in g["settings"]["implications"]:
         con.print(f"  {line}")
     hp = g.get("heap_profile")
     if hp and hp["top"]:
         con.print(f"  top allocation sites by inuse_space ({hp['url']}, "
-                  f"{qty(hp['inuse_space'])} sampled):")
+                  f"{format_size(hp['inuse_space'])} sampled):")
         for f in hp["top"][:5]:
             if f["flat"] > 0:
-                con.print(f"    {qty(f['flat']):>7}  {f['name']}")
+                con.print(f"    {format_size(f['flat']):>7}  {f['name']}")
     for n in g["notes"]:
         con.print(f"  note: {n}")
 
@@ -284,19 +279,19 @@ def peak_explained(doc: dict) -> str | None:
     heap = (parts.pop("go_heap", None) or 0) + (parts.pop("go_free", None) or 0)
     free = (pk.get("parts") or {}).get("go_free") or 0
     if heap:
-        items.append((heap, f"Go heap {qty(heap)}" + (
-            f" of which {qty(free)} freed but not yet returned" if free else "")))
+        items.append((heap, f"Go heap {format_size(heap)}" + (
+            f" of which {format_size(free)} freed but not yet returned" if free else "")))
     names = {"maps": "maps", "processes": "other anon", "page_cache": "page cache",
              "kernel": "kernel", "go_stacks": "Go stacks", "go_runtime": "Go runtime",
              "go_arenas": "Go heap arenas", "binary": "binary pages", "sock": "sockets"}
     for k, v in parts.items():
         if k == "unexplained" or not v or v <= 0:
             continue
-        items.append((v, f"{names.get(k, labels.get(k, k))} {qty(v)}"))
+        items.append((v, f"{names.get(k, labels.get(k, k))} {format_size(v)}"))
     items.sort(key=lambda x: -x[0])
     floor = pk["usage"] * 0.03
     shown = [text for v, text in items if v >= floor][:5]
-    return f"peak {qty(pk['usage'])} at {pk['t']:.1f} s: " + ", ".join(shown)
+    return f"peak {format_size(pk['usage'])} at {pk['t']:.1f} s: " + ", ".join(shown)
 
 
 def trace_headline(doc: dict) -> str:
@@ -305,12 +300,12 @@ def trace_headline(doc: dict) -> str:
     if not pk:
         return "no samples"
     lim = s.get("limit")
-    text = (f"peak {_mib(pk['usage'])} at {pk['t']:.2f}s"
-            + (f" = {_pct(s['peak_share'])} of the {_mib(lim)} limit" if lim else "")
-            + f"; started at {_mib(s['start'])}, settled at {_mib(s['settled'])}"
+    text = (f"peak {format_size(pk['usage'])} at {pk['t']:.2f}s"
+            + (f" = {_pct(s['peak_share'])} of the {format_size(lim)} limit" if lim else "")
+            + f"; started at {format_size(s['start'])}, settled at {format_size(s['settled'])}"
             + f" ({s['samples']} samples over {s['duration']:.1f}s)")
     if s.get("kernel_peak_between"):
-        text += f"; the kernel's high-water mark was {_mib(s['kernel_peak'])}"
+        text += f"; the kernel's high-water mark was {format_size(s['kernel_peak'])}"
     return text
 
 
@@ -329,10 +324,10 @@ def render_trace_table(doc: dict, out: IO[str], width: int | None = None) -> Non
         t = Table(title=f"at the peak ({pk['t']:.2f}s)", title_justify="left", box=None,
                   pad_edge=False)
         t.add_column("part")
-        t.add_column("MiB", justify="right")
+        t.add_column("size", justify="right")
         labels = dict(COMPONENTS)
         for k, v in pk["parts"].items():
-            t.add_row(labels.get(k, k), "?" if v is None else f"{v / MiB:.1f}")
+            t.add_row(labels.get(k, k), format_size(v))
         con.print(t)
     for n in (doc["summary"] or {}).get("notes", []):
         con.print(f"note: {n}")
@@ -375,7 +370,7 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
             v = s["parts"].get(key) or 0
             if key == "kernel":
                 v += s["parts"].get("sock") or 0
-            ys.append(max(v, 0) / MiB)
+            ys.append(in_mi(max(v, 0)))
         if key == "unexplained" and not any(y > 0.05 for y in ys):
             continue
         if key not in ("processes", "page_cache", "kernel", "maps") and not any(
@@ -385,32 +380,32 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
             x=ts, y=ys, name=label + (" + sockets" if key == "kernel" and any(
                 s["parts"].get("sock") for s in samples) else ""),
             mode="lines", line=dict(width=0.5, color=color), stackgroup="usage",
-            fillcolor=color, hovertemplate="%{y:.1f} MiB<extra>" + label + "</extra>"))
-    fig.add_trace(go.Scatter(x=ts, y=[s["usage"] / MiB for s in samples], name="usage",
+            fillcolor=color, hovertemplate="%{y:.1f}Mi<extra>" + label + "</extra>"))
+    fig.add_trace(go.Scatter(x=ts, y=[in_mi(s["usage"]) for s in samples], name="usage",
                              mode="lines", line=dict(width=1.5, color="#222"),
-                             hovertemplate="%{y:.1f} MiB<extra>usage</extra>"))
+                             hovertemplate="%{y:.1f}Mi<extra>usage</extra>"))
     s = doc["summary"] or {}
     limit = s.get("limit") or next((x["limit"] for x in samples if x.get("limit")), None)
-    top = max([x["usage"] for x in samples] + [0]) / MiB
+    top = in_mi(max([x["usage"] for x in samples] + [0]))
     if limit:
         fig.add_trace(go.Scatter(x=[ts[0], ts[-1]] if ts else [0, 1],
-                                 y=[limit / MiB] * 2, name=f"limit {limit / MiB:.0f} MiB",
+                                 y=[in_mi(limit)] * 2, name=f"limit {format_size(limit)}",
                                  mode="lines", line=dict(color="#D62728", width=2, dash="dash"),
                                  hoverinfo="skip"))
-        top = max(top, limit / MiB)
+        top = max(top, in_mi(limit))
     pk = s.get("peak")
     if pk:
         share = f" ({s['peak_share'] * 100:.0f}% of limit)" if s.get("peak_share") else ""
         fig.add_trace(go.Scatter(
-            x=[pk["t"]], y=[pk["usage"] / MiB], name="peak", mode="markers",
+            x=[pk["t"]], y=[in_mi(pk["usage"])], name="peak", mode="markers",
             marker=dict(size=11, color="#D62728", symbol="diamond",
                         line=dict(color="white", width=1.5)),
-            hovertemplate="peak %{y:.1f} MiB at %{x:.2f}s<extra></extra>"))
-        label = f"peak {pk['usage'] / MiB:.1f} MiB at {pk['t']:.2f}s{share}"
+            hovertemplate="peak %{y:.1f}Mi at %{x:.2f}s<extra></extra>"))
+        label = f"peak {format_size(pk['usage'])} at {pk['t']:.2f}s{share}"
         if any(k.startswith("go_") for k in pk.get("parts", {})):
             why = peak_explained(doc) or ""
             label += "<br>" + _wrap(why[why.find(": ") + 2:], 60)
-        fig.add_annotation(x=pk["t"], y=pk["usage"] / MiB, ax=70, ay=40,
+        fig.add_annotation(x=pk["t"], y=in_mi(pk["usage"]), ax=70, ay=40,
                            text=label, align="left",
                            showarrow=True, arrowhead=2, arrowcolor="#D62728",
                            font=dict(color="#D62728", size=13), bgcolor="rgba(255,255,255,0.9)",
@@ -439,7 +434,7 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
         xaxis=dict(title=dict(text="seconds since the trace started", standoff=6),
                    rangemode="tozero",
                    showgrid=True, gridcolor="#eee", zeroline=False),
-        yaxis=dict(title="MiB", rangemode="tozero", range=[0, top * 1.12 if top else 1],
+        yaxis=dict(title="Mi", rangemode="tozero", range=[0, top * 1.12 if top else 1],
                    showgrid=True, gridcolor="#eee", zeroline=False),
         legend=dict(orientation="h", x=0, y=-0.13, xanchor="left", yanchor="top",
                     traceorder="normal"),

@@ -9,7 +9,7 @@ import json
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from ..analysis.quantity import format_quantity as fs
+from ..units import format_bytes, format_delta as _delta, format_size as fs
 from ..analysis.size import SizeReport, diff_reports
 
 SIZE_SCHEMA = "bpfmem/size/v1"
@@ -17,10 +17,6 @@ DIFF_SCHEMA = "bpfmem/size-diff/v1"
 CHECK_SCHEMA = "bpfmem/binary-check/v1"
 NEEDS_SRC = ("why it is linked needs the program's source: --go-src DIR (the main package's "
              "directory; bpfmem runs `go list -deps -json` there)")
-
-
-def _delta(n: int) -> str:
-    return ("+" if n > 0 else "") + fs(n) if n else "0"
 
 
 def _summary(rep: SizeReport) -> dict[str, Any]:
@@ -179,7 +175,8 @@ def size_table(doc: dict, out: IO[str]) -> None:
     from rich.text import Text
     con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
     for b in doc["binaries"]:
-        con.print(Text(f"{b['path']}: {fs(b['file_size'])} file ({b['file_size']:,} bytes), "
+        con.print(Text(f"{b['path']}: {fs(b['file_size'])} file "
+                       f"({format_bytes(b['file_size'])} bytes), "
                        f"{fs(b['vm_size'])} in memory; {_title(b)}", style="bold"))
         if b["main_module"] or b["main_package"]:
             m = b["main_module"]
@@ -233,7 +230,8 @@ def diff_table(doc: dict, out: IO[str]) -> None:
     con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
     t = doc["total"]
     con.print(Text(f"{doc['old']['path']} -> {doc['new']['path']}: {fs(t['old'])} -> "
-                   f"{fs(t['new'])} ({_delta(t['delta'])}, {t['delta']:+,} bytes)",
+                   f"{fs(t['new'])} ({_delta(t['delta'])}, "
+                   f"{format_bytes(t['delta'], signed=True)} bytes)",
                    style="bold"))
     tab = Table(box=box.SIMPLE_HEAD)
     for c, j in ((doc["by"], "left"), ("old", "right"), ("new", "right"),
@@ -296,7 +294,7 @@ def check_junit(doc: dict) -> str:
     for v in cases:
         name = f"{v['path']} {v['what']} within {fs(v['limit'])}"
         out.append(f'    <testcase classname="bpfmem.binary-size" name={quoteattr(name)}>')
-        text = f"{v['what']} {v['size']:,} bytes"
+        text = f"{v['what']} {format_bytes(v['size'])} bytes"
         out.append(f"      <system-out>{escape(text)}</system-out>")
         if not v["pass"]:
             msg = f"{fs(v['size'])} > {fs(v['limit'])}"

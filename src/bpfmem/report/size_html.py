@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import _bytes, _delta, _esc, _layout, _plot_div, _plotly, page
+from ..units import format_delta, format_size
+from .html import _esc, _layout, _plot_div, _plotly, page
 
 __all__ = ["render_size_diff_html", "SIZE_TREEMAP_ID"]
 
@@ -33,16 +34,16 @@ def _treemap(go: Any, doc: dict) -> Any:
         parents.append("")
         values.append(new)
         colors.append(_growth(old, new))
-        hover.append(f"<b>{_esc(name)}</b><br>{_bytes(old)} → {_bytes(new)} "
-                     f"({_delta(new - old)})")
+        hover.append(f"<b>{_esc(name)}</b><br>{format_size(old)} → {format_size(new)} "
+                     f"({format_delta(new - old)})")
     for r in doc["treemap"]:
         ids.append(f"p:{r['package']}")
         labels.append(r["package"])
         parents.append(f"m:{r['module']}")
         values.append(r["file"])
         colors.append(_growth(r["old"], r["file"]))
-        hover.append(f"<b>{_esc(r['package'])}</b><br>{_bytes(r['old'])} → "
-                     f"{_bytes(r['file'])} ({_delta(r['file'] - r['old'])})")
+        hover.append(f"<b>{_esc(r['package'])}</b><br>{format_size(r['old'])} → "
+                     f"{format_size(r['file'])} ({format_delta(r['file'] - r['old'])})")
     fig = go.Figure(go.Treemap(
         ids=ids, labels=labels, parents=parents, values=values, branchvalues="total",
         hovertext=hover, hoverinfo="text",
@@ -59,15 +60,17 @@ def render_size_diff_html(doc: dict, *, title: str = "bpfmem: binary size diff")
     tdiv, tjs = _plot_div(pio, _treemap(go, doc), SIZE_TREEMAP_ID, 620)
     t = doc["total"]
     facts = [("old", doc["old"]["path"]), ("new", doc["new"]["path"]),
-             ("size", f"{_bytes(t['old'])} → {_bytes(t['new'])}"),
-             ("change", _delta(t["delta"]))]
+             ("size", f"{format_size(t['old'])} → {format_size(t['new'])}"),
+             ("change", format_delta(t["delta"]))]
     dl = "".join(f"<div><dt>{_esc(a)}</dt><dd>{_esc(b)}</dd></div>" for a, b in facts)
     cls = "fail" if t["delta"] > 0 else "pass"
     header = (f'<header><h1>{_esc(title)}</h1><span class="verdict {cls}">'
-              f'{_esc(_delta(t["delta"]))}</span><dl class="facts">{dl}</dl></header>')
+              f'{_esc(format_delta(t["delta"]))}</span><dl class="facts">{dl}</dl></header>')
     rows = "".join(
-        f"<tr><td><code>{_esc(r['name'])}</code></td><td class=\"num\">{_bytes(r['old'])}</td>"
-        f"<td class=\"num\">{_bytes(r['new'])}</td><td class=\"num\">{_delta(r['delta'])}</td>"
+        f"<tr><td><code>{_esc(r['name'])}</code></td>"
+        f"<td class=\"num\">{format_size(r['old'])}</td>"
+        f"<td class=\"num\">{format_size(r['new'])}</td>"
+        f"<td class=\"num\">{format_delta(r['delta'])}</td>"
         "</tr>" for r in doc["rows"] if r["delta"])
     table = (f'<table class="diff"><tr><th>{_esc(doc["by"])}</th><th class="num">old</th>'
              f'<th class="num">new</th><th class="num">change</th></tr>{rows}</table>')
@@ -75,7 +78,7 @@ def render_size_diff_html(doc: dict, *, title: str = "bpfmem: binary size diff")
     if why:
         items = "".join(
             f"<li>dropping the import <code>{_esc(s['importer'])} → {_esc(s['imported'])}"
-            f"</code> saves <b>{_bytes(s['saves'])}</b> ({s['package_count']} packages); "
+            f"</code> saves <b>{format_size(s['saves'])}</b> ({s['package_count']} packages); "
             f"chain <code>{_esc(' → '.join(s['chain']))}</code></li>" for s in why["savings"])
         why_html = f'<ul class="offenders">{items}</ul>'
     else:

@@ -18,6 +18,7 @@ from ..host.live import LiveMap, Owner, ProgRef, Snapshot
 from ..inputs import Fields
 from .escape import markup, md_code, md_text, term
 from ..uapi import MapType, ProgType, flag_names, map_type_name, prog_type_name
+from ..units import format_delta, format_size
 
 SCHEMA = "bpfmem/snapshot/v1"
 
@@ -209,12 +210,6 @@ def snapshot_from_bpftool(data: Any, *, kernel: str = "", cpus: int = 0) -> Snap
 
 # ---- table ----
 
-def _b(n: Any) -> str:
-    if n is None:
-        return "-"
-    return f"{n / (1 << 20):,.2f}M" if n >= 1 << 20 else f"{n / 1024:,.1f}K"
-
-
 def _owner_text(rec: dict) -> str:
     owners = rec["owners"]
     if not owners:
@@ -255,7 +250,7 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
                       highlight=False, soft_wrap=False)
     t = Table(title=f"{doc['totals']['maps']} maps on {doc['host']['hostname'] or 'the node'} "
                     f"({doc['host']['kernel'] or 'kernel unknown'}), "
-                    f"memlock {_b(doc['totals']['memlock'])}",
+                    f"memlock {format_size(doc['totals']['memlock'])}",
               title_justify="left")
     cols = (("id", "right"), ("name", "left"), ("type", "left"), ("key/value", "right"),
             ("max", "right"), ("entries", "right"), ("pressure", "right"),
@@ -280,7 +275,7 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
             f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
         rows.append((str(r["id"]), markup(r["name"]), r["type"],
                      f"{r['key_size']}/{r['value_size']}", f"{r['max_entries']:,}", entries,
-                     pressure, _b(r["memlock"]), mtxt, markup(_owner_text(r)),
+                     pressure, format_size(r["memlock"]), mtxt, markup(_owner_text(r)),
                      markup(_tail(cg, 28)), markup(_tail(", ".join(r["pins"]), 28))))
     from rich.text import Text
     for i, (col, just) in enumerate(cols):
@@ -298,7 +293,7 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
         c.add_column("memlock", justify="right")
         for s in doc["cgroups"][:15]:
             c.add_row(term(s["cgroup"] or "(no process holds them)"), str(s["maps"]),
-                      _b(s["memlock"]))
+                      format_size(s["memlock"]))
         console.print(c)
     st = doc["totals"].get("model_status") or {}
     if st:
@@ -313,11 +308,6 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
 
 # ---- two moments of a node ----
 
-def _sb(n: int) -> str:
-    sign = "+" if n > 0 else "-" if n < 0 else "±"
-    return sign + _b(abs(n))
-
-
 def _owner_of(side: dict | None) -> str:
     o = (side or {}).get("owner")
     return f"{o['comm']}[{o['pid']}]" if o else "-"
@@ -331,14 +321,14 @@ def _diff_rows(doc: dict):
             continue
         side = r["new"] or r["old"]
         de = "" if r["delta_entries"] is None else f"{r['delta_entries']:+,}"
-        yield (r["name"], r["type"], r["status"], _b(side["memlock"]),
-               _sb(r["delta_memlock"]), de, _owner_of(side))
+        yield (r["name"], r["type"], r["status"], format_size(side["memlock"]),
+               format_delta(r["delta_memlock"]), de, _owner_of(side))
 
 
 def snapshot_diff_markdown(doc: dict) -> str:
     c = doc["counts"]
-    lines = [f"### bpfmem: node maps {_b(doc['old']['memlock'])} → {_b(doc['new']['memlock'])} "
-             f"({_sb(doc['delta_memlock'])})", "",
+    lines = [f"### bpfmem: node maps {format_size(doc['old']['memlock'])} → "
+             f"{format_size(doc['new']['memlock'])} ({format_delta(doc['delta_memlock'])})", "",
              f"{c['added']} added, {c['removed']} removed, {c['recreated']} recreated, "
              f"{c['changed']} changed, {c['unchanged']} unchanged", "",
              "| map | type | status | memlock | Δ memlock | Δ entries | owner |",
@@ -360,10 +350,10 @@ def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
     from rich.table import Table
     console = Console(file=out, width=None if out.isatty() else 140, highlight=False)
     c = doc["counts"]
-    t = Table(title=f"node maps {_b(doc['old']['memlock'])} -> {_b(doc['new']['memlock'])} "
-                    f"({_sb(doc['delta_memlock'])}): {c['added']} added, {c['removed']} "
-                    f"removed, {c['recreated']} recreated, {c['changed']} changed, "
-                    f"{c['unchanged']} unchanged", title_justify="left")
+    t = Table(title=f"node maps {format_size(doc['old']['memlock'])} -> "
+                    f"{format_size(doc['new']['memlock'])} ({format_delta(doc['delta_memlock'])}): "
+                    f"{c['added']} added, {c['removed']} removed, {c['recreated']} recreated, "
+                    f"{c['changed']} changed, {c['unchanged']} unchanged", title_justify="left")
     for col in ("map", "type", "status", "memlock", "Δ memlock", "Δ entries", "owner"):
         t.add_column(col, justify="right" if col.startswith(("memlock", "Δ")) else "left",
                      no_wrap=True)
@@ -376,6 +366,6 @@ def render_snapshot_diff(doc: dict, fmt: str, out: IO[str]) -> None:
         for col in ("cgroup", "old", "new", "Δ"):
             g.add_column(col, justify="left" if col == "cgroup" else "right")
         for r in moved:
-            g.add_row(term(r["cgroup"] or "(no process holds them)"), _b(r["old"]), _b(r["new"]),
-                      _sb(r["delta"]))
+            g.add_row(term(r["cgroup"] or "(no process holds them)"), format_size(r["old"]),
+                      format_size(r["new"]), format_delta(r["delta"]))
         console.print(g)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from ..analysis.quantity import format_size as fs
+from ..units import format_bytes, format_delta as delta, format_size as fs
 from .escape import markup, term
-from .memory import mib
 
 
 def _console(out: IO[str], width: int | None = None):
@@ -27,8 +26,6 @@ def kernel_label(k) -> str:
     return f"Linux {k.version}{'' if k.exact else ' (release table)'}, {k.possible_cpus} CPUs"
 
 
-def delta(n: int) -> str:
-    return ("+" if n > 0 else "") + fs(n) if n else "0"
 
 
 # -- check ----------------------------------------------------------------------------------
@@ -166,8 +163,6 @@ def advise_text(r, out: IO[str], *, width: int | None = None) -> None:
 
 
 # -- maps -----------------------------------------------------------------------------------
-def _n(n: int) -> str:
-    return f"{n:,}"
 
 
 def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
@@ -206,19 +201,19 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
         t.add_column("kind")
         for e in o.maps:
             m = e.spec
-            max_e = _n(m.max_entries)
+            max_e = f"{m.max_entries:,}"
             if m.max_entries_set_at_load:
                 max_e = "at load" if m.max_entries == 0 else max_e + "*"
-            vs = _n(m.value_size) + ("*" if m.value_size_set_at_load else "")
+            vs = str(m.value_size) + ("*" if m.value_size_set_at_load else "")
             flags = " ".join(flag_names(m.map_flags)) or "-"
             if m.pinning:
                 flags = "pinned" if flags == "-" else flags + " pinned"
-            t.add_row(term(m.name), map_type_name(m.type), _n(m.key_size), vs, max_e, flags,
+            t.add_row(term(m.name), map_type_name(m.type), str(m.key_size), vs, max_e, flags,
                       m.kind)
             if m.inner is not None:
                 i = m.inner
-                t.add_row(Text("  inner", style="dim"), map_type_name(i.type), _n(i.key_size),
-                          _n(i.value_size), _n(i.max_entries),
+                t.add_row(Text("  inner", style="dim"), map_type_name(i.type), str(i.key_size),
+                          str(i.value_size), f"{i.max_entries:,}",
                           " ".join(flag_names(i.map_flags)) or "-", "")
         console.print(t)
         if s.loader:
@@ -238,9 +233,8 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
         if o.memory_before is not None:
             b, a = o.memory_before, o.memory
             console.print(Text(f"  what-if ({'; '.join(inv.whatif or ())}): charged at create "
-                               f"{mib(b.charged_at_create)} -> {mib(a.charged_at_create)} "
-                               f"MiB, when full {mib(b.charged_full)} -> "
-                               f"{mib(a.charged_full)} MiB", style="bold yellow"),
+                               f"{fs(b.charged_at_create)} -> {fs(a.charged_at_create)}, "
+                               f"when full {fs(b.charged_full)} -> {fs(a.charged_full)}", style="bold yellow"),
                           overflow="fold")
         for u in o.unmatched_settings or ():
             console.print(Text(f"  what-if {u} matches no map", style="red"))
@@ -267,9 +261,9 @@ def _memory_table(o):
     t = Table(box=box.SIMPLE_HEAD, expand=False)
     longest = max((len(e.spec.name) for e in o.maps), default=3)
     t.add_column("map", overflow="fold", min_width=min(longest, 28))
-    t.add_column("memlock MiB", justify="right")
-    t.add_column("charged MiB", justify="right")
-    t.add_column("full MiB", justify="right")
+    t.add_column("memlock", justify="right")
+    t.add_column("charged", justify="right")
+    t.add_column("full", justify="right")
     t.add_column("share", justify="right")
     tot = o.memory
     total_create = tot.charged_at_create or 0
@@ -281,8 +275,8 @@ def _memory_table(o):
         ch = mem.charged_at_create
         share = f"{100 * ch / total_create:.0f}%" if ch is not None and total_create else ""
         style = "dim" if not e.spec.autocreate else None
-        t.add_row(Text(e.spec.name, style=style or ""), mib(mem.memlock_at_create), mib(ch),
-                  mib(mem.charged_full), share)
+        t.add_row(Text(e.spec.name, style=style or ""), fs(mem.memlock_at_create), fs(ch),
+                  fs(mem.charged_full), share)
     t.add_section()
     refused = tot.refused
     unknown = tot.incomplete - len(refused)
@@ -290,15 +284,16 @@ def _memory_table(o):
         [f"{len(refused)} refused, not created: {', '.join(refused)}"] if refused else [])
     incomplete = f" ({'; '.join(why)})" if why else ""
     t.add_row(Text("total" + incomplete, style="bold"),
-              Text(mib(tot.memlock_at_create), style="bold"),
-              Text(mib(tot.charged_at_create), style="bold"),
-              Text(mib(tot.charged_full), style="bold"), "")
+              Text(fs(tot.memlock_at_create), style="bold"),
+              Text(fs(tot.charged_at_create), style="bold"),
+              Text(fs(tot.charged_full), style="bold"), "")
     return t
 
 
 # -- estimate -------------------------------------------------------------------------------
 def _bytes(n: int | None) -> str:
-    return "?" if n is None else f"{n:,} B ({mib(n)} MiB)"
+    """The exact bytes (what fdinfo says) and the same as a quantity: ``1056768 (1Mi)``."""
+    return "?" if n is None else f"{format_bytes(n)} ({fs(n)})"
 
 
 def estimate_text(fp, out: IO[str], *, width: int | None = None) -> None:
@@ -327,17 +322,13 @@ def estimate_text(fp, out: IO[str], *, width: int | None = None) -> None:
     t.add_row("full" + (f" ({cap:,} entries)" if cap is not None else ""),
               _bytes(fp.memlock_full), _bytes(fp.charged_full))
     console.print(t)
-    console.print(Text(f"charged figures are good to +-{fp.charged_tolerance:,} bytes "
+    console.print(Text(f"charged figures are good to +-{format_bytes(fp.charged_tolerance)} bytes "
                        f"(memory cgroups charge in pages); memlock is exact", style="dim"))
     for n in fp.notes:
         console.print(Text(f"note: {n}", style="yellow"))
 
 
 # -- measure --------------------------------------------------------------------------------
-def _b(n: int | None) -> str:
-    return "?" if n is None else f"{n:,}"
-
-
 def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
     """The kernel's figures beside the model's, per map (a MeasureResult)."""
     from rich import box
@@ -357,13 +348,13 @@ def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
     t.add_column("model", justify="right")
 
     def model_memlock(got, want):
-        return Text("same", style="green") if got == want else Text(_b(want), style="bold red")
+        return Text("same", style="green") if got == want else Text(format_bytes(want), style="bold red")
 
     def model_charged(got, want, tol, slack=0):
         if want is None or got is None:
-            return Text(_b(want))
+            return Text(format_bytes(want))
         ok = want - tol <= got <= want + tol + slack
-        return Text(_b(want), style="green" if ok else "bold red")
+        return Text(format_bytes(want), style="green" if ok else "bold red")
 
     for c in r.comparisons:
         me, mo = c.measured, c.model
@@ -377,11 +368,11 @@ def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
                       Text(mo.rejected or "created", style=style), "", "")
             continue
         tol = mo.charged_tolerance
-        t.add_row(term(c.name), _b(me.memlock), model_memlock(me.memlock, mo.memlock_at_create),
-                  _b(me.charged), model_charged(me.charged, mo.charged_at_create, tol))
+        t.add_row(term(c.name), format_bytes(me.memlock), model_memlock(me.memlock, mo.memlock_at_create),
+                  format_bytes(me.charged), model_charged(me.charged, mo.charged_at_create, tol))
         for n, ml, model_ml, ch, model_ch in c.fill_figures():
-            t.add_row(Text(f"  {n:,} entries", style="dim"), _b(ml),
-                      model_memlock(ml, model_ml), _b(ch),
+            t.add_row(Text(f"  {n:,} entries", style="dim"), format_bytes(ml),
+                      model_memlock(ml, model_ml), format_bytes(ch),
                       model_charged(ch, model_ch, tol, mo.charged_slack))
     console.print(t)
     console.print(Text("bytes. model memlock: 'same' when equal to the kernel's; model charge: "

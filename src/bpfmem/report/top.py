@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 from .escape import markup
-from .snapshot import SORTS, _b, _owner_text, _tail, table_rows
+from ..units import format_size
+from .snapshot import SORTS, _owner_text, _tail, table_rows
 
 __all__ = ["top_view", "SORTS"]
 
@@ -39,8 +40,8 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
         f"[bold]bpfmem top[/]  {doc['host']['hostname']}  kernel {doc['host']['kernel']}  "
         f"{time.strftime('%H:%M:%S')}  every {interval:g}s  scan {doc['duration_s'] * 1000:.0f} ms\n"
         f"maps [bold]{shown:,}[/]" + (f" of {total_maps:,}" if shown != total_maps else "") +
-        f"   memlock [bold]{_b(t['memlock'])}[/]"
-        + (f"   model charge {_b(t['charged_model'])}" if t.get("charged_model") else "")
+        f"   memlock [bold]{format_size(t['memlock'])}[/]"
+        + (f"   model charge {format_size(t['charged_model'])}" if t.get("charged_model") else "")
         + (f"   [bold red]{hot} maps ≥90% full[/]" if hot else "")
         + (f"   [red]{mism} model mismatches[/]" if mism else "")
         + (f"\nfilter: {flt}" if flt else "")
@@ -54,7 +55,7 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
             f"{r['entries']:,}" + ("" if r["entries_complete"] else "+"))
         cg = r["owners"][0]["cgroup"] if r["owners"] else None
         rows_.append((str(r["id"]), markup(r["name"]), r["type"], f"{r['max_entries']:,}",
-                      entries, _pressure(r["pressure"]), _b(r["memlock"]),
+                      entries, _pressure(r["pressure"]), format_size(r["memlock"]),
                       f"{(r['memlock'] or 0) / total:.1%}", markup(_owner_text(r)),
                       markup(_tail(cg, 48))))
     for i, (col, just) in enumerate((("ID", "right"), ("NAME", "left"), ("TYPE", "left"),
@@ -71,6 +72,6 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
         table.add_row(*row)
     by_cg = doc["cgroups"][:3]
     foot = Text("top cgroups: " + "   ".join(
-        f"{_tail(c['cgroup'] or '(unheld)', 40)} {_b(c['memlock'])} ({c['maps']})"
+        f"{_tail(c['cgroup'] or '(unheld)', 40)} {format_size(c['memlock'])} ({c['maps']})"
         for c in by_cg), style="dim") if by_cg else Text("")
     return Group(head, table, foot)
