@@ -44,6 +44,7 @@ BPF_F_WRONLY = 1 << 4
 BPF_ANY = 0
 
 _CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELEM",
+              MAP_DELETE_ELEM: "BPF_MAP_DELETE_ELEM",
               MAP_GET_NEXT_KEY: "BPF_MAP_GET_NEXT_KEY", OBJ_PIN: "BPF_OBJ_PIN",
               OBJ_GET: "BPF_OBJ_GET", PROG_GET_NEXT_ID: "BPF_PROG_GET_NEXT_ID",
               MAP_GET_NEXT_ID: "BPF_MAP_GET_NEXT_ID", PROG_GET_FD_BY_ID: "BPF_PROG_GET_FD_BY_ID",
@@ -450,6 +451,14 @@ def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:
     attr = ctypes.create_string_buffer(_ELEM_ATTR.size)
     _ELEM_ATTR.pack_into(attr, 0, fd, 0, ctypes.addressof(k), ctypes.addressof(v), flags)
     _call(MAP_UPDATE_ELEM, attr, 32, f"fd {fd}")
+
+
+def map_delete(fd: int, key: bytes) -> None:
+    """BPF_MAP_DELETE_ELEM (only for maps the caller made)."""
+    k = ctypes.create_string_buffer(key, len(key))
+    attr = ctypes.create_string_buffer(_ELEM_ATTR.size)
+    _ELEM_ATTR.pack_into(attr, 0, fd, 0, ctypes.addressof(k), 0, 0)
+    _call(MAP_DELETE_ELEM, attr, 32, f"fd {fd}")
 
 
 # ---- an iterator program (the owner walk in the kernel, host/owner_iter.py) ----

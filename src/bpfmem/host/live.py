@@ -17,6 +17,7 @@ from typing import Callable
 from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
 from bpfmem.host.cgroup import memory_cgroup_path, namespace_roots
+from bpfmem.host.count_iter import KERNEL_COUNTED
 from bpfmem.uapi import MapType as T
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "maps_held_by",
@@ -66,7 +67,7 @@ class LiveMap:
     pins: tuple[str, ...] = ()
     entries: int | None = None     # None: not counted (not asked, or not countable)
     entries_complete: bool | None = None  # False: the time bound cut the count short
-    entries_method: str | None = None     # batch | next_key | array
+    entries_method: str | None = None     # batch | next_key | array | kernel
 
     @property
     def pressure(self) -> float | None:
@@ -281,30 +282,58 @@ def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
     return users
 
 
+def _kernel_counts(errors: list[str]) -> dict[int, int]:
+    """{map id: entries} the kernel keeps for hash maps (6.6+, host/count_iter.py), or {}
+    where it cannot say (then every map is walked)."""
+    from bpfmem.host.count_iter import CountsUnavailable, map_counts
+    try:
+        return map_counts()
+    except CountsUnavailable:
+        return {}
+
+
 def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
-                    fdinfo: bool = False, memo=None):
+                    fdinfo: bool = False, memo=None, kernel_counts: dict | None = None):
     """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
-    vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand. With a
-    :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
+    vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand.
+    ``kernel_counts`` are the kernel's own counts of hash maps (:func:`_kernel_counts`). With
+    a :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
     taken from it, and a map that needs nothing new is not opened at all."""
     raw: list[tuple] = []
     gone = 0
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
     none = (None, None, None)
     infos = memo.maps if memo is not None else {}   # the last scan's records: their info
-    kept = memo.fields if memo is not None else {}
-    counts = memo.counts if memo is not None else {}
+    kept = memo.fields if memo is not None else {}  # memlock that cannot change
+    counts = memo.counts if memo is not None else {}  # (fields, counted) where memlock follows
+    kcounts = kernel_counts or {}
+
+    def known_fields(map_id: int, known: int | None):
+        fields = kept.get(map_id)
+        if fields is None and known is not None:
+            last = counts.get(map_id)
+            if last is not None and last[1][0] == known:
+                fields = last[0]        # the same count: the same memlock
+        return fields
+
     for map_id in bpfsys.map_ids():
         info = infos.get(map_id)
-        fields = kept.get(map_id) if fdinfo else None
-        if (info is not None and (fields is not None or not fdinfo)
-                and (not entries or info.type in ALWAYS_FULL_TYPES
-                     or info.type not in COUNTED_TYPES)):
-            counted = (_count(-1, info.type, info.key_size, info.value_size, info.max_entries,
-                              cpus, bound) if entries else none)
-            raw.append((info, counted, fields))
-            memo.reused += 1
-            continue
+        if info is not None:            # known: perhaps nothing to read
+            known = kcounts.get(map_id) if info.type in KERNEL_COUNTED else None
+            fields = known_fields(map_id, known) if fdinfo else None
+            counted: tuple | None = none
+            if entries:
+                if known is not None:
+                    counted = (known, True, "kernel")
+                elif info.type in ALWAYS_FULL_TYPES or info.type not in COUNTED_TYPES:
+                    counted = _count(-1, info.type, info.key_size, info.value_size,
+                                     info.max_entries, cpus, bound)
+                else:
+                    counted = None
+            if counted is not None and (fields is not None or not fdinfo):
+                raw.append((info, counted, fields))
+                memo.reused += 1
+                continue
         try:
             fd = fd_by_id(map_id)
         except ObjectGone:
@@ -313,6 +342,8 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
         try:
             if info is None:
                 info = info_of(fd)
+            known = kcounts.get(map_id) if info.type in KERNEL_COUNTED else None
+            fields = known_fields(map_id, known) if fdinfo else None
             if fdinfo and fields is None:
                 fields = _self_fdinfo(fd)
                 if memo is not None and fields[0] is not None and memo.memlock_static(info):
@@ -320,7 +351,9 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
             counted = none
             if entries:
                 last = counts.get(map_id)
-                if last is not None and fields is not None and last[0] == fields[0]:
+                if known is not None:
+                    counted = (known, True, "kernel")
+                elif last is not None and fields is not None and last[0][0] == fields[0]:
                     counted = last[1]      # memlock follows the count: unchanged, so is it
                     memo.reused += 1
                 else:
@@ -331,9 +364,9 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                         raise
                     except HostError as e:
                         errors.append(f"map {map_id} ({info.name}): counting entries: {e}")
-                    if (memo is not None and fields is not None and fields[0] is not None
-                            and counted[1] and memo.memlock_counts(info)):
-                        counts[map_id] = (fields[0], counted)
+            if (memo is not None and entries and fields is not None and fields[0] is not None
+                    and counted[1] and memo.memlock_counts(info)):
+                counts[map_id] = (fields, counted)
         except ObjectGone:
             gone += 1
             continue
@@ -364,7 +397,8 @@ def _owner_records(root: str, method: str) -> tuple[list | None, str]:
 def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
               programs: bool = True, owners: bool = True, root: str = "/",
               progress: Callable[[str], None] | None = None,
-              parallel: bool = False, owners_method: str = "auto", memo=None) -> Snapshot:
+              parallel: bool = False, owners_method: str = "auto", memo=None,
+              kernel_counts: bool = True) -> Snapshot:
     """Scan every map on the host (needs CAP_SYS_ADMIN; reading other processes' fds needs
     CAP_SYS_PTRACE or the same user).
 
@@ -385,6 +419,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
 
     ``memo`` (a :class:`~bpfmem.host.rescan.ScanMemo` kept by the caller between scans) makes
     the scan incremental: what cannot have changed since the last one is not read again.
+
+    ``kernel_counts``: with ``entries``, take hash maps' counts from the kernel's own element
+    count where it keeps one (6.6+; host/count_iter.py, one iterator run for every map; the
+    map's ``entries_method`` is then "kernel"); the other maps are walked.
     """
     from bpfmem.host.profile import host_possible_cpus
     say = progress or (lambda _what: None)
@@ -422,8 +460,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             errors.append(f"mountinfo: {e}")
         pinned = _pins(bpffs, errors, memo)
     say("maps" + (" and their entries" if entries else ""))
+    kcounts = _kernel_counts(errors) if entries and kernel_counts and root == "/" else None
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
-                                    fdinfo=not owners or records is not None, memo=memo)
+                                    fdinfo=not owners or records is not None, memo=memo,
+                                    kernel_counts=kcounts)
     if collect is not None:
         say("processes")
         owner_scan = collect()

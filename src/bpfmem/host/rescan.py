@@ -7,9 +7,10 @@ INT_MAX, so an id names one object while the kernel runs):
   last scan's record is its source);
 - its memlock (and frozen) where memlock cannot change: the model says it is the same empty
   and full on this kernel (arrays, preallocated hash maps, ring buffers, ...);
-- its entry count where memlock follows the entries one to one (hash maps without
-  preallocation and LPM tries on 6.4+, whose ``map_mem_usage`` counts the elements): while
-  memlock is unchanged, so is the count, and the map is not walked again;
+- where memlock follows the entries one to one (hash maps without preallocation and LPM
+  tries on 6.4+, whose ``map_mem_usage`` counts the elements): the count while memlock is
+  unchanged (the map is not walked again), and memlock while the count the kernel keeps for
+  hash maps (6.6+, :mod:`.count_iter`) is unchanged (the map is not opened at all);
 - a program's name, type and map ids;
 - the bpffs pins, while no directory under the mounts changed (each directory's inode and
   mtime; a pin or unpin changes its directory's mtime).
@@ -48,7 +49,7 @@ class ScanMemo:
     scans: int = 0
     full_scans: int = 0
     fields: dict = field(default_factory=dict)     # map id -> (memlock, frozen), static ones
-    counts: dict = field(default_factory=dict)     # map id -> (memlock, (n, complete, how))
+    counts: dict = field(default_factory=dict)     # map id -> ((memlock, frozen), counted)
     programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
     pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk

@@ -1,0 +1,151 @@
+"""Every hash map's entry count from the kernel in one stream: a BPF ``bpf_map`` iterator.
+
+Counting a map's entries from user space walks its keys (batch lookups, or one syscall per
+key): a node of 10,000 hash maps costs 10,000 walks every scan even when nothing changed.
+Since 6.6 the kernel keeps a per-CPU count of inserts and deletes in every hash map
+(preallocated, LRU and per-CPU ones too: ``bpf_map_inc_elem_count`` in kernel/bpf/hashtab.c),
+and the kfunc ``bpf_map_sum_elem_count`` sums it. A small tracing program attached to the
+``bpf_map`` iterator (one call per map on the host) writes ``(map id, count)`` for each; other
+map types (arrays, LPM tries, ...) keep no such count and are counted as before.
+
+As with :mod:`.owner_iter`, the program is written here as instructions, with the kfunc's and
+the iterator's BTF ids and one field offset taken from the running kernel's BTF. It needs
+CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) and a kernel with the kfunc; otherwise
+:func:`map_counts` raises :class:`CountsUnavailable` and the caller walks the maps.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import asdict, dataclass
+
+from bpfmem.errors import HostError, ParseError
+from bpfmem.uapi import MapType as T
+
+from . import bpfsys, cache
+from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, _insn, _ldx_dw, _ldx_w
+
+BPF_PSEUDO_KFUNC_CALL = 2
+RECORD = struct.Struct("=IIq")          # map id, 0, count
+# map types whose count the kernel keeps (the hash table family)
+KERNEL_COUNTED = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH,
+                            T.HASH_OF_MAPS})
+
+
+class CountsUnavailable(HostError):
+    """The in-kernel count cannot run here (the reason says why)."""
+
+
+@dataclass(frozen=True)
+class CountLayout:
+    attach_btf_id: int        # FUNC bpf_iter_bpf_map
+    kfunc_btf_id: int         # FUNC bpf_map_sum_elem_count
+    map_id: int               # offsetof(struct bpf_map, id)
+
+
+def parse_count_layout(btf_data: bytes) -> CountLayout:
+    """The layout from vmlinux BTF bytes (pure)."""
+    from bpfmem.parse.btf import FUNC, STRUCT, Btf
+    btf = Btf(btf_data, section="vmlinux BTF")
+    funcs = {"bpf_iter_bpf_map": 0, "bpf_map_sum_elem_count": 0}
+    map_id = None
+    for tid in range(1, btf.count):
+        kind = btf.kind(tid)
+        if kind == FUNC:
+            name = btf.name_of(tid)
+            if name in funcs and not funcs[name]:
+                funcs[name] = tid
+        elif kind == STRUCT and map_id is None and btf.name_of(tid) == "bpf_map":
+            for m in btf.type(tid).members:
+                if m.name == "id":
+                    map_id = m.bit_offset // 8
+    missing = [n for n, t in funcs.items() if not t] + (["bpf_map.id"] if map_id is None
+                                                          else [])
+    if missing:
+        raise ParseError("the kernel's BTF lacks " + ", ".join(missing) +
+                         (" (the kernel keeps no map element counts before 6.6)"
+                          if "bpf_map_sum_elem_count" in missing else ""))
+    return CountLayout(funcs["bpf_iter_bpf_map"], funcs["bpf_map_sum_elem_count"], map_id)
+
+
+def program(lay: CountLayout) -> bytes:
+    """For each map: seq_write (map->id, 0, bpf_map_sum_elem_count(map))."""
+    return b"".join([
+        _ldx_dw(6, 1, 0),                              # r6 = ctx->meta
+        _ldx_dw(7, 1, 8),                              # r7 = ctx->map
+        _insn(0x15, 7, 0, 11, 0),                      # if !map goto out (+11)
+        _ldx_w(2, 7, lay.map_id),                      # r2 = map->id
+        _insn(0x63, 10, 2, -16),                       # *(u32 *)(fp - 16) = id
+        _insn(0x62, 10, 0, -12, 0),                    # *(u32 *)(fp - 12) = 0
+        _insn(0xbf, 1, 7),                             # r1 = map
+        _insn(0x85, 0, BPF_PSEUDO_KFUNC_CALL, 0, lay.kfunc_btf_id),  # bpf_map_sum_elem_count
+        _insn(0x7b, 10, 0, -8),                        # *(u64 *)(fp - 8) = r0
+        _ldx_dw(1, 6, 0),                              # r1 = meta->seq
+        _insn(0xbf, 2, 10),                            # r2 = fp
+        _insn(0x07, 2, 0, 0, -16),                     # r2 -= 16
+        _insn(0xb7, 3, 0, 0, RECORD.size),             # r3 = 16
+        _insn(0x85, 0, 0, 0, HELPER_SEQ_WRITE),
+        _insn(0xb7, 0, 0, 0, 0),                       # out: r0 = 0
+        _insn(0x95),                                   # exit
+    ])
+
+
+def parse_records(data: bytes) -> dict[int, int]:
+    """{map id: count} from what the iterator wrote."""
+    n = len(data) // RECORD.size
+    return {i: c for i, _z, c in RECORD.iter_unpack(data[:n * RECORD.size])}
+
+
+def read_count_layout() -> CountLayout:
+    """The running kernel's layout, cached per kernel build (it holds no addresses)."""
+    try:
+        st = os.stat(HOST_BTF)
+    except OSError as e:
+        raise CountsUnavailable(f"no kernel BTF ({e.strerror})") from None
+    key = f"count-iter-v1|{os.uname().release}|{os.uname().version}|{st.st_size}"
+    d = cache.load("count-iter-layout", key)
+    if d is not None:
+        try:
+            return CountLayout(**{k: int(d[k]) for k in CountLayout.__dataclass_fields__})
+        except (ValueError, TypeError, KeyError):
+            pass
+    try:
+        with open(HOST_BTF, "rb") as f:
+            lay = parse_count_layout(f.read())
+    except (OSError, ParseError) as e:
+        raise CountsUnavailable(str(e)) from None
+    cache.store("count-iter-layout", key, asdict(lay))
+    return lay
+
+
+def map_counts() -> dict[int, int]:
+    """{map id: entries} of every map on the host whose type the kernel counts
+    (:data:`KERNEL_COUNTED`; the others are listed too, as 0: callers look only at those);
+    every fd the program, its link and the iterator took is closed again."""
+    lay = read_count_layout()
+    fds: list[int] = []
+    try:
+        try:
+            prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, program(lay),
+                                    expected_attach_type=bpfsys.BPF_TRACE_ITER,
+                                    attach_btf_id=lay.attach_btf_id, name="bpfmem_counts")
+        except HostError as e:
+            raise CountsUnavailable(f"loading the count iterator: {e}") from None
+        fds.append(prog)
+        try:
+            fds.append(bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER))
+            it = bpfsys.iter_create(fds[-1])
+        except HostError as e:
+            raise CountsUnavailable(f"attaching the count iterator: {e}") from None
+        fds.append(it)
+        chunks = []
+        while True:
+            b = os.read(it, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+    return parse_records(b"".join(chunks))
