@@ -575,14 +575,13 @@ def test_endpoint_flag_errors(argv, text, capsys):
 
 
 def test_endpoint_flags_map_to_processes():
-    import argparse
-    from bpfmem import cli_pod
-    p = argparse.ArgumentParser()
-    cli_pod.add_parsers(p.add_subparsers(dest="command"))
+    from bpfmem import cli
+    from bpfmem.cli import pod as cli_pod
+    p = cli._parser()
     a = p.parse_args(["pod", "--pid", "42", "--metrics-url", "http://127.0.0.1:9/metrics",
                       "--pprof-url", "7=http://10.0.0.1:6060/debug/pprof/heap"])
-    assert cli_pod._endpoints(a) == {
+    assert cli_pod.endpoints(a) == {
         42: Endpoints(metrics="http://127.0.0.1:9/metrics"),
         7: Endpoints(pprof="http://10.0.0.1:6060/debug/pprof/heap")}
     a = p.parse_args(["pod", "--container", "3f2a9c1e7b4d", "--metrics-url", "http://x/m"])
-    assert cli_pod._endpoints(a) == {None: Endpoints(metrics="http://x/m")}
+    assert cli_pod.endpoints(a) == {None: Endpoints(metrics="http://x/m")}

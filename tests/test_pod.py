@@ -9,7 +9,6 @@ did. Tolerances, measured on Linux 6.18 (cgroup v1, 2 CPUs), are stated where th
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -22,10 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import is_root
-from bpfmem import api, cli_pod
+from bpfmem import api
 from bpfmem.report.documents import document
 from bpfmem.analysis import pod as ap
-from bpfmem.errors import BpfmemError
 from bpfmem.host.cgroup import parse_cgroup_memory
 from bpfmem.host.live import LiveMap, Owner
 from bpfmem.host.podscan import Pin, PodSample, ProcMem
@@ -292,22 +290,9 @@ def test_pod_table_and_json():
 # ---- the CLI ----
 
 def run_cli(argv, capsys):
-    """bpfmem's own main once `pod` is wired in; until then the same error handling here."""
+    """bpfmem's own main: (exit status, stdout, stderr)."""
     from bpfmem import cli
-    if "pod" in cli._parser()._subparsers._group_actions[0].choices:
-        rc = cli.main(argv)
-    else:
-        p = argparse.ArgumentParser(prog="bpfmem")
-        cli_pod.add_parsers(p.add_subparsers(dest="command"))
-        args = p.parse_args(argv)
-        try:
-            rc = cli_pod.COMMANDS[args.command](args)
-        except cli_pod.Usage as e:
-            print(f"bpfmem {args.command}: error: {e}", file=sys.stderr)
-            rc = 2
-        except BpfmemError as e:
-            print(f"bpfmem: error: {e}", file=sys.stderr)
-            rc = 1
+    rc = cli.main(argv)
     out, err = capsys.readouterr()
     return rc, out, err
 

@@ -12,7 +12,7 @@ import pytest
 
 from bpfmem import api, cli
 from bpfmem.units import parse_size
-from bpfmem.cli_pod import command_status
+from bpfmem.cli.pod import command_status
 from conftest import is_root
 
 EXAMPLE = str(api.example_object_path())

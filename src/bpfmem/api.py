@@ -747,3 +747,96 @@ def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int]
         reps.append(rep)
         verdicts += judge_binary(rep, max_size=limit, module_limits=module_limits)
     return build_binary_check_document(reps, verdicts)
+
+
+# -- what the command line needs from the layers below (so cli/ imports api only) ----------
+def loader_name(name: str) -> str:
+    """The canonical name of the loader people call ``name`` (``cilium/ebpf`` ->
+    ``cilium-ebpf``); ValueError naming the choices for an unknown one."""
+    from .parse.loader import get_loader
+    return get_loader(name).name
+
+
+def parse_release(text: str) -> tuple[int, ...]:
+    """A kernel release string (``6.1.90``, ``6.12.0-31-cloud-amd64``) as numbers;
+    ValueError for anything else."""
+    from .model.kernel import parse_release as parse
+    return parse(text)
+
+
+def newest_modelled_release() -> tuple[int, int]:
+    """The newest kernel release (major, minor) whose rules bpfmem models."""
+    from .model.kernel import NEWEST_MODELLED
+    return NEWEST_MODELLED
+
+
+def inventory(objects, errors=(), *, profile=None, whatif=None):
+    """``bpfmem maps``: the objects' maps and programs (an Inventory); with a KernelProfile,
+    what each costs; ``errors`` (path, message) of objects that could not be read."""
+    from .analysis.inventory import inventory as make
+    return make(objects, errors, profile=profile, whatif=whatif)
+
+
+def one_or_matrix(results):
+    """One kernel's result as it is; several kernels' (bpfmem.toml's [[kernels]]) as one
+    Matrix, in order."""
+    from .analysis.matrix import one_or_matrix as make
+    return make(results)
+
+
+def unmatched_sets(objects, whatif) -> list[str]:
+    """One warning per ``--set`` whose map glob matches no map of ``objects``."""
+    from .analysis.typos import unmatched
+    return unmatched(objects, whatif)
+
+
+def read_lines(path: str):
+    """The lines of a text file users give (``estimate --batch FILE``), bounded per line."""
+    from .inputs import input_lines
+    return input_lines(path)
+
+
+def split_binaries(paths) -> tuple[list[str], list[str]]:
+    """(the rest, ELF binaries that are no BPF object) among ``paths``."""
+    from .inputs import split_binaries as split
+    return split(paths)
+
+
+def filter_snapshot(snap, filters: dict):
+    """``snap`` with only the maps matching every filter (owner, cgroup, name, type)."""
+    from dataclasses import replace
+
+    from .analysis.live import filter_maps
+    return replace(snap, maps=tuple(filter_maps(snap.maps, **filters)))
+
+
+def signals_interrupt():
+    """A context in which SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does (so
+    scratch maps, cgroups and processes are cleaned up the same way)."""
+    from .host.cleanup import signals_interrupt as interrupting
+    return interrupting()
+
+
+def parse_container_id(text: str) -> str:
+    """The container id of ``text`` (12+ hex digits; ``docker://``, ``containerd://`` ok);
+    ValueError otherwise."""
+    from .host.cgroup import parse_container_id as parse
+    return parse(text)
+
+
+def go_endpoints(metrics: str | None = None, pprof: str | None = None):
+    """Where a Go process serves its runtime's /metrics and /debug/pprof/heap."""
+    from .host.goproc import Endpoints
+    return Endpoints(metrics=metrics, pprof=pprof)
+
+
+def metrics_cache(scan, interval: float):
+    """The exporter's scan cache: ``scan()`` at most once per ``interval`` seconds."""
+    from .exporter import ScanCache
+    return ScanCache(scan, interval)
+
+
+def serve_metrics(host: str, port: int, cache, profile=None):
+    """Serve Prometheus /metrics of ``cache``'s scans on host:port: ``(server, thread)``."""
+    from .exporter import serve
+    return serve(host, port, cache, profile)

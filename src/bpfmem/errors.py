@@ -10,6 +10,11 @@ class BpfmemError(Exception):
     """Base of every error bpfmem raises on purpose."""
 
 
+class UsageError(BpfmemError):
+    """A bad argument, or a combination of arguments that does not go together, found after
+    the parser accepted them (the CLI exits 2 with this one line)."""
+
+
 class ParseError(BpfmemError):
     """An object file (or a part of it) is not what it claims to be.
 

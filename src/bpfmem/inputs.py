@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from .errors import BpfmemError
 
 __all__ = ["InputError", "LIMITS", "read_input", "read_input_text", "load_json", "load_toml",
-           "input_lines", "peek_input", "parse_json", "Fields"]
+           "input_lines", "peek_input", "parse_json", "Fields", "split_binaries"]
 
 # the largest file of each kind bpfmem reads (bytes)
 LIMITS = {
@@ -97,6 +97,24 @@ def peek_input(path: str | os.PathLike, n: int) -> bytes:
         raise InputError(f"{os.fspath(path)}: {e.strerror or e}") from None
     finally:
         os.close(fd)
+
+
+def split_binaries(paths) -> tuple[list[str], list[str]]:
+    """(the rest, ELF binaries that are no BPF object: e_machine is not EM_BPF) among
+    ``paths``, from each file's ELF header; a file that cannot be read is left with the rest
+    (for the object path to report)."""
+    objects, binaries = [], []
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                head = f.read(20)
+        except OSError:
+            objects.append(p)
+            continue
+        machine = int.from_bytes(head[18:20], "little" if head[5:6] != b"\x02" else "big")
+        is_binary = head[:4] == b"\x7fELF" and machine != 247
+        (binaries if is_binary else objects).append(p)
+    return objects, binaries
 
 
 def read_input_text(path: str | os.PathLike, kind: str) -> str:

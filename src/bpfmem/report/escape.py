@@ -11,6 +11,8 @@ names from an object's symbols and BTF, section names, paths, comms, cgroups).
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 
 __all__ = ["for_terminal", "term", "markup", "md_code", "md_text"]
@@ -69,6 +71,12 @@ def console(**kwargs):
                 seg if seg.control else Segment(_clean_keep_newlines(seg.text), seg.style,
                                                 seg.control)
                 for seg in buffer)
+
+        def on_broken_pipe(self) -> None:
+            # the reader of stdout went away (`bpfmem ... | head`): rich would exit 1 here;
+            # the CLI ends quietly with 0 instead (bpfmem.cli.exits)
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
     return _Console(**kwargs)
 

@@ -1,0 +1,74 @@
+"""``bpfmem export``: a Prometheus exporter of the node's maps."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import args as a
+from .command import EXIT_OK, Command
+
+EPILOG = """examples:
+  bpfmem export                                   http://127.0.0.1:9435/metrics
+  bpfmem export --listen 0.0.0.0:9435 --interval 15s --entries     (in a DaemonSet)
+  deploy/ has the DaemonSet, ServiceMonitor and a Grafana dashboard.
+"""
+
+
+class Export(Command):
+    name = "export"
+    help = "Prometheus exporter of the node's maps (root)"
+    description = ("Serve Prometheus metrics of every BPF map on this host: memlock, model "
+                   "charge, entries, max_entries and pressure per map (labelled by id, name, "
+                   "type, owner comm and cgroup), sums per cgroup, the cgroup's memory usage "
+                   "and limit, and the exporter's own scan duration and errors. One scan "
+                   "serves every scrape within --interval.")
+    epilog = EPILOG
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--listen", type=a.listen_address, default=("127.0.0.1", 9435),
+                       metavar="HOST:PORT",
+                       help="address to serve /metrics on (default 127.0.0.1:9435: loopback "
+                            "only unless told otherwise)")
+        p.add_argument("--interval", type=a.duration, default=15.0, metavar="DUR",
+                       help="reuse a scan for this long (default 15s)")
+        a.add_scan(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        import signal
+        import threading
+
+        from .. import api
+        from ..errors import HostError, UsageError
+        from .snapshot import scan
+
+        profile = api.profile()
+        memo = api.scan_memo(profile)   # incremental scans: unchanged maps are not read again
+
+        def scan_with_cgroups():
+            snap = scan(args, parallel=False, memo=memo)
+            return snap, api.cgroup_memory_of(snap)
+
+        cache = api.metrics_cache(scan_with_cgroups, args.interval)
+        cache.get()  # fail early (e.g. without CAP_SYS_ADMIN) before listening
+        if cache.last_error:
+            raise HostError(cache.last_error)
+        host, port = args.listen
+        try:
+            server, _thread = api.serve_metrics(host, port, cache, profile)
+        except OSError as e:
+            raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        print(f"bpfmem: serving http://{host}:{port}/metrics "
+              f"({len(cache.snapshot.maps)} maps; scans reused for {args.interval:g}s)",
+              file=sys.stderr, flush=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            stop.wait()
+        finally:
+            server.shutdown()
+            server.server_close()
+        return EXIT_OK
+
+
+COMMAND = Export()

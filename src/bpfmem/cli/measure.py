@@ -1,0 +1,47 @@
+"""``bpfmem measure``: create an object's maps for real and compare with the model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import args as a
+from .command import EXIT_OK, Command
+
+EPILOG = ("examples:\n  bpfmem measure agent.bpf.o\n"
+          "  bpfmem measure agent.bpf.o --fill            also fill maps to half and full\n"
+          "  bpfmem measure agent.bpf.o --vm-kernel 6.1   on Debian's 6.1 under qemu\n"
+          "  bpfmem measure agent.bpf.o --vm-kernel /boot/vmlinuz-6.12.0-x\n")
+
+
+class Measure(Command):
+    name = "measure"
+    help = "create an object's maps for real and compare with the model"
+    description = ("Create every map of the object for real in a scratch memory cgroup, "
+                   "read memlock (fdinfo) and the cgroup's charge per map, print them beside "
+                   "the model's prediction, and remove everything. Needs root.")
+    epilog = EPILOG
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("object", metavar="OBJ")
+        p.add_argument("--fill", action="store_true",
+                       help="also insert entries (half, then full) and measure again")
+        p.add_argument("--vm-kernel", metavar="VERSION|VMLINUZ",
+                       help="measure in a VM: 5.10, 6.1, 6.12 (Debian cloud kernels, "
+                            "downloaded once and cached) or a vmlinuz path")
+        p.add_argument("--cpus", type=a.positive, default=2, help="VM CPUs (default 2)")
+        a.add_format(p, ("table", "json"), help=None)
+        a.add_loader(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from .. import api
+        from .common import config_of, loader_of, note_leftovers
+        from .output import render
+        note_leftovers()
+        result = api.measure_object(args.object, vm_kernel=args.vm_kernel, fill=args.fill,
+                                    cpus=args.cpus, loader=loader_of(args.loader, config_of(args)))
+        render(result, args.format, sys.stdout)
+        return EXIT_OK
+
+
+COMMAND = Measure()

@@ -1,0 +1,292 @@
+"""``bpfmem pod``: one pod's memory cgroup now, over time (--trace), and after an upgrade
+(--after)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import UsageError
+from . import args as a
+from .command import EXIT_ERROR, EXIT_OK, Command
+
+EPILOG = """\
+what you see:
+  usage, limit and headroom of the cgroup, and its usage split into parts that add up to it:
+    processes (anon)   anonymous memory of its processes (v2 anon, v1 total_rss)
+    page cache         files and shmem (v2 file, v1 total_cache)
+    kernel (not maps)  the cgroup's kernel memory less the maps below
+    BPF maps           the model's memcg charge of the maps its processes hold
+    unexplained        what the counters leave over (per-CPU batching: a few pages)
+  each process with RSS, PSS and USS (smaps_rollup); kernel memory by kind; each held map
+  with memlock and charge. A map is charged to the cgroup of the process that CREATED it:
+  a map pinned before this cgroup's processes started (left by an earlier incarnation of
+  the pod) is held here but "charged elsewhere", and is not in this cgroup's usage.
+  For Go processes (found from the binary's build info; Go version shown) the parts go
+  further: Go heap in use, Go heap freed but not yet returned to the OS (heap_idle -
+  heap_released), Go stacks and Go runtime metadata come out of processes (anon), the
+  binary's resident text/rodata/data out of page cache. Per Go process, the same split of
+  its RSS (from /proc/PID/smaps and the runtime's /metrics, go_memstats_*), adding up to it
+  with the unexplained rest; GOGC, GOMEMLIMIT, GODEBUG=madvdontneed and what they imply; the
+  top allocation sites of /debug/pprof/heap. Endpoints: the ones named with --metrics-url /
+  --pprof-url, else a loopback listener of the process serving /metrics (asked inside its
+  network namespace). Nothing else is contacted; an endpoint that is down, slow, garbage or
+  huge is a note after at most 2 s, not an error.
+
+examples:
+  bpfmem pod --pid $(pidof cilium-agent)
+  bpfmem pod --container 3f2a9c1e7b4d --format json
+  bpfmem pod --cgroup /kubepods/burstable/pod1234/3f2a...   (as /proc/PID/cgroup names it)
+  bpfmem pod --cgroup X --after new/agent.o --before old/agent.o   headroom after upgrading
+  bpfmem pod --pid 4242 --metrics-url http://127.0.0.1:9962/metrics
+  bpfmem pod --container 3f2a --metrics-url 4242=http://10.0.0.7:9962/metrics
+        --pprof-url 4242=http://10.0.0.7:6060/debug/pprof/heap   (PID=URL: several processes)
+  bpfmem pod --pid 4242 --trace 60s --interval 100ms -o trace.jsonl --plot trace.html
+  bpfmem pod --trace 30s --limit 128Mi --plot startup.png -- ./agent --flags
+        (starts ./agent in a fresh scratch cgroup and traces it from its first instant)
+
+exit status: 0 ok; 1 error, or --after projects usage above the limit; 2 usage.
+Needs root (other processes' smaps and fds; creating a cgroup for a command).
+"""
+
+
+class Pod(Command):
+    name = "pod"
+    help = "one pod's memory: processes, page cache, kernel, BPF maps (root)"
+    description = ("One view of a pod's memory cgroup: limit, usage, headroom; its "
+                   "processes (RSS, PSS, USS); kernel memory by kind; the BPF maps its "
+                   "processes hold and what they cost; for Go processes, heap in use, heap "
+                   "freed but not returned, stacks, runtime metadata and binary pages; what "
+                   "remains unexplained. --trace "
+                   "samples it over time and finds the peak; --after adds what a new "
+                   "release's maps charge at start.")
+    epilog = EPILOG
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        who = p.add_argument_group("which pod (one of these, or a command after --)")
+        who.add_argument("--cgroup", metavar="PATH",
+                         help="a memory cgroup directory, or a cgroup path as /proc/PID/cgroup "
+                              "names it")
+        who.add_argument("--pid", type=int, metavar="PID", help="the cgroup of this process")
+        who.add_argument("--container", metavar="ID",
+                         help="a container id (12+ hex digits; docker://, containerd:// ok)")
+        p.add_argument("--format", choices=("table", "json"), default="table",
+                       help="output format (default: table)")
+        p.add_argument("-o", "--output", metavar="FILE",
+                       help="write there instead of stdout (with --trace: FILE.jsonl gets one "
+                            "JSON line per sample, anything else the JSON document)")
+        p.add_argument("--no-entries", action="store_true",
+                       help="do not count the maps' entries (faster; maps that allocate on "
+                            "insert are then sized empty)")
+        g = p.add_argument_group("Go processes (their runtime's view)")
+        g.add_argument("--metrics-url", action="append", metavar="[PID=]URL",
+                       help="the Go runtime's Prometheus /metrics: URL for the one --pid (or the "
+                            "pod's largest Go process), PID=URL to name several (repeat)")
+        g.add_argument("--pprof-url", action="append", metavar="[PID=]URL",
+                       help="its /debug/pprof/heap, for the top allocation sites (default: next "
+                            "to a /metrics found on loopback)")
+        g.add_argument("--no-discover", action="store_true",
+                       help="do not look for a loopback listener serving /metrics")
+        g.add_argument("--no-go", action="store_true",
+                       help="skip the per-process detail (smaps by class, Go runtime)")
+        up = p.add_argument_group("headroom after an upgrade")
+        up.add_argument("--after", nargs="+", metavar="NEW.o",
+                        help="the new release's object(s): add what its maps charge at start")
+        up.add_argument("--before", nargs="+", metavar="OLD.o",
+                        help="the release running now: decides which pinned maps NEW reuses, "
+                             "as `bpfmem diff OLD NEW` does (default: the pod's live pins)")
+        tr = p.add_argument_group("trace over time")
+        tr.add_argument("--trace", type=a.duration, metavar="DUR",
+                        help="sample for this long (30s, 2m); with a command after --, until it "
+                             "exits or this long")
+        tr.add_argument("--interval", type=a.duration, default=None, metavar="DUR",
+                        help="time between samples (default 100ms)")
+        tr.add_argument("--plot", metavar="FILE",
+                        help="stacked chart of the trace against the limit: FILE.html "
+                             "(interactive, offline) or FILE.png (needs Chromium)")
+        tr.add_argument("--limit", metavar="SIZE",
+                        help="memory limit of the scratch cgroup a command runs in, a "
+                             "Kubernetes quantity (128Mi; M is 10^6)")
+        p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                       help="with --trace: a command to start in a fresh scratch cgroup")
+
+    def run(self, args: argparse.Namespace) -> int:
+        cmd = checked_command(args)
+        if args.trace is not None:
+            return trace(args, cmd)
+        from .. import api
+        from .common import expand_objects
+        prof = api.profile()
+        view = api.pod_view(cgroup=args.cgroup, pid=args.pid, container=args.container,
+                            entries=not args.no_entries, profile=prof, go=not args.no_go,
+                            endpoints=endpoints(args), discover=not args.no_discover)
+        headroom = None
+        if args.after:
+            args.after = expand_objects(args.after)
+            args.before = expand_objects(args.before) if args.before else None
+            try:
+                headroom, _diff = api.pod_headroom(view, args.after, args.before, profile=prof)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        doc = api.pod_document(view, prof, headroom=headroom, after=args.after,
+                               before=args.before)
+        _emit(doc, args, table="view")
+        if headroom is not None and headroom.limit is not None \
+                and headroom.projected > headroom.limit:
+            return EXIT_ERROR
+        return EXIT_OK
+
+
+def checked_command(args) -> list[str]:
+    """The command after ``--`` (maybe none), once the options are known to go together."""
+    cmd = list(args.argv or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    given = [n for n in ("cgroup", "pid", "container") if getattr(args, n) is not None]
+    if cmd:
+        if args.trace is None:
+            raise UsageError("a command after -- needs --trace DUR (bpfmem pod --trace 30s -- CMD)")
+        if given:
+            raise UsageError(f"give either --{given[0]} or a command after --, not both")
+    elif len(given) != 1:
+        raise UsageError("give exactly one of --cgroup, --pid, --container" +
+                         (f" (got {', '.join('--' + g for g in given)})" if given else
+                          " (or --trace DUR -- CMD)"))
+    if args.trace is None:
+        for opt in ("interval", "plot", "limit"):
+            if getattr(args, opt) is not None:
+                raise UsageError(f"--{opt} goes with --trace")
+    else:
+        if args.after:
+            raise UsageError("--after gives a headroom for one reading: leave out --trace")
+        if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
+            raise UsageError(f"--plot wants FILE.png or FILE.html, not {args.plot}")
+    if args.limit is not None and not cmd:
+        raise UsageError("--limit sets the scratch cgroup of a command (-- CMD); an existing "
+                         "cgroup keeps its own")
+    if args.before and not args.after:
+        raise UsageError("--before goes with --after NEW.o")
+    if args.pid is not None and args.pid < 1:
+        raise UsageError(f"not a pid: {args.pid}")
+    if args.container is not None:
+        from .. import api
+        try:
+            api.parse_container_id(args.container)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    if args.no_go and (args.metrics_url or args.pprof_url):
+        raise UsageError("--no-go leaves out the Go runtime: drop --metrics-url/--pprof-url")
+    return cmd
+
+
+def endpoints(args) -> dict:
+    """pid (None: the pod's Go process) -> Endpoints, from --metrics-url/--pprof-url."""
+    from .. import api
+    found: dict = {}
+    for opt, field in (("metrics_url", "metrics"), ("pprof_url", "pprof")):
+        plain = []
+        for item in getattr(args, opt) or []:
+            head, sep, url = item.partition("=")
+            if sep and head.isdigit():
+                pid = int(head)
+            else:
+                pid, url = None, item
+                plain.append(url)
+            if not url.startswith(("http://", "https://")):
+                raise UsageError(f"--{opt.replace('_', '-')}: not an http:// URL: {url}")
+            if pid is None and args.pid is not None:
+                pid = args.pid
+            cur = found.get(pid, {})
+            cur[field] = url
+            found[pid] = cur
+        if len(plain) > 1:
+            raise UsageError(f"--{opt.replace('_', '-')}: several URLs without PID=: name the "
+                             "process of each (PID=URL)")
+    return {pid: api.go_endpoints(**v) for pid, v in found.items()}
+
+
+def _emit(doc: dict, args, table: str) -> None:
+    """A pod document to -o FILE (JSON; with --trace, FILE.jsonl one line per sample) or
+    to stdout (--format)."""
+    from ..report import pod as report
+    from .output import emit
+
+    def render(out) -> None:
+        if args.output and args.output.endswith(".jsonl") and table == "trace":
+            report.render_jsonl(doc, out)
+        elif args.format == "json" or args.output:
+            report.render_json(doc, out, indent=2)
+        elif table == "trace":
+            report.render_trace_table(doc, out)
+        else:
+            report.render_table(doc, out)
+    emit(args.output, render)
+
+
+def trace(args, cmd: list[str]) -> int:
+    """--trace DUR: sample the cgroup (or a command started in a scratch one) over time."""
+    from .. import api
+    from .common import note_leftovers, size_of
+    from .output import note
+    limit = size_of(args.limit, "--limit") if args.limit is not None else None
+    if limit is not None and limit <= 0:
+        raise UsageError(f"--limit must be more than 0 bytes, not {args.limit!r}")
+    interval = args.interval if args.interval is not None else 0.1
+    status = None
+    say = None
+    if sys.stderr.isatty():
+        from rich.console import Console
+        status = Console(stderr=True).status("tracing")
+        status.start()
+
+        from ..units import format_size
+
+        def say(view, t):
+            status.update(f"tracing {t:5.1f}s  usage {format_size(view.usage)}"
+                          + (f" of {format_size(view.limit)}" if view.limit else ""))
+
+    if cmd:
+        note_leftovers()
+    try:   # SIGTERM ends the trace like Ctrl-C (cli/exits.py's one mechanism): clean up, report
+        doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
+                            command=cmd or None, duration=args.trace, interval=interval,
+                            limit=limit, entries=False, command_output=_stderr_fd(),
+                            on_sample=say, profile=api.profile(), go=not args.no_go,
+                            endpoints=endpoints(args), discover=not args.no_discover)
+    finally:
+        if status is not None:
+            status.stop()
+    if args.output:
+        _emit(doc, args, table="trace")
+        from ..report.pod import trace_headline
+        note(f"{trace_headline(doc)} -> {args.output}")
+    if not args.output or args.format == "table":
+        if args.format == "json" and not args.output:
+            from ..report.pod import render_json
+            render_json(doc, sys.stdout)
+        else:
+            from ..report.pod import render_trace_table
+            render_trace_table(doc, sys.stdout)
+    if args.plot:
+        api.write_trace_plot(doc, args.plot)
+        note(f"plot -> {args.plot}")
+    return command_status(doc.get("exit_code"))
+
+
+def command_status(code: int | None) -> int:
+    """bpfmem's exit status after tracing a command: the command's own, as `time` gives it
+    (128 + N when signal N ended it); 0 when there was no command or it outlived the trace."""
+    if code is None:
+        return EXIT_OK
+    return code if code >= 0 else 128 - code
+
+
+def _stderr_fd() -> int | None:
+    """The command's output goes to our stderr: stdout is the report's."""
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 2
+
+
+COMMAND = Pod()

@@ -1,0 +1,121 @@
+"""``bpfmem size`` and ``bpfmem size diff``: what each package costs in a binary; and the
+binary half of ``bpfmem check`` (``--max-binary-size``, ``[binary]`` in bpfmem.toml)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UsageError
+from . import args as a
+from .command import EXIT_ERROR, EXIT_OK, Command
+
+EPILOG = """what you see:
+  Every byte of the file labelled once: the parts add up to the file size. "file" is bytes
+  in the file, "memory" what the loader maps (.bss is memory only; debug info and symbol
+  tables are file only). A binary's text is resident in every pod that runs it.
+  Go binaries (Go 1.2 and later, stripped or not, PIE or not): functions from the runtime's
+  pclntab, packages from the function names, modules from the build info; the pclntab's
+  shared tables and, when stripped, type and string data are named buckets "(...)".
+  Other ELF files (C, C++, Rust): sections and symbols (demangled with c++filt if present).
+
+why it is linked (Go, needs the source):
+  --go-src DIR runs `go list -deps -json` in DIR (the main package's directory) and ranks
+  the imports by the bytes only they bring in: "dropping the import a -> b saves 5.2Mi".
+
+examples:
+  bpfmem size ./agent                          by package (largest first)
+  bpfmem size ./agent --by module --top 0      every module
+  bpfmem size ./agent --go-src ./cmd/agent     ... and which import to cut
+  bpfmem size diff old/agent new/agent --format markdown      a pull-request comment
+  bpfmem size diff old/agent new/agent --format html -o size.html --go-src ./cmd/agent
+  bpfmem check ./agent --max-binary-size 40Mi                 CI gate (exit 1 if over)
+"""
+
+
+
+class Size(Command):
+    name = "size"
+    help = "what each package costs in a binary; `size diff OLD NEW` between builds"
+    description = ("Label every byte of each BINARY (Go or other ELF) and group the bytes by "
+                   "package, module, section or symbol. `bpfmem size diff OLD NEW` shows what "
+                   "grew and shrank between two builds.")
+    epilog = EPILOG
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("binaries", nargs="+", metavar="BINARY",
+                       help="binaries; or `diff OLD NEW`")
+        p.add_argument("--by", choices=("package", "module", "section", "symbol"),
+                       default="package", help="group by (default: package)")
+        p.add_argument("--top", type=int, default=30, metavar="N",
+                       help="rows to show, the rest summed as one (0: all; default 30)")
+        p.add_argument("--go-src", metavar="DIR",
+                       help="the main package's source directory: show why packages are "
+                            "linked and what dropping each import saves (runs `go list`)")
+        a.add_format(p, ("table", "json", "markdown", "html"),
+                     help="output format (default: table; html is for `size diff`)")
+        a.add_output_file(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from .. import api
+        paths = list(args.binaries)
+        if paths[0] == "diff":
+            if len(paths) != 3:
+                raise UsageError("size diff needs exactly two binaries: OLD NEW")
+            doc = api.size_diff_document(paths[1], paths[2], by=args.by, top=args.top,
+                                         go_src=args.go_src)
+            _emit(doc, args.format, args.output)
+            return EXIT_OK
+        if args.format == "html":
+            raise UsageError("--format html is for `size diff OLD NEW`")
+        doc = api.size_document(paths, by=args.by, top=args.top, go_src=args.go_src)
+        _emit(doc, args.format, args.output)
+        return EXIT_OK
+
+
+def _emit(doc: dict, fmt: str, output: str | None) -> None:
+    from ..report.size import render
+    from .output import emit
+    try:
+        emit(output, lambda out: render(doc, fmt, out))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+# -- the binary gate of `bpfmem check` -----------------------------------------------------
+
+def add_binary_gate(p: argparse.ArgumentParser) -> None:
+    """The binary-size options of `bpfmem check`."""
+    p.add_argument("--max-binary-size", metavar="SIZE",
+                   help="CI gate on binaries (Go or ELF) given as OBJ: fail when one is larger "
+                        "than SIZE, a Kubernetes quantity (40Mi; M is 10^6) "
+                        "(limits per binary and per module in [binary] of bpfmem.toml)")
+
+
+def binary_gate_applies(args: argparse.Namespace, cfg, paths: list[str]) -> bool:
+    """Whether `check` gates binary sizes: --max-binary-size, or every file is an ELF binary
+    that is no BPF object and bpfmem.toml has [binary] limits."""
+    if args.max_binary_size:
+        return True
+    if cfg.binary_max is None and not cfg.binary_modules and not cfg.binary_files:
+        return False
+    from .. import api
+    objects, binaries = api.split_binaries(paths)
+    return bool(binaries) and not objects
+
+
+def check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
+    """The binary-size gate: exit 1 when a binary or a module glob is over its limit."""
+    from .. import api
+    from .common import size_of
+    max_size = size_of(args.max_binary_size) if args.max_binary_size else cfg.binary_max
+    if max_size is None and not cfg.binary_modules and not cfg.binary_files:
+        raise UsageError("the binary gate needs --max-binary-size (or [binary] in bpfmem.toml)")
+    if args.format == "html":
+        raise UsageError("the binary gate renders table, json, markdown or junit")
+    doc = api.check_binaries(binaries, max_size=max_size, module_limits=cfg.binary_modules,
+                             file_limits=cfg.binary_files)
+    _emit(doc, args.format, args.output)
+    return EXIT_OK if doc["pass"] else EXIT_ERROR
+
+
+COMMAND = Size()

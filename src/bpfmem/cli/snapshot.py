@@ -1,0 +1,86 @@
+"""``bpfmem snapshot``: every BPF map on this node now (JSON, a table or an HTML page)."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import args as a
+from .command import EXIT_OK, Command
+
+EPILOG = """examples:
+  bpfmem snapshot -o node.json                    save for later (schema bpfmem/snapshot/v1)
+  bpfmem snapshot --entries --format table        how full is every map, now
+  bpfmem snapshot --entries --format html -o node.html    the same as a picture
+  bpfmem advise agent.o --occupancy node.json     size maps from what they really hold
+  bpfmem maps --from-bpftool bpftool.json         a node where only bpftool can run:
+                                                  bpftool -j -f map show > bpftool.json
+"""
+
+
+def scan(args: argparse.Namespace, *, progress=None, parallel: bool = True, memo=None):
+    """The node's maps as --entries/--time-bound/--no-pins/--no-owners/--owners-from ask
+    (``memo``: what an earlier scan of the same process keeps, api.scan_memo)."""
+    from .. import api
+    return api.scan_node(entries=args.entries, time_bound=args.time_bound,
+                         pins=not args.no_pins, owners=not args.no_owners, progress=progress,
+                         parallel=parallel, owners_method=args.owners_from, memo=memo)
+
+
+def filtered(snap, args: argparse.Namespace):
+    """``snap`` with only the maps the live filters (--owner, --cgroup, ...) let through."""
+    from .. import api
+    filters = a.live_filters(args)
+    return api.filter_snapshot(snap, filters) if filters else snap
+
+
+class Snapshot(Command):
+    name = "snapshot"
+    help = "every BPF map on this node now, as JSON (root)"
+    description = ("Scan every BPF map on this host: id, name, type, sizes, flags, memlock "
+                   "(fdinfo), the processes holding it (pid, comm, cgroup), the programs "
+                   "using it, its pins on every bpffs mount, and with --entries how full it "
+                   "is. Each map also gets the model's prediction for this kernel; a mismatch "
+                   "is flagged. Never writes to a map. Needs CAP_SYS_ADMIN (root).")
+    epilog = EPILOG
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        a.add_scan(p)
+        a.add_format(p, ("json", "table", "html"), default="json",
+                     help="json (default), a table sorted by memlock, or a self-contained HTML "
+                          "page (treemap cgroup -> process -> map; needs -o and plotly)")
+        a.add_output_file(p)
+        a.add_live_filters(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from .. import api
+        from ..errors import UsageError
+        from ..report import snapshot as report
+        from .common import progress
+        from .output import emit, note
+        if args.format == "html" and not args.output:
+            raise UsageError("--format html writes a page: give -o FILE.html")
+        status, say = progress("scanning")
+        try:
+            snap = scan(args, progress=say)
+        finally:
+            if status is not None:
+                status.stop()
+        doc = api.snapshot_document(filtered(snap, args), api.profile())
+
+        def render(out) -> None:
+            if args.format == "table":
+                report.render_table(doc, out)
+            elif args.format == "html":
+                from ..report.node_html import render_snapshot_html
+                out.write(render_snapshot_html(doc))
+            else:
+                report.render_json(doc, out, indent=2 if out.isatty() or args.output else None)
+        emit(args.output, render)
+        if args.output:
+            from ..units import format_size
+            note(f"{doc['totals']['maps']} maps, memlock "
+                 f"{format_size(doc['totals']['memlock'])} -> {args.output}")
+        return EXIT_OK
+
+
+COMMAND = Snapshot()
