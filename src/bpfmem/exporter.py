@@ -373,13 +373,13 @@ def tune_malloc() -> None:
     10,000 maps: 65 -> 58 MiB before the other changes). Buffers of 256 KiB and more (a
     page, a scan's lists) are mmapped and so returned whole when freed; setting the threshold
     also stops glibc from raising it after each large free, which would put the next page on
-    the heap. Two arenas for the worker threads instead of eight per CPU, each keeping what
-    its thread freed; the heap's top is trimmed beyond 1 MiB."""
+    the heap. One arena for every thread (the GIL serialises them anyway) instead of eight
+    per CPU, each keeping what its thread freed; the heap's top is trimmed beyond 1 MiB."""
     import ctypes
     try:
         libc = ctypes.CDLL(None)
         libc.mallopt(_M_MMAP_THRESHOLD, 256 << 10)
-        libc.mallopt(_M_ARENA_MAX, 2)
+        libc.mallopt(_M_ARENA_MAX, 1)
         libc.mallopt(_M_TRIM_THRESHOLD, 1 << 20)
     except (OSError, AttributeError):  # not glibc
         pass
