@@ -65,7 +65,8 @@ CLI_PARSER = {"bpfmem.cli", *(f"bpfmem.cli.{m}" for m in (
 CLI = CLI_PARSER | {"bpfmem.cli.exits", "bpfmem.cli.output", "bpfmem.cli.common"}
 MAPS_JSON_ALLOWED = CLI | {
     "bpfmem",
-    "bpfmem.errors", "bpfmem.api", "bpfmem.inputs", "bpfmem.host.cleanup",
+    "bpfmem.errors", "bpfmem.api", "bpfmem.api.objects", "bpfmem.api.kernels",
+    "bpfmem.api.maps", "bpfmem.api.session", "bpfmem.inputs", "bpfmem.host.cleanup",
     "bpfmem.config", "bpfmem.uapi", "bpfmem.units",
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
     "bpfmem.parse.sections", "bpfmem.parse.loader", "bpfmem.parse.objspec",

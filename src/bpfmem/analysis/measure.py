@@ -1,11 +1,19 @@
-"""Compare what a kernel measured for real maps with what the model predicts."""
+"""Compare what a kernel measured for real maps with what the model predicts.
+
+:func:`plan_measure` picks the maps of an object that can be created for real (and the
+fill levels to measure); the host creates them (:mod:`bpfmem.host.measure`);
+:func:`compare` sets what it read beside the model's figures."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
-from ..model.estimate import Footprint
+from ..model.estimate import Footprint, estimate, shape_of_spec
 from ..model.kernel import KernelProfile
+from ..model.shape import MapShape
+from ..uapi import MapType
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,6 @@ class Comparison:
     def fill_figures(self):
         """(entries, measured memlock, model memlock, measured charge, model charge) for each
         fill level the probe reached."""
-        from ..model.estimate import estimate
         if self.measured is None or self.model is None or self.model.rejected:
             return []
         out = []
@@ -94,3 +101,73 @@ class MeasureResult:
     @property
     def charged_within_tolerance(self) -> int:
         return self._count("charged_within")
+
+
+# ---- the plan and the comparison ----
+
+@dataclass(frozen=True)
+class PlannedMap:
+    """A map to create for real: the probe's id for it, its shape, the fills to measure."""
+    id: str
+    name: str
+    shape: MapShape
+    fills: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class MeasurePlan:
+    maps: tuple[PlannedMap, ...]
+    skipped: tuple[tuple[str, str], ...]     # (map name, why it is not created)
+
+
+def plan_measure(spec, profile: KernelProfile, *, fill: bool = False) -> MeasurePlan:
+    """Which maps of ``spec`` (an ObjectSpec) a loader would create on ``profile``'s kernel,
+    with half and full capacity as fill levels when ``fill``; the others with the reason."""
+    wanted, skipped = [], []
+    for i, m in enumerate(spec.maps):
+        shape, why = shape_of_spec(m, profile)
+        if not m.autocreate:
+            skipped.append((m.name, "not created by default (autocreate off)"))
+        elif m.refused:
+            skipped.append((m.name, f"refused by the loader: {m.refused}"))
+        elif shape is None:
+            skipped.append((m.name, why))
+        elif m.type == MapType.STRUCT_OPS:
+            skipped.append((m.name, "struct_ops maps need the kernel's struct and programs"))
+        else:
+            fills: tuple[int, ...] = ()
+            if fill:
+                cap = estimate(shape, profile).capacity
+                if cap:
+                    fills = tuple(sorted({cap // 2, cap}))
+            wanted.append(PlannedMap(f"m{i}", m.name, shape, fills))
+    return MeasurePlan(tuple(wanted), tuple(skipped))
+
+
+def measured_of(name: str, result: Mapping[str, Any]) -> Measured:
+    """A probe result line (memlock and charge at create and per fill) as a Measured."""
+    return Measured(name, bool(result.get("ok")), result.get("errno"), result.get("memlock"),
+                    result.get("charged"),
+                    tuple((f["inserted"], f.get("memlock"), f.get("charged"))
+                          for f in result.get("fills") or ()))
+
+
+def compare(plan: MeasurePlan, results: Iterable[Mapping[str, Any]],
+            profile: KernelProfile) -> list[Comparison]:
+    """Each planned map's measurement beside the model on ``profile`` (the kernel measured),
+    then the maps the plan skipped."""
+    by_id = {r["id"]: r for r in results if "id" in r}
+    out = []
+    for m in plan.maps:
+        r = by_id.get(m.id)
+        out.append(Comparison(m.name, estimate(m.shape, profile),
+                              None if r is None else measured_of(m.name, r),
+                              None if r is not None else "the probe gave no result"))
+    out += [Comparison(n, None, None, why) for n, why in plan.skipped]
+    return out
+
+
+def release_guess(vm_kernel: str) -> str:
+    """A release for planning a probe run in a VM before the VM reports its own."""
+    m = re.search(r"(\d+\.\d+)", vm_kernel)
+    return m.group(1) if m else "6.1"

@@ -390,6 +390,33 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
                         p.usage / limit if limit else None, tuple(notes))
 
 
+class TraceBuilder:
+    """A trace as its samples arrive: each sample split into a view (``on_view(view, t)`` is
+    called with it), its point kept; then the summary and the view at the peak."""
+
+    def __init__(self, profile: KernelProfile | None, on_view=None):
+        self.profile = profile
+        self.on_view = on_view
+        self.views: list[PodView] = []
+        self.points: list[TracePoint] = []
+
+    def add(self, sample, t: float) -> None:
+        """One sample, taken ``t`` seconds after the trace started."""
+        v = pod_view(sample, self.profile)
+        self.views.append(v)
+        self.points.append(trace_point(v, t))
+        if self.on_view is not None:
+            self.on_view(v, t)
+
+    def summary(self, *, kernel_peak_before: int | None = None,
+                fresh_cgroup: bool = False) -> TraceSummary:
+        return summarize_trace(self.points, kernel_peak_before=kernel_peak_before,
+                               fresh_cgroup=fresh_cgroup)
+
+    def view_at(self, peak: Peak | None) -> PodView | None:
+        return self.views[peak.index] if peak is not None else None
+
+
 # ---- an upgrade ----
 
 @dataclass(frozen=True)

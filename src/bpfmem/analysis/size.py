@@ -17,9 +17,11 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
-from ..errors import ParseError
-from ..parse.elfimage import SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage
-from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of)
+from ..errors import ParseError, UnsupportedError
+from ..parse.elfimage import (SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage,
+                              parse_image)
+from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of,
+                           parse_buildinfo, parse_pclntab)
 
 _START = operator.itemgetter(0)
 GROUPS = ("package", "module", "section", "symbol")
@@ -163,6 +165,40 @@ def _section_default(name: str, is_go: bool, flags: int) -> tuple[str, str]:
     if is_go:
         return f"({name} unattributed)", name
     return f"({name})", name
+
+
+_GO_SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
+
+
+def size_report(data, *, path: str,
+                demangle: Callable[[list[str]], list[str]] | None = None) -> SizeReport:
+    """Every byte of the ELF binary ``data`` (bytes or a mapping of the file) labelled: a Go
+    binary (stripped or not, PIE or not, Go 1.2+) by its pclntab and build info, any other
+    by sections and symbols (their names through ``demangle``). ParseError and
+    UnsupportedError name ``path``."""
+    try:
+        img = parse_image(data, path=path)
+        is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
+            not img.sections and data.find(b"\xff Go buildinf:") >= 0)
+        pcln = parse_pclntab(img) if is_go else None
+        info = parse_buildinfo(img) if is_go else None
+        return analyse_image(img, path=path, pcln=pcln, buildinfo=info,
+                             demangle=None if is_go else demangle)
+    except ParseError as e:
+        raise e.with_path(path) from None
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{path}: {e.what}", e.since) from None
+
+
+def limit_for(path: str, max_size: int | None, file_limits: dict[str, int]) -> int | None:
+    """A binary's size limit: that of the last per-file glob matching its path or its file
+    name, else ``max_size``."""
+    limit = max_size
+    name = path.rsplit("/", 1)[-1]
+    for glob, lim in file_limits.items():
+        if fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(name, glob):
+            limit = lim
+    return limit
 
 
 def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,

@@ -15,6 +15,7 @@ import fnmatch
 from dataclasses import dataclass, field, replace
 
 from ..uapi import parse_flags
+from ..units import parse_size
 
 _ATTRS = frozenset({"max_entries", "key_size", "value_size", "flags", "map_flags", "count",
                     "map_extra"})
@@ -150,3 +151,25 @@ class WhatIf:
     @staticmethod
     def unmatched_one(setting: Setting, names: list[str]) -> bool:
         return not any(fnmatch.fnmatchcase(n, setting.glob) for n in names)
+
+
+def whatif_from(sets=(), size_ratio: float | None = None, node_memory=None,
+                dynamic_config: dict | None = None) -> WhatIf:
+    """A WhatIf from ``--set`` expressions and Cilium-style dynamic sizing settings (the
+    command line's ``--size-ratio``/``--node-memory`` over bpfmem.toml's ``[dynamic]``)."""
+    settings = tuple(parse_setting(s) for s in sets)
+    dyn = None
+    cfg = dict(dynamic_config or {})
+    ratio = size_ratio if size_ratio is not None else cfg.get("size_ratio")
+    mem = node_memory if node_memory is not None else cfg.get("node_memory")
+    if ratio is not None or mem is not None:
+        if ratio is None or mem is None:
+            raise ValueError("dynamic sizing needs both --size-ratio and --node-memory")
+        maps = {name: (int(v["default"]), int(v.get("min", 0)))
+                for name, v in cfg.get("maps", {}).items()}
+        if not maps:
+            raise ValueError("dynamic sizing needs the maps it sizes: [dynamic.maps] in "
+                             "bpfmem.toml, e.g. ct_tcp = { default = 524288, min = 131072 }")
+        dyn = DynamicSizing(float(ratio), parse_size(mem), maps,
+                            int(cfg.get("max", 1 << 24)))
+    return WhatIf(settings, dyn)

@@ -8,6 +8,7 @@ its ``*_document`` function here.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 # every schema bpfmem writes (a document says which in its "schema" key)
@@ -265,6 +266,22 @@ def estimate_document(fp) -> dict[str, Any]:
 def estimate_line(fp) -> dict[str, Any]:
     """A line of ``estimate --batch`` (the batch adds ``kernel``, the same on every line)."""
     return {"schema": ESTIMATE, **fp.as_dict()}
+
+
+def batch_line(kernel: dict[str, Any]) -> Callable[[Any], str]:
+    """The function that writes a footprint as its ``--batch`` line (JSON and a newline)
+    on the kernel described by ``kernel``: the same on every line, so encoded once."""
+    tail = ', "kernel": ' + json.dumps(kernel) + "}\n"
+    dumps = json.dumps
+
+    def line(fp) -> str:
+        return dumps(estimate_line(fp))[:-1] + tail
+    return line
+
+
+def batch_error_line(lineno: int, message: str) -> str:
+    """The ``--batch`` line of an input line that is no valid spec."""
+    return json.dumps({"schema": ESTIMATE, "line": lineno, "error": message}) + "\n"
 
 
 # -- measure --------------------------------------------------------------------------------

@@ -455,6 +455,17 @@ p{{margin:4px 16px 8px;font-size:14px}}</style>
 """
 
 
+PLOT_FORMATS = {".png": "png", ".html": "html", ".htm": "html"}
+
+
+def plot_format(path: str) -> str:
+    """``"png"`` or ``"html"``: the picture of a trace a file name asks for (by its suffix)."""
+    for suffix, fmt in PLOT_FORMATS.items():
+        if path.lower().endswith(suffix):
+            return fmt
+    raise ValueError(f"--plot wants a .png or .html file, not {path}")
+
+
 def render_trace_html(doc: dict, *, width: int = 1100, height: int = 560,
                       static: bool = False) -> str:
     """A self-contained page (plotly.js inline: works offline) with the trace's chart;

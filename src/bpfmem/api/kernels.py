@@ -1,0 +1,82 @@
+"""Kernel profiles: the one door through which a :class:`~bpfmem.model.kernel.KernelProfile`
+is made (the CLI, the exporter, tests and notebooks all come through here)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..host.profile import host_possible_cpus, host_profile, read_btf_profile
+from ..model.kernel import NEWEST_MODELLED, KernelProfile
+from ..model.kernel import parse_release as _parse_release
+
+
+def profile(kernel: str | None = None, *, btf: str | os.PathLike | None = None,
+            cpus: int | None = None) -> KernelProfile:
+    """The :class:`~bpfmem.model.kernel.KernelProfile` a model runs on; the only way one is
+    made (the CLI, the exporter, tests and notebooks all come through here).
+
+    * ``btf``: a kernel's BTF in a file (raw ``/sys/kernel/btf/vmlinux`` copied from a node,
+      an ELF ``vmlinux``, a ``vmlinuz``/``bzImage``, a BTFHub ``.btf.tar.xz``): struct sizes,
+      accounting eras, map types and NR_CPUS from that kernel itself; ``kernel`` names the
+      release when the file does not;
+    * ``kernel`` alone: the release's table (mainline eras, the struct sizes of the build it
+      was measured on, said in the profile's notes);
+    * neither: this host's running kernel, from its BTF.
+
+    ``cpus`` is the node's possible CPUs (default: this host's, noted in the profile).
+    Raises ValueError for a release that is not one, ParseError for a file that is no
+    kernel's BTF, OSError when it cannot be read."""
+    if cpus is not None and (not isinstance(cpus, int) or not 1 <= cpus <= 1 << 16):
+        raise ValueError(f"possible CPUs must be 1..65536, not {cpus!r}")
+    if btf is not None:
+        return read_btf_profile(os.fspath(btf), release=kernel, cpus=cpus)
+    if kernel is not None:
+        if cpus is None:
+            cpus = host_possible_cpus()
+            prof = KernelProfile.for_release(kernel, cpus)
+            return replace(prof, notes=prof.notes + (
+                f"possible CPUs: this host's ({cpus}); --cpus N for the node's",))
+        return KernelProfile.for_release(kernel, cpus)
+    prof = host_profile()
+    return prof if cpus is None else replace(prof, possible_cpus=cpus)
+
+
+def profiles(kernels=(), cpus=(), btfs=(), configured=()) -> list[KernelProfile]:
+    """A matrix of profiles for a gate: every kernel (releases and BTF files, or the
+    ``[[kernels]]`` entries of bpfmem.toml, :class:`bpfmem.config.KernelEntry`) x every CPU
+    count; with none named, this host's kernel."""
+    cpu_list = list(cpus) or [None]
+    out = []
+    for entry in configured:
+        for c in (list(entry.cpus) or cpu_list):
+            try:
+                out.append(profile(entry.release, btf=entry.btf, cpus=c))
+            except ValueError as e:
+                raise ValueError(f"[[kernels]] {entry.name}: "
+                                 + str(e).replace("give --kernel VERSION with --kernel-btf",
+                                                  "add release = \"VERSION\"")) from None
+    release = None
+    if btfs:
+        if len(kernels) > 1:
+            raise ValueError("--kernel names the release of --kernel-btf files: give one")
+        release = kernels[0] if kernels else None
+        kernels = ()
+    for path in btfs:
+        out.extend(profile(release, btf=path, cpus=c) for c in cpu_list)
+    for k in kernels:
+        out.extend(profile(k, cpus=c) for c in cpu_list)
+    if not out:
+        out = [profile(cpus=c) for c in cpu_list]
+    return out
+
+
+def parse_release(text: str) -> tuple[int, ...]:
+    """A kernel release string (``6.1.90``, ``6.12.0-31-cloud-amd64``) as numbers;
+    ValueError for anything else."""
+    return _parse_release(text)
+
+
+def newest_modelled_release() -> tuple[int, int]:
+    """The newest kernel release (major, minor) whose rules bpfmem models."""
+    return NEWEST_MODELLED

@@ -1,0 +1,34 @@
+"""Measuring real maps: create an object's maps in a scratch memory cgroup (or in another
+kernel under qemu) and set the kernel's figures beside the model's."""
+
+from __future__ import annotations
+
+import os
+
+from ..analysis.measure import MeasureResult, compare, plan_measure, release_guess
+from ..host.measure import measure_maps
+from ..host.profile import host_profile
+from ..model.kernel import KernelProfile
+from .objects import load_object
+
+
+def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
+                   cpus: int = 2, timeout: float = 1800,
+                   loader: str | None = None) -> MeasureResult:
+    """Create every map of an object for real (on this host in a scratch memory cgroup, or
+    in a Debian kernel under qemu with ``vm_kernel``), read memlock and the memory cgroup's
+    charge per map, and compare them with the model for that kernel.
+
+    Returns a :class:`~bpfmem.analysis.measure.MeasureResult` (the kernel measured and one
+    Comparison per map). Needs root (CAP_BPF, CAP_SYS_ADMIN).
+    Everything created is removed afterwards, also on errors and Ctrl-C.
+    """
+    spec = load_object(source, loader=loader)
+    draft = host_profile() if vm_kernel is None else KernelProfile.for_release(
+        release_guess(vm_kernel), cpus)
+    plan = plan_measure(spec, draft, fill=fill)
+    measured, results = measure_maps([(m.id, m.shape, m.fills) for m in plan.maps],
+                                     vm_kernel=vm_kernel, cpus=cpus, timeout=timeout)
+    prof = draft if measured is None else measured
+    path = "<bytes>" if isinstance(source, (bytes, bytearray, memoryview)) else os.fspath(source)
+    return MeasureResult(path, prof, tuple(compare(plan, results, prof)))

@@ -1,0 +1,43 @@
+"""The live node: every BPF map on this host and the memory cgroups whose processes hold
+them."""
+
+from __future__ import annotations
+
+from ..analysis.live import map_cgroup, memlock_behaviour
+from ..errors import HostError
+from ..host.cgroup import CgroupMemory, read_cgroup_memory
+from ..host.live import Snapshot, scan_maps
+from ..host.rescan import ScanMemo
+
+
+def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
+              owners: bool = True, progress=None, parallel: bool = False,
+              owners_method: str = "auto", memo: ScanMemo | None = None) -> Snapshot:
+    """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`.
+    ``parallel`` forks a helper for the walk of processes (not from threaded programs);
+    ``owners_method`` "auto", "iterator" (the kernel's task_file iterator) or "proc";
+    ``memo`` (from :func:`scan_memo`, kept between calls) makes repeated scans incremental."""
+    return scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
+                     progress=progress, parallel=parallel, owners_method=owners_method,
+                     memo=memo)
+
+
+def scan_memo(profile, *, full_every: int = 30) -> ScanMemo:
+    """What repeated :func:`scan_node` calls keep between scans (the exporter's), with the
+    model of ``profile``'s kernel saying which maps' memlock cannot change or follows their
+    count; every ``full_every``-th scan reads everything again."""
+    return ScanMemo(memlock_static=lambda m: memlock_behaviour(m, profile) == "static",
+                    memlock_counts=lambda m: memlock_behaviour(m, profile) == "counts",
+                    full_every=full_every)
+
+
+def cgroup_memory_of(snap: Snapshot) -> dict[str, CgroupMemory]:
+    """``{cgroup path: CgroupMemory}`` for every memory cgroup whose processes hold maps in
+    ``snap`` (cgroups that vanish or cannot be read are left out)."""
+    out = {}
+    for path in sorted({c for m in snap.maps if (c := map_cgroup(m))}):
+        try:
+            out[path] = read_cgroup_memory(path)
+        except (HostError, OSError):
+            continue
+    return out

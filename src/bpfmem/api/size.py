@@ -1,0 +1,90 @@
+"""Binary size: every byte of an agent's ELF binary labelled (``bpfmem size``), two builds
+compared (``size diff``), binaries against their limits (``check --max-binary-size``)."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from ..analysis.imports import import_savings
+from ..analysis.size import SizeReport, judge_binary, limit_for, size_report
+from ..host.gotool import cxxfilt, go_list_deps
+from ..inputs import split_binaries as _split_binaries
+from ..parse.golist import parse_go_list
+from ..report.size import (build_binary_check_document, build_size_diff_document,
+                           build_size_document)
+
+
+@contextmanager
+def _mapped(path: str | os.PathLike) -> Iterator[bytes | mmap.mmap]:
+    """A file's bytes mapped read-only (``b""`` when empty): binaries can be large."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        try:
+            yield data
+        finally:
+            if not isinstance(data, bytes):
+                try:
+                    data.close()
+                except BufferError:   # a view still refers to it: the GC closes it
+                    pass
+
+
+def load_binary_size(source: str | os.PathLike | bytes, *, path: str | None = None,
+                     demangle: bool = True) -> SizeReport:
+    """Every byte of an ELF binary labelled (:class:`bpfmem.analysis.size.SizeReport`).
+
+    Go binaries (stripped or not, PIE or not, Go 1.2+) by their pclntab and build info;
+    other ELF files by sections and symbols (C++/Rust names demangled with c++filt when it is
+    installed). ParseError/UnsupportedError (naming the file) for anything else."""
+    demangler = cxxfilt if demangle else None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return size_report(bytes(source), path=path or "<bytes>", demangle=demangler)
+    with _mapped(source) as data:
+        return size_report(data, path=path or os.fspath(source), demangle=demangler)
+
+
+def why_linked(report: SizeReport, go_src: str, *, go: str | None = None):
+    """The import savings of a Go binary's program (``go list -deps -json`` in ``go_src``,
+    weighted by the bytes each package has in ``report``)."""
+    graph = parse_go_list(go_list_deps(go_src, go=go))
+    return graph, import_savings(graph, report.package_bytes())
+
+
+def size_document(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,
+                  demangle: bool = True) -> dict:
+    """The ``bpfmem/size/v1`` document of one or more binaries."""
+    reps = [load_binary_size(p, demangle=demangle) for p in paths]
+    why = why_linked(reps[0], go_src) if go_src else None
+    return build_size_document(reps, by=by, top=top, why=why)
+
+
+def size_diff_document(old, new, *, by: str = "package", top: int = 30,
+                       go_src: str | None = None) -> dict:
+    """The ``bpfmem/size-diff/v1`` document of two builds (``go_src``: NEW's source)."""
+    a, b = load_binary_size(old), load_binary_size(new)
+    why = why_linked(b, go_src) if go_src else None
+    return build_size_diff_document(a, b, by=by, top=top, why=why)
+
+
+def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int],
+                   file_limits: dict[str, int] | None = None) -> dict:
+    """The ``bpfmem/binary-check/v1`` document: each binary against its size limit (the
+    per-file limit whose glob matches its path or name, else ``max_size``) and the module
+    limits."""
+    verdicts, reps = [], []
+    for p in paths:
+        rep = load_binary_size(p)
+        reps.append(rep)
+        verdicts += judge_binary(rep, max_size=limit_for(os.fspath(p), max_size,
+                                                         file_limits or {}),
+                                 module_limits=module_limits)
+    return build_binary_check_document(reps, verdicts)
+
+
+def split_binaries(paths) -> tuple[list[str], list[str]]:
+    """(the rest, ELF binaries that are no BPF object) among ``paths``."""
+    return _split_binaries(paths)

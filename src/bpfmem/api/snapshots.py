@@ -1,0 +1,52 @@
+"""Saved scans of a node: ``bpfmem snapshot`` files and ``bpftool -j map show`` output, their
+documents and what changed between two."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..analysis.live import diff_snapshots as diff
+from ..analysis.live import filter_maps
+from ..inputs import InputError, load_json, peek_input
+from ..report.snapshot import build_snapshot_report, snapshot_from_bpftool, snapshot_from_dict
+
+
+def is_snapshot_file(path: str) -> bool:
+    """Whether ``path`` is a saved ``bpfmem snapshot`` or ``bpftool -j map show`` (JSON)."""
+    if not str(path).endswith(".json"):
+        return False
+    try:
+        head = peek_input(path, 4096).decode(errors="replace").lstrip()
+    except InputError:
+        return False
+    return head.startswith("[") or "bpfmem/snapshot/" in head
+
+
+def snapshot_document(snap, profile) -> dict:
+    """The ``bpfmem/snapshot/v1`` document of a scan, with the model's figures for
+    ``profile`` (None: no model)."""
+    return build_snapshot_report(snap, profile)
+
+
+def load_snapshot(path: str, *, profile=None):
+    """A saved ``bpfmem snapshot`` or ``bpftool -j map show`` output, as a Snapshot; a
+    bpftool list has no kernel of its own: ``profile`` names it (release, CPUs)."""
+    data = load_json(path, "snapshot")
+    try:
+        if isinstance(data, list):
+            return snapshot_from_bpftool(
+                data, kernel=profile.version if profile is not None else "",
+                cpus=profile.possible_cpus if profile is not None else 0)
+        return snapshot_from_dict(data)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+def diff_snapshots(old: str, new: str) -> dict:
+    """What changed on a node between two saved snapshots (``bpfmem/snapshot-diff/v1``)."""
+    return diff(load_snapshot(old), load_snapshot(new))
+
+
+def filter_snapshot(snap, filters: dict):
+    """``snap`` with only the maps matching every filter (owner, cgroup, name, type)."""
+    return replace(snap, maps=tuple(filter_maps(snap.maps, **filters)))
