@@ -28,6 +28,7 @@ from bpfmem.parse.gobuildinfo import GoBuildInfo, MAGIC, parse_go_buildinfo
 from bpfmem.parse.gometrics import parse_go_metrics
 from bpfmem.parse.pprof import parse_pprof, top_functions
 from bpfmem.units import format_size, parse_gomemlimit
+from bpfmem.report import documents as docs
 from bpfmem.report import pod as rp
 
 from test_pod import PROF, cg_v1
@@ -368,7 +369,7 @@ def test_pod_view_carves_go_parts_and_still_adds_up():
     assert parts["binary"] == 12 * MiB + 9 * MiB + 256 * KiB
     assert parts["page_cache"] == 60 * MiB - parts["binary"]
     assert "go_arenas" not in parts
-    doc = rp.build_pod_report(v, PROF.describe())
+    doc = docs.build_pod_report(v, PROF.describe())
     g = doc["go"][0]
     assert g["go_version"] == "go1.21.3" and sum(g["parts"].values()) == g["rss"]
     # a tiny cgroup: the carve-outs are capped, nothing goes negative
@@ -379,7 +380,7 @@ def test_pod_view_carves_go_parts_and_still_adds_up():
     assert parts["binary"] == 5 * MiB and sum(parts.values()) == 30 * MiB
     import io
     out = io.StringIO()
-    rp.render_table(rp.build_pod_report(v, PROF.describe()), out, width=140)
+    rp.render_table(docs.build_pod_report(v, PROF.describe()), out, width=140)
     text = out.getvalue()
     assert "Go process 7" in text and "Go heap freed, not returned" in text
     assert "GOGC=75: the heap may grow to 1.75x" in text   # go_gc_gogc_percent

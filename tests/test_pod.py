@@ -27,6 +27,8 @@ from bpfmem.analysis import pod as ap
 from bpfmem.host.cgroup import parse_cgroup_memory
 from bpfmem.host.live import LiveMap, Owner
 from bpfmem.host.podscan import Pin, PodSample, ProcMem
+from bpfmem.parse.jsonlines import parse_trace_jsonl
+from bpfmem.report import documents as docs
 from bpfmem.report import pod as rp
 from bpfmem.uapi import MapType
 
@@ -247,7 +249,7 @@ def _trace_doc():
                              "kernel": MiB, "maps": 10 * MiB, "unexplained": 0},
                             1, 3, u * MiB) for i, u in enumerate(us)]
     s = ap.summarize_trace(points, fresh_cgroup=True)
-    return rp.build_trace_report(points, s, cgroup={"path": "/x", "version": 1},
+    return docs.build_trace_report(points, s, cgroup={"path": "/x", "version": 1},
                                  kernel=PROF.describe(),
                                  command=["agent", "</script><b>x"], interval=0.25,
                                  interrupted=False, exit_code=0)
@@ -260,7 +262,7 @@ def test_trace_jsonl_round_trip_and_table():
     lines = buf.getvalue().splitlines()
     assert len(lines) == 2 + len(doc["samples"])
     assert json.loads(lines[0])["kind"] == "header"
-    back = rp.load_jsonl(lines)
+    back = parse_trace_jsonl(lines)
     assert back["samples"] == doc["samples"] and back["summary"] == doc["summary"]
     out = io.StringIO()
     rp.render_trace_table(doc, out)
@@ -278,7 +280,7 @@ def test_pod_table_and_json():
     m = live(7, "ct")
     cg = cg_v1(usage=60 * MiB, anon=40 * MiB, cache=5 * MiB, kmem=charge(m) + 3 * MiB)
     v = ap.pod_view(sample(cg, [proc(1)], [m]), PROF)
-    doc = rp.build_pod_report(v, PROF.describe())
+    doc = docs.build_pod_report(v, PROF.describe())
     json.loads(json.dumps(doc))
     assert doc["schema"] == "bpfmem/pod/v1" and doc["maps"][0]["charged_here"]
     out = io.StringIO()
@@ -542,7 +544,7 @@ def test_cli_trace_writes_jsonl_and_plots(tmp_path, capsys):
     rc, text, err = run_cli(argv, capsys)
     assert rc == 0, err
     assert "peak" in text and "128Mi limit" in text
-    doc = rp.load_jsonl(out.read_text().splitlines())
+    doc = parse_trace_jsonl(out.read_text().splitlines())
     assert doc["schema"] == "bpfmem/pod-trace/v1" and len(doc["samples"]) > 10
     assert "Plotly.newPlot" in page.read_text()
     api.write_trace_plot(doc, str(png))

@@ -161,3 +161,35 @@ def deepest(savings: list[ImportSaving], share: float = 0.95) -> list[ImportSavi
         if not implied:
             keep.append(s)
     return keep
+
+
+@dataclass(frozen=True, slots=True)
+class ImportChain:
+    package: str
+    file: int                       # its bytes in the binary
+    chain: tuple[str, ...]          # main -> ... -> package (a shortest one)
+
+
+@dataclass(frozen=True, slots=True)
+class WhyLinked:
+    """Why a binary's packages are linked: the imports whose removal saves most (deepest on
+    their chain first; those that bring in grown packages first, in a diff) and the chains
+    to the heaviest (or the grown) packages."""
+    main: str
+    savings: tuple[ImportSaving, ...]
+    chains: tuple[ImportChain, ...]
+
+
+def why_linked(graph: ImportGraph, savings: list[ImportSaving], weights: dict[str, int],
+               grown: list[str] | None = None, limit: int = 10) -> WhyLinked:
+    """The ``limit`` most useful savings and chains of a program (``weights``: bytes per
+    package in the binary; ``grown``: packages that grew, in a diff)."""
+    savings = deepest(savings)
+    if grown:
+        g = set(grown)
+        savings = sorted(savings, key=lambda s: (not (set(s.packages) & g), -s.saves))
+    heavy = [p for p, _w in sorted(weights.items(), key=lambda t: -t[1])
+             if p in graph.packages and p != graph.main][:limit]
+    return WhyLinked(graph.main, tuple(savings[:limit]),
+                     tuple(ImportChain(p, weights[p], chain_to(graph, p))
+                           for p in (grown or heavy)[:limit] if p in graph.packages))

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
            "TracePoint", "Peak", "TraceSummary", "trace_point", "summarize_trace",
-           "Headroom", "HeadroomLine", "headroom_after", "PIN_COMPAT", "kernel_name"]
+           "Headroom", "HeadroomLine", "headroom_after", "PIN_COMPAT", "kernel_name",
+           "TraceBuilder", "TraceCgroup", "PodTrace", "Upgrade"]
 
 # the stacked parts, bottom to top, with their labels
 COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not returned"),
@@ -127,6 +128,8 @@ class PodView:
     notes: tuple[str, ...]
     go: tuple = ()               # GoSplit of each Go process, largest first
     details: dict = field(default_factory=dict)   # pid -> ProcDetail read with the view
+    kernel: KernelProfile | None = None   # what the maps' charges were modelled on
+    upgrade: "Upgrade | None" = None      # what an upgrade would make of it (pod --after)
 
     def component(self, key: str) -> int | None:
         return next((c.bytes for c in self.components if c.key == key), None)
@@ -275,7 +278,7 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
         None if cg.limit is None else cg.limit - cg.usage, cg.peak, comps,
         tuple(_kernel_kinds(cg)), tuple(procs),
         tuple(sorted(rows, key=lambda r: (not r.charged_here, -(r.charged or 0), r.id))),
-        here, elsewhere, unknown, totals, tuple(notes), tuple(splits), details)
+        here, elsewhere, unknown, totals, tuple(notes), tuple(splits), details, prof)
 
 
 def _carve_go(parts: dict, splits: list[GoSplit], details: dict) -> tuple[str, ...]:
@@ -390,6 +393,30 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
                         p.usage / limit if limit else None, tuple(notes))
 
 
+@dataclass(frozen=True)
+class TraceCgroup:
+    path: str                    # as /proc/PID/cgroup names it
+    dir: str
+    version: int
+    scratch: bool                # made for the traced command (and removed after)
+
+
+@dataclass(frozen=True)
+class PodTrace:
+    """A pod over time: a point per sample, the summary (peak, settled), the view at the
+    peak, and how the trace went."""
+    kernel: KernelProfile | None
+    cgroup: TraceCgroup
+    command: tuple[str, ...] | None
+    exit_code: int | None
+    interval: float              # asked for
+    interrupted: bool            # Ctrl-C ended it early
+    summary: TraceSummary
+    at_peak: PodView | None
+    points: tuple[TracePoint, ...]
+    t0_monotonic: float          # t = 0 on this host's CLOCK_MONOTONIC
+
+
 class TraceBuilder:
     """A trace as its samples arrive: each sample split into a view (``on_view(view, t)`` is
     called with it), its point kept; then the summary and the view at the peak."""
@@ -415,6 +442,25 @@ class TraceBuilder:
 
     def view_at(self, peak: Peak | None) -> PodView | None:
         return self.views[peak.index] if peak is not None else None
+
+    def finish(self, *, cgroup: TraceCgroup, kernel_peak_before: int | None,
+               command=None, exit_code: int | None = None, interval: float,
+               interrupted: bool, t0_monotonic: float) -> PodTrace:
+        """The trace, once sampling ended (``kernel_peak_before``: the cgroup's own
+        high-water mark at the first sample, for a cgroup not made for the trace)."""
+        summary = self.summary(kernel_peak_before=None if cgroup.scratch
+                               else kernel_peak_before, fresh_cgroup=cgroup.scratch)
+        return PodTrace(self.profile, cgroup, tuple(command) if command else None, exit_code,
+                        interval, interrupted, summary, self.view_at(summary.peak),
+                        tuple(self.points), t0_monotonic)
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """A pod's headroom after an upgrade to the objects ``after`` (from ``before``)."""
+    headroom: "Headroom"
+    after: tuple[str, ...]
+    before: tuple[str, ...] | None
 
 
 # ---- an upgrade ----

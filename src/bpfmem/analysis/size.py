@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
 from ..errors import ParseError, UnsupportedError
+from .imports import WhyLinked, why_linked
+from ..units import format_size
 from ..parse.elfimage import (SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage,
                               parse_image)
 from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of,
@@ -623,6 +625,12 @@ class BinaryVerdict:
     def ok(self) -> bool:
         return self.size <= self.limit
 
+    def failure(self) -> str:
+        """What is over its limit, and by how much."""
+        what = "file size" if self.what == "file" else "modules " + self.what
+        return (f"{self.path}: {what} {format_size(self.size)} exceeds its limit "
+                f"{format_size(self.limit)} by {format_size(self.size - self.limit)}")
+
 
 def judge_binary(rep: SizeReport, *, max_size: int | None,
                  module_limits: dict[str, int]) -> list[BinaryVerdict]:
@@ -637,3 +645,60 @@ def judge_binary(rep: SizeReport, *, max_size: int | None,
             size = sum(r.file for r in mods if fnmatch.fnmatchcase(r.name, glob))
             out.append(BinaryVerdict(rep.path, glob, size, limit))
     return out
+
+
+# --- the results of the size commands ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class SizeResult:
+    """``bpfmem size``: binaries, each grouped ``by`` package, module, section or kind (the
+    ``top`` largest groups; 0 all), and why the first one's packages are linked."""
+    reports: tuple[SizeReport, ...]
+    by: str = "package"
+    top: int = 30
+    why: WhyLinked | None = None
+
+
+@dataclass(frozen=True)
+class SizeDiff:
+    """``bpfmem size diff``: what grew and shrank between two builds, by ``by`` (largest
+    change first), and why NEW's grown packages are linked."""
+    old: SizeReport
+    new: SizeReport
+    by: str
+    top: int
+    deltas: tuple[SizeDelta, ...]
+    grown: tuple[str, ...]              # packages that grew, most first (at most 10)
+    why: WhyLinked | None = None
+
+
+@dataclass(frozen=True)
+class BinaryCheck:
+    """The binary-size gate: each binary against its file-size and module limits."""
+    reports: tuple[SizeReport, ...]
+    verdicts: tuple[BinaryVerdict, ...]
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(v.failure() for v in self.verdicts if not v.ok)
+
+    @property
+    def passed(self) -> bool:
+        return all(v.ok for v in self.verdicts)
+
+
+def size_result(reports, *, by: str = "package", top: int = 30,
+                why: tuple | None = None) -> SizeResult:
+    """The ``size`` result of ``reports``; ``why``: (import graph, savings) of the first
+    one's program (:func:`bpfmem.analysis.imports.import_savings`)."""
+    reports = tuple(reports)
+    linked = None if why is None else why_linked(*why, reports[0].package_bytes())
+    return SizeResult(reports, by, top, linked)
+
+
+def size_diff(old: SizeReport, new: SizeReport, *, by: str = "package", top: int = 30,
+              why: tuple | None = None) -> SizeDiff:
+    """The ``size diff`` result; ``why``: (import graph, savings) of NEW's program."""
+    grown = [d.name for d in diff_reports(old, new, "package") if d.delta > 0][:10]
+    linked = None if why is None else why_linked(*why, new.package_bytes(), grown=grown)
+    return SizeDiff(old, new, by, top, tuple(diff_reports(old, new, by)), tuple(grown), linked)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
-from ..analysis.pod import Headroom, PodView, TraceBuilder, headroom_after
+from dataclasses import replace
+
+from ..analysis.pod import (Headroom, PodTrace, PodView, TraceBuilder, TraceCgroup, Upgrade,
+                            headroom_after)
 from ..analysis.pod import pod_view as split
 from ..host import httpget
 from ..host.browser import screenshot_html
@@ -15,8 +18,7 @@ from ..host.podscan import PodSampler
 from ..host.trace import trace_cgroup, trace_command
 from ..outputs import output_file
 from ..report.documents import document
-from ..report.pod import (build_pod_report, build_trace_report, headroom_record, plot_format,
-                          render_trace_html)
+from ..report.pod import plot_format, render_trace_html
 from .gate import diff_objects
 
 
@@ -66,19 +68,27 @@ def pod_headroom(view: PodView, after, before=None, *, profile,
 
 def pod_document(view: PodView, profile, *, headroom=None, after=None, before=None) -> dict:
     """The ``bpfmem/pod/v1`` document of a view (and of an upgrade's headroom)."""
-    up = None if headroom is None else headroom_record(
-        headroom, [str(p) for p in after or []], [str(p) for p in before] if before else None)
-    return build_pod_report(view, profile.describe(), headroom=up)
+    return document(pod_result(view, profile, headroom=headroom, after=after, before=before))
 
 
-def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
+def pod_result(view: PodView, profile, *, headroom: Headroom | None = None, after=None,
+               before=None) -> PodView:
+    """The view as modelled on ``profile``, with the upgrade to ``after`` (from ``before``)
+    that ``headroom`` (:func:`pod_headroom`) measured: what the pod commands render."""
+    up = None if headroom is None else Upgrade(
+        headroom, tuple(str(p) for p in after or []),
+        tuple(str(p) for p in before) if before else None)
+    return replace(view, kernel=profile, upgrade=up)
+
+
+def pod_trace(*, cgroup: str | None = None, pid: int | None = None,
               container: str | None = None, command=None, duration: float = 60.0,
               interval: float = 0.1, limit: int | None = None, entries: bool = False,
               stop_on_exit: bool = True, command_output=None, on_sample=None,
-              profile, go: bool = True, endpoints=None, discover: bool = True) -> dict:
-    """Sample a pod's memory every ``interval`` seconds for ``duration`` seconds; returns the
-    ``bpfmem/pod-trace/v1`` document (samples, the peak and when it happened, what it
-    settled at).
+              profile, go: bool = True, endpoints=None, discover: bool = True) -> PodTrace:
+    """Sample a pod's memory every ``interval`` seconds for ``duration`` seconds: the
+    :class:`~bpfmem.analysis.pod.PodTrace` (a point per sample, the peak and when it
+    happened, what it settled at).
 
     With ``command`` (argv), it is started in a fresh scratch memory cgroup (``limit`` bytes)
     from its first instruction and traced from then on; the trace ends early when it exits
@@ -96,18 +106,26 @@ def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
         run = trace_cgroup(pod_cgroup(cgroup=cgroup, pid=pid, container=container),
                            duration=duration, interval=interval, on_sample=trace.add,
                            entries=entries, go=prober)
-    summary = trace.summary(kernel_peak_before=None if run.scratch else run.first.cgroup.peak,
-                            fresh_cgroup=run.scratch)
     cg = run.first.cgroup
-    doc = build_trace_report(trace.points, summary,
-                             cgroup={"path": cg.path, "dir": cg.fs_path, "version": cg.version,
-                                     "scratch": run.scratch},
-                             kernel=profile.describe(),
-                             command=list(command) if command else None, interval=interval,
-                             interrupted=run.interrupted, exit_code=run.exit_code,
-                             peak_view=trace.view_at(summary.peak))
-    doc["t0_monotonic"] = run.origin   # t = 0 on this host's CLOCK_MONOTONIC
-    return doc
+    return trace.finish(cgroup=TraceCgroup(cg.path, cg.fs_path, cg.version, run.scratch),
+                        kernel_peak_before=cg.peak, command=command, exit_code=run.exit_code,
+                        interval=interval, interrupted=run.interrupted,
+                        t0_monotonic=run.origin)
+
+
+def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
+              container: str | None = None, command=None, duration: float = 60.0,
+              interval: float = 0.1, limit: int | None = None, entries: bool = False,
+              stop_on_exit: bool = True, command_output=None, on_sample=None,
+              profile, go: bool = True, endpoints=None, discover: bool = True) -> dict:
+    """The ``bpfmem/pod-trace/v1`` document of :func:`pod_trace` (samples, the peak and when
+    it happened, what it settled at; ``t0_monotonic``: t = 0 on this host's
+    CLOCK_MONOTONIC)."""
+    return document(pod_trace(
+        cgroup=cgroup, pid=pid, container=container, command=command, duration=duration,
+        interval=interval, limit=limit, entries=entries, stop_on_exit=stop_on_exit,
+        command_output=command_output, on_sample=on_sample, profile=profile, go=go,
+        endpoints=endpoints, discover=discover))
 
 
 def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 560) -> None:

@@ -9,12 +9,12 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ..analysis.imports import import_savings
-from ..analysis.size import SizeReport, judge_binary, limit_for, size_report
+from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, judge_binary,
+                             limit_for, size_diff, size_report, size_result)
 from ..host.gotool import cxxfilt, go_list_deps
 from ..inputs import split_binaries as _split_binaries
 from ..parse.golist import parse_go_list
-from ..report.size import (build_binary_check_document, build_size_diff_document,
-                           build_size_document)
+from ..report.documents import document
 
 
 @contextmanager
@@ -54,27 +54,40 @@ def why_linked(report: SizeReport, go_src: str, *, go: str | None = None):
     return graph, import_savings(graph, report.package_bytes())
 
 
+def binary_size(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,
+                demangle: bool = True) -> SizeResult:
+    """One or more binaries, each grouped ``by`` package, module, section or kind (the
+    ``top`` largest groups; 0: all); with ``go_src`` (the first one's main package
+    directory), why its packages are linked."""
+    reps = [load_binary_size(p, demangle=demangle) for p in paths]
+    return size_result(reps, by=by, top=top,
+                       why=why_linked(reps[0], go_src) if go_src else None)
+
+
+def binary_size_diff(old, new, *, by: str = "package", top: int = 30,
+                     go_src: str | None = None) -> SizeDiff:
+    """What grew and shrank between two builds (``go_src``: NEW's source, for why)."""
+    a, b = load_binary_size(old), load_binary_size(new)
+    return size_diff(a, b, by=by, top=top, why=why_linked(b, go_src) if go_src else None)
+
+
 def size_document(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,
                   demangle: bool = True) -> dict:
-    """The ``bpfmem/size/v1`` document of one or more binaries."""
-    reps = [load_binary_size(p, demangle=demangle) for p in paths]
-    why = why_linked(reps[0], go_src) if go_src else None
-    return build_size_document(reps, by=by, top=top, why=why)
+    """The ``bpfmem/size/v1`` document of one or more binaries (:func:`binary_size`)."""
+    return document(binary_size(paths, by=by, top=top, go_src=go_src, demangle=demangle))
 
 
 def size_diff_document(old, new, *, by: str = "package", top: int = 30,
                        go_src: str | None = None) -> dict:
-    """The ``bpfmem/size-diff/v1`` document of two builds (``go_src``: NEW's source)."""
-    a, b = load_binary_size(old), load_binary_size(new)
-    why = why_linked(b, go_src) if go_src else None
-    return build_size_diff_document(a, b, by=by, top=top, why=why)
+    """The ``bpfmem/size-diff/v1`` document of two builds (:func:`binary_size_diff`)."""
+    return document(binary_size_diff(old, new, by=by, top=top, go_src=go_src))
 
 
 def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int],
-                   file_limits: dict[str, int] | None = None) -> dict:
-    """The ``bpfmem/binary-check/v1`` document: each binary against its size limit (the
-    per-file limit whose glob matches its path or name, else ``max_size``) and the module
-    limits."""
+                   file_limits: dict[str, int] | None = None) -> BinaryCheck:
+    """Each binary against its size limit (the per-file limit whose glob matches its path
+    or name, else ``max_size``) and the module limits; its document is
+    ``bpfmem/binary-check/v1``."""
     verdicts, reps = [], []
     for p in paths:
         rep = load_binary_size(p)
@@ -82,7 +95,7 @@ def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int]
         verdicts += judge_binary(rep, max_size=limit_for(os.fspath(p), max_size,
                                                          file_limits or {}),
                                  module_limits=module_limits)
-    return build_binary_check_document(reps, verdicts)
+    return BinaryCheck(tuple(reps), tuple(verdicts))
 
 
 def split_binaries(paths) -> tuple[list[str], list[str]]:

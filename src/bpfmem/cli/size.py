@@ -112,10 +112,11 @@ def check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
         raise UsageError("the binary gate needs --max-binary-size (or [binary] in bpfmem.toml)")
     if args.format == "html":
         raise UsageError("the binary gate renders table, json, markdown or junit")
-    doc = api.check_binaries(binaries, max_size=max_size, module_limits=cfg.binary_modules,
-                             file_limits=cfg.binary_files)
-    _emit(doc, args.format, args.output)
-    return EXIT_OK if doc["pass"] else EXIT_ERROR
+    from ..report.documents import document
+    result = api.check_binaries(binaries, max_size=max_size, module_limits=cfg.binary_modules,
+                                file_limits=cfg.binary_files)
+    _emit(document(result), args.format, args.output)
+    return EXIT_OK if result.passed else EXIT_ERROR
 
 
 COMMAND = Size()

@@ -1,4 +1,5 @@
-"""JSON lines (one JSON value per line, blank lines skipped): ``bpfmem estimate --batch``'s input."""
+"""JSON lines (one JSON value per line, blank lines skipped): ``bpfmem estimate --batch``'s
+input, and a pod trace saved as JSON lines."""
 
 from __future__ import annotations
 
@@ -33,3 +34,22 @@ def parse_json_lines(lines: Iterable[str], chunk: int = 8192) -> Iterator[tuple[
                 except RecursionError:
                     values.append(ValueError("nested too deeply"))
         yield from zip((n for n, _ in block), values)
+
+
+def parse_trace_jsonl(lines: Iterable[str]) -> dict[str, Any]:
+    """A ``bpfmem pod --trace -o FILE.jsonl`` trace back as its ``bpfmem/pod-trace/v1``
+    document (header, samples, summary lines)."""
+    doc: dict[str, Any] = {"samples": []}
+    for line in lines:
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        kind = d.pop("kind", None)
+        if kind == "header":
+            doc.update(d)
+        elif kind == "sample":
+            doc["samples"].append(d)
+        elif kind == "summary":
+            doc["summary"] = d.get("summary")
+            doc["at_peak"] = d.get("at_peak")
+    return doc

@@ -9,6 +9,7 @@ its ``*_document`` function here.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any, Callable
 
 # every schema bpfmem writes (a document says which in its "schema" key)
@@ -323,3 +324,211 @@ def render_json(result: Any, out, *, indent: int | None = 2) -> None:
     import json
     out.write(json.dumps(document(result), indent=indent))
     out.write("\n")
+# -- binary size (size, size diff, the binary gate) ------------------------------------------
+NEEDS_GO_SRC = ("why it is linked needs the program's source: --go-src DIR (the main "
+                "package's directory; bpfmem runs `go list -deps -json` there)")
+
+
+def _binary(rep) -> dict[str, Any]:
+    """A :class:`~bpfmem.analysis.size.SizeReport`'s summary: what the binary is."""
+    return {
+        "path": rep.path, "file_size": rep.file_size, "vm_size": rep.vm_size,
+        "kind": rep.kind, "stripped": rep.stripped, "pie": rep.pie,
+        "go_version": rep.go_version,
+        "pclntab": ({"layout": rep.pclntab_layout, "found_by": rep.pclntab_found_by}
+                    if rep.pclntab_layout else None),
+        "functions": rep.functions,
+        "main_module": ({"path": rep.main_module.path, "version": rep.main_module.version}
+                        if rep.main_module else None),
+        "main_package": rep.main_path or None,
+        "modules": [{"path": m.path, "version": m.version,
+                     **({"replace": m.replace.path} if m.replace else {})}
+                    for m in rep.modules],
+        "notes": list(rep.notes),
+    }
+
+
+def _size_rows(rep, by: str, top: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows = rep.group(by)
+    shown = rows if top <= 0 else rows[:top]
+    rest = rows[len(shown):]
+    out = []
+    for r in shown:
+        d = {"name": r.name, "file": r.file, "vm": r.vm}
+        if by == "package":
+            d["module"] = r.module
+        out.append(d)
+    other = {"count": len(rest), "file": sum(r.file for r in rest),
+             "vm": sum(r.vm for r in rest)}
+    return out, other
+
+
+def _why_linked(w) -> dict[str, Any]:
+    return {
+        "main": w.main,
+        "savings": [{"importer": s.importer, "imported": s.imported, "saves": s.saves,
+                     "packages": list(s.packages[:12]), "package_count": len(s.packages),
+                     "chain": list(s.chain)} for s in w.savings],
+        "chains": [{"package": c.package, "file": c.file, "chain": list(c.chain)}
+                   for c in w.chains],
+    }
+
+
+def _add_why(doc: dict[str, Any], why, rep) -> dict[str, Any]:
+    if why is not None:
+        doc["why"] = _why_linked(why)
+    elif rep is not None and rep.kind == "go":
+        doc["why"] = None
+        doc["why_note"] = NEEDS_GO_SRC
+    return doc
+
+
+@maker("SizeResult")
+def size_document(r) -> dict[str, Any]:
+    bins = []
+    for rep in r.reports:
+        rows, other = _size_rows(rep, r.by, r.top)
+        b = _binary(rep)
+        b.update(rows=rows, other=other,
+                 labelled={"file": sum(p[3] for p in rep.pieces),
+                           "vm": sum(p[4] for p in rep.pieces)})
+        bins.append(b)
+    doc: dict[str, Any] = {"schema": SIZE, "by": r.by, "binaries": bins}
+    return _add_why(doc, r.why, r.reports[0] if r.reports else None)
+
+
+@maker("SizeDiff")
+def size_diff_document(r) -> dict[str, Any]:
+    old, new = r.old, r.new
+    shown = r.deltas if r.top <= 0 else r.deltas[:r.top]
+    rest = r.deltas[len(shown):]
+    o_pk = old.package_bytes()   # the new build's treemap: each package with its old size
+    tree = [{"package": p.name, "module": p.module, "file": p.file,
+             "old": o_pk.get(p.name, 0)} for p in new.group("package") if p.file > 0]
+    doc: dict[str, Any] = {
+        "schema": SIZE_DIFF, "by": r.by,
+        "old": _binary(old), "new": _binary(new),
+        "total": {"old": old.file_size, "new": new.file_size,
+                  "delta": new.file_size - old.file_size,
+                  "vm_old": old.vm_size, "vm_new": new.vm_size},
+        "rows": [{"name": d.name, "old": d.old, "new": d.new, "delta": d.delta}
+                 for d in shown],
+        "other": {"count": len(rest), "delta": sum(d.delta for d in rest)},
+        "treemap": tree,
+    }
+    return _add_why(doc, r.why, new)
+
+
+@maker("BinaryCheck")
+def binary_check_document(r) -> dict[str, Any]:
+    return {
+        "schema": BINARY_CHECK, "pass": r.passed,
+        "binaries": [{"path": b.path, "file_size": b.file_size, "vm_size": b.vm_size,
+                      "go_version": b.go_version} for b in r.reports],
+        "verdicts": [{"path": v.path, "what": v.what, "size": v.size, "limit": v.limit,
+                      "pass": v.ok} for v in r.verdicts],
+        "failures": list(r.failures),
+    }
+
+
+# -- one pod: a reading (with an upgrade's headroom), a trace ---------------------------------
+def go_record(split, detail) -> dict[str, Any]:
+    """One Go process: its split (parts add up to rss), settings, runtime figures, top
+    allocation sites, where it all came from."""
+    st = split.settings
+    return {
+        "pid": split.pid, "exe": detail.exe, "go_version": split.version,
+        "main_package": detail.go.path if detail.go else None,
+        "rss": split.rss, "parts": dict(split.parts), "source": split.source,
+        "settings": {"GOGC": st.gogc, "GOGC_from": st.gogc_source,
+                     "GOMEMLIMIT": st.memlimit, "GOMEMLIMIT_from": st.memlimit_source,
+                     "madvdontneed": st.madvdontneed, "env": dict(detail.env),
+                     "implications": list(st.implications)},
+        "smaps": asdict(detail.classes) if detail.classes is not None else None,
+        "runtime": asdict(detail.figures) if detail.figures is not None else None,
+        "heap_profile": None if detail.top is None else {
+            "url": detail.pprof_url, "inuse_space": detail.pprof_total,
+            "top": [asdict(t) for t in detail.top]},
+        "notes": list(split.notes) + list(detail.notes),
+    }
+
+
+def view_record(view) -> dict[str, Any]:
+    return {
+        "cgroup": {"path": view.path, "dir": view.fs_path, "version": view.version},
+        "usage": view.usage, "limit": view.limit, "headroom": view.headroom,
+        "share_of_limit": view.share, "peak": view.peak,
+        "components": {c.key: c.bytes for c in view.components},
+        "kernel_kinds": dict(view.kernel_kinds),
+        "processes": [asdict(p) for p in view.processes],
+        "process_totals": view.totals,
+        "maps": [asdict(m) | {"holders": list(m.holders), "pins": list(m.pins)}
+                 for m in view.maps],
+        "maps_charged_here": view.maps_here, "maps_charged_elsewhere": view.maps_elsewhere,
+        "maps_not_modelled": view.maps_unknown,
+        "go": [go_record(x, view.details[x.pid]) for x in view.go],
+        "notes": list(view.notes),
+    }
+
+
+def headroom_record(h, after: list[str], before: list[str] | None) -> dict[str, Any]:
+    return {"after": after, "before": before, "usage_now": h.usage, "limit": h.limit,
+            "upgrade_charge": h.upgrade_charge, "diff_upgrade_charge": h.diff_upgrade_charge,
+            "released": h.released, "projected": h.projected, "share_of_limit": h.share,
+            "headroom": h.headroom, "lines": [asdict(x) for x in h.lines],
+            "notes": list(h.notes)}
+
+
+def build_pod_report(view, kernel: dict | None, *,
+                     headroom: dict | None = None) -> dict[str, Any]:
+    doc = {"schema": POD, "kernel": kernel} | view_record(view)
+    if headroom is not None:
+        doc["upgrade"] = headroom
+    return doc
+
+
+def point_record(p) -> dict[str, Any]:
+    return {"t": round(p.t, 4), "usage": p.usage, "limit": p.limit, "parts": p.parts,
+            "procs": p.procs, "maps": p.maps, "kernel_peak": p.kernel_peak}
+
+
+def summary_record(s) -> dict[str, Any]:
+    d = asdict(s)
+    d["notes"] = list(s.notes)
+    return d
+
+
+def build_trace_report(points, summary, *, cgroup: dict, kernel: dict | None,
+                       command: list[str] | None, interval: float, interrupted: bool,
+                       exit_code: int | None = None, peak_view=None) -> dict[str, Any]:
+    return {"schema": POD_TRACE, "kernel": kernel, "cgroup": cgroup, "command": command,
+            "exit_code": exit_code, "interval": interval, "interrupted": interrupted,
+            "summary": summary_record(summary),
+            "at_peak": view_record(peak_view) if peak_view is not None else None,
+            "samples": [point_record(p) for p in points]}
+
+
+def _kernel(profile) -> dict[str, Any] | None:
+    return None if profile is None else profile.describe()
+
+
+@maker("PodView")
+def pod_document(v) -> dict[str, Any]:
+    up = v.upgrade
+    return build_pod_report(v, _kernel(v.kernel), headroom=None if up is None else
+                            headroom_record(up.headroom, list(up.after),
+                                            None if up.before is None else list(up.before)))
+
+
+@maker("PodTrace")
+def trace_document(t) -> dict[str, Any]:
+    cg = t.cgroup
+    doc = build_trace_report(t.points, t.summary,
+                             cgroup={"path": cg.path, "dir": cg.dir, "version": cg.version,
+                                     "scratch": cg.scratch},
+                             kernel=_kernel(t.kernel),
+                             command=None if t.command is None else list(t.command),
+                             interval=t.interval, interrupted=t.interrupted,
+                             exit_code=t.exit_code, peak_view=t.at_peak)
+    doc["t0_monotonic"] = t.t0_monotonic
+    return doc

@@ -6,16 +6,13 @@ from it). Pure: it reads no file and no kernel."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import IO, Any
 
 from ..analysis.gosplit import PARTS as GO_PARTS
 from ..units import format_bytes, format_size, in_mi
 from .escape import term
-from ..analysis.pod import COMPONENTS, Headroom, PodView, TracePoint, TraceSummary
+from ..analysis.pod import COMPONENTS
 
-SCHEMA = "bpfmem/pod/v1"
-TRACE_SCHEMA = "bpfmem/pod-trace/v1"
 
 # the chart's parts, bottom to top (sockets go with kernel; unexplained on top)
 _PLOT_PARTS = (("go_heap", "Go heap in use", "#1F4E79"),
@@ -35,85 +32,6 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{x * 100:.0f}%"
 
 
-# ---- documents ----
-
-def go_record(split, detail) -> dict:
-    """One Go process: its split (parts add up to rss), settings, runtime figures, top
-    allocation sites, where it all came from."""
-    st = split.settings
-    return {
-        "pid": split.pid, "exe": detail.exe, "go_version": split.version,
-        "main_package": detail.go.path if detail.go else None,
-        "rss": split.rss, "parts": dict(split.parts), "source": split.source,
-        "settings": {"GOGC": st.gogc, "GOGC_from": st.gogc_source,
-                     "GOMEMLIMIT": st.memlimit, "GOMEMLIMIT_from": st.memlimit_source,
-                     "madvdontneed": st.madvdontneed, "env": dict(detail.env),
-                     "implications": list(st.implications)},
-        "smaps": asdict(detail.classes) if detail.classes is not None else None,
-        "runtime": asdict(detail.figures) if detail.figures is not None else None,
-        "heap_profile": None if detail.top is None else {
-            "url": detail.pprof_url, "inuse_space": detail.pprof_total,
-            "top": [asdict(t) for t in detail.top]},
-        "notes": list(split.notes) + list(detail.notes),
-    }
-
-
-
-def view_record(view: PodView) -> dict:
-    return {
-        "cgroup": {"path": view.path, "dir": view.fs_path, "version": view.version},
-        "usage": view.usage, "limit": view.limit, "headroom": view.headroom,
-        "share_of_limit": view.share, "peak": view.peak,
-        "components": {c.key: c.bytes for c in view.components},
-        "kernel_kinds": dict(view.kernel_kinds),
-        "processes": [asdict(p) for p in view.processes],
-        "process_totals": view.totals,
-        "maps": [asdict(m) | {"holders": list(m.holders), "pins": list(m.pins)}
-                 for m in view.maps],
-        "maps_charged_here": view.maps_here, "maps_charged_elsewhere": view.maps_elsewhere,
-        "maps_not_modelled": view.maps_unknown,
-        "go": [go_record(x, view.details[x.pid]) for x in view.go],
-        "notes": list(view.notes),
-    }
-
-
-def headroom_record(h: Headroom, after: list[str], before: list[str] | None) -> dict:
-    return {"after": after, "before": before, "usage_now": h.usage, "limit": h.limit,
-            "upgrade_charge": h.upgrade_charge, "diff_upgrade_charge": h.diff_upgrade_charge,
-            "released": h.released, "projected": h.projected, "share_of_limit": h.share,
-            "headroom": h.headroom, "lines": [asdict(x) for x in h.lines],
-            "notes": list(h.notes)}
-
-
-def build_pod_report(view: PodView, kernel: dict, *, headroom: dict | None = None) -> dict:
-    doc = {"schema": SCHEMA, "kernel": kernel} | view_record(view)
-    if headroom is not None:
-        doc["upgrade"] = headroom
-    return doc
-
-
-def point_record(p: TracePoint) -> dict:
-    return {"t": round(p.t, 4), "usage": p.usage, "limit": p.limit, "parts": p.parts,
-            "procs": p.procs, "maps": p.maps, "kernel_peak": p.kernel_peak}
-
-
-def summary_record(s: TraceSummary) -> dict:
-    d = asdict(s)
-    d["notes"] = list(s.notes)
-    return d
-
-
-def build_trace_report(points: list[TracePoint], summary: TraceSummary, *, cgroup: dict,
-                       kernel: dict, command: list[str] | None, interval: float,
-                       interrupted: bool, exit_code: int | None = None,
-                       last: PodView | None = None, peak_view: PodView | None = None) -> dict:
-    return {"schema": TRACE_SCHEMA, "kernel": kernel, "cgroup": cgroup, "command": command,
-            "exit_code": exit_code, "interval": interval, "interrupted": interrupted,
-            "summary": summary_record(summary),
-            "at_peak": view_record(peak_view) if peak_view is not None else None,
-            "samples": [point_record(p) for p in points]}
-
-
 def render_json(doc: dict, out: IO[str], indent: int | None = 2) -> None:
     json.dump(doc, out, indent=indent, sort_keys=False, default=str)
     out.write("\n")
@@ -127,24 +45,6 @@ def render_jsonl(doc: dict, out: IO[str]) -> None:
         out.write(json.dumps({"kind": "sample"} | s) + "\n")
     out.write(json.dumps({"kind": "summary", "summary": doc["summary"],
                           "at_peak": doc.get("at_peak")}) + "\n")
-
-
-def load_jsonl(lines) -> dict:
-    """The trace document back from its JSON lines."""
-    doc: dict[str, Any] = {"samples": []}
-    for line in lines:
-        if not line.strip():
-            continue
-        d = json.loads(line)
-        kind = d.pop("kind", None)
-        if kind == "header":
-            doc.update(d)
-        elif kind == "sample":
-            doc["samples"].append(d)
-        elif kind == "summary":
-            doc["summary"] = d.get("summary")
-            doc["at_peak"] = d.get("at_peak")
-    return doc
 
 
 # ---- tables ----
