@@ -37,6 +37,24 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("Matrix", "text"): "text:matrix_text",
     ("Matrix", "json"): "documents:render_json",
     ("Matrix", "markdown"): "markdown:matrix_markdown",
+    # the pod and size families (analysis/pod.py, analysis/size.py)
+    ("PodView", "text"): "pod:pod_text",
+    ("PodView", "json"): "pod:pod_json",
+    ("PodTrace", "text"): "pod:trace_text",
+    ("PodTrace", "json"): "pod:pod_json",
+    ("PodTrace", "jsonl"): "pod:trace_jsonl",
+    ("PodTrace", "html"): "pod:trace_html",
+    ("SizeResult", "text"): "size:size_text",
+    ("SizeResult", "json"): "documents:render_json",
+    ("SizeResult", "markdown"): "size:size_markdown_of",
+    ("SizeDiff", "text"): "size:size_text",
+    ("SizeDiff", "json"): "documents:render_json",
+    ("SizeDiff", "markdown"): "size:size_markdown_of",
+    ("SizeDiff", "html"): "size:size_html",
+    ("BinaryCheck", "text"): "size:size_text",
+    ("BinaryCheck", "json"): "documents:render_json",
+    ("BinaryCheck", "markdown"): "size:size_markdown_of",
+    ("BinaryCheck", "junit"): "size:size_junit",
 }
 
 

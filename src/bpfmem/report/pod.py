@@ -12,6 +12,7 @@ from ..analysis.gosplit import PARTS as GO_PARTS
 from ..units import format_bytes, format_size, in_mi
 from .escape import term
 from ..analysis.pod import COMPONENTS
+from .documents import document
 
 
 # the chart's parts, bottom to top (sockets go with kernel; unexplained on top)
@@ -379,3 +380,27 @@ def render_trace_html(doc: dict, *, width: int = 1100, height: int = 560,
     return _PAGE.format(title="bpfmem pod trace", plotlyjs=get_plotlyjs(), headline=headline,
                         width=width, height=height, fig=pio.to_json(fig, validate=True),
                         config=json.dumps(config))
+
+
+# ---- the renderers of the table (report/formats.py): a PodView or a PodTrace, drawn from its
+# document (the trace's chart also redraws a trace saved as JSON lines) ----
+
+def pod_text(view, out: IO[str], *, width: int | None = None) -> None:
+    render_table(document(view), out, width)
+
+
+def pod_json(result, out: IO[str], *, indent: int | None = 2) -> None:
+    render_json(document(result), out, indent)
+
+
+def trace_text(trace, out: IO[str], *, width: int | None = None) -> None:
+    render_trace_table(document(trace), out, width)
+
+
+def trace_jsonl(trace, out: IO[str]) -> None:
+    render_jsonl(document(trace), out)
+
+
+def trace_html(trace, out: IO[str], *, width: int = 1100, height: int = 560) -> None:
+    out.write(render_trace_html(document(trace), width=width, height=height))
+    out.write("\n")

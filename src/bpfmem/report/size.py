@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..units import format_bytes, format_delta as _delta, format_size as fs
 from .documents import BINARY_CHECK as CHECK_SCHEMA, SIZE as SIZE_SCHEMA, SIZE_DIFF as DIFF_SCHEMA
+from .documents import document
 
 
 # --- text ---------------------------------------------------------------------------------
@@ -207,3 +208,22 @@ def render(doc: dict, fmt: str, out: IO[str]) -> None:
         table(doc, out)
     else:
         raise ValueError(f"{schema} does not render as {fmt}")
+
+
+# ---- the renderers of the table (report/formats.py): SizeResult, SizeDiff, BinaryCheck, each
+# drawn from its document (by ``render`` above, as the command prints it) ----
+
+def size_text(result, out: IO[str]) -> None:
+    render(document(result), "table", out)
+
+
+def size_markdown_of(result, out: IO[str]) -> None:
+    render(document(result), "markdown", out)
+
+
+def size_html(result, out: IO[str]) -> None:
+    render(document(result), "html", out)
+
+
+def size_junit(result, out: IO[str]) -> None:
+    render(document(result), "junit", out)
