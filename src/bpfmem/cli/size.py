@@ -61,22 +61,23 @@ class Size(Command):
         if paths[0] == "diff":
             if len(paths) != 3:
                 raise UsageError("size diff needs exactly two binaries: OLD NEW")
-            doc = api.size_diff_document(paths[1], paths[2], by=args.by, top=args.top,
-                                         go_src=args.go_src)
-            _emit(doc, args.format, args.output)
+            diff = api.binary_size_diff(paths[1], paths[2], by=args.by, top=args.top,
+                                        go_src=args.go_src)
+            _emit(diff, args.format, args.output)
             return EXIT_OK
         if args.format == "html":
             raise UsageError("--format html is for `size diff OLD NEW`")
-        doc = api.size_document(paths, by=args.by, top=args.top, go_src=args.go_src)
-        _emit(doc, args.format, args.output)
+        sizes = api.binary_size(paths, by=args.by, top=args.top, go_src=args.go_src)
+        _emit(sizes, args.format, args.output)
         return EXIT_OK
 
 
-def _emit(doc: dict, fmt: str, output: str | None) -> None:
-    from ..report.size import render
+def _emit(result, fmt: str, output: str | None) -> None:
+    """A size result (SizeResult, SizeDiff, BinaryCheck) drawn by its renderer for ``fmt``."""
+    from ..report.formats import render
     from .output import emit
     try:
-        emit(output, lambda out: render(doc, fmt, out))
+        emit(output, lambda out: render(result, "text" if fmt == "table" else fmt, out))
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -112,10 +113,9 @@ def check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
         raise UsageError("the binary gate needs --max-binary-size (or [binary] in bpfmem.toml)")
     if args.format == "html":
         raise UsageError("the binary gate renders table, json, markdown or junit")
-    from ..report.documents import document
     result = api.check_binaries(binaries, max_size=max_size, module_limits=cfg.binary_modules,
                                 file_limits=cfg.binary_files)
-    _emit(document(result), args.format, args.output)
+    _emit(result, args.format, args.output)
     return EXIT_OK if result.passed else EXIT_ERROR
 
 
