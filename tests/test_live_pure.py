@@ -161,7 +161,7 @@ def test_snapshot_html_page_is_self_contained_and_shows_every_map():
                   _m(3, "orphan", memlock=4096, owners=(), pins=("/sys/fs/bpf/o",))])
     page = render_snapshot_html(report.build_snapshot_report(snap, PROF))
     assert NODE_TREEMAP_ID in page and NODE_TOP_ID in page
-    from bpfmem.report.html import _bytes
+    from bpfmem.units import format_size as _bytes
     for name in ("lb_services", "ct", "orphan", _bytes(7 << 20), "1 ≥90% full"):
         assert name in page
     assert "(held by no process: pinned or programs only)" in page

@@ -16,7 +16,7 @@ from typing import Sequence
 from .. import __version__
 from . import (advise, check, diff, estimate, export, maps, measure, pod, size, snapshot,
                top)
-from .command import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Command
+from .command import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Command, HelpFormatter
 
 __all__ = ["main", "COMMANDS", "Command", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE"]
 
@@ -48,7 +48,7 @@ sizes are Kubernetes quantities, printed the way they are read: 128Mi, 59.6Mi, 2
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``bpfmem``: one subparser per command of :data:`COMMANDS`."""
     p = argparse.ArgumentParser(prog="bpfmem", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--version", action="version", version=f"bpfmem {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:

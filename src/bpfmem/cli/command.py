@@ -14,6 +14,32 @@ import argparse
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The one help style: never a flag or a word cut. The options' help wraps at spaces only
+    (textwrap breaks ``--max-entries`` after ``--max-`` by default), and the description and
+    epilog keep their lines as written but wrap one wider than the terminal at its spaces
+    (an indented example's continuation indented under it)."""
+
+    def _split_lines(self, text, width):
+        import textwrap
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+        lines = []
+        for line in text.splitlines():
+            if len(indent + line) <= width or not line.strip():
+                lines.append(indent + line)
+                continue
+            lead = indent + line[:len(line) - len(line.lstrip())]
+            under = lead + "    " if line[:1].isspace() else lead    # an example: indented
+            lines += textwrap.wrap(line.strip(), width, initial_indent=lead,
+                                   subsequent_indent=under, break_on_hyphens=False,
+                                   break_long_words=False)
+        return "\n".join(lines)
+
+
 class Command:
     """One ``bpfmem NAME``. Subclasses set the texts and implement the two methods."""
 
@@ -35,7 +61,7 @@ class Command:
         """The command's subparser, with its arguments, that dispatches to this object."""
         p = subparsers.add_parser(self.name, help=self.help, description=self.description,
                                   epilog=self.epilog,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+                                  formatter_class=HelpFormatter)
         self.add_arguments(p)
         p.set_defaults(command_object=self)
         return p

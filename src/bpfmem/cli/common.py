@@ -84,14 +84,15 @@ def size_of(text: str, option: str | None = None) -> int:
 def expand_objects(arguments: Sequence[str]) -> list[str]:
     """The one rule for object arguments in every command: each argument is a path, a glob
     bpfmem expands itself when quoted ('build/*.o'), or a quoted list of them
-    ('a.o b/*.o'); a glob that matches nothing is a usage error, not a silent empty list."""
+    ('a.o b/*.o'); a glob that matches nothing is a usage error, not a silent empty list. A file
+    that exists is itself, even with glob characters in its name (``build[arm]/x.o``)."""
     import glob
     import os
     paths: list[str] = []
     for arg in arguments:
         parts = [arg] if os.path.exists(arg) else arg.split()
         for part in parts:
-            if glob.has_magic(part):
+            if glob.has_magic(part) and not os.path.exists(part):   # build[arm]/x.o: a file
                 hits = sorted(glob.glob(part))
                 if not hits:
                     raise UsageError(f"no file matches {part!r}")
@@ -107,7 +108,7 @@ def default_objects(arguments: Sequence[str]) -> list[str]:
     if not paths:
         from .. import api
         paths = [str(api.example_object_path())]
-        print(f"bpfmem: no object given; showing the bundled example {paths[0]}",
+        print(f"bpfmem: no object given; showing the bundled example:\n  {paths[0]}",
               file=sys.stderr)
     return paths
 

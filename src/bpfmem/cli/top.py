@@ -52,7 +52,7 @@ class Top(Command):
     help = "live view of the node's maps, largest first (root)"
     description = ("A refreshing terminal view of every BPF map on this host, sorted by "
                    "memlock, with totals, owners, cgroups and (with --entries) pressure "
-                   "highlighted: yellow from 75%%, red from 90%%. Keys: s changes the order "
+                   "highlighted: yellow from 75%, red from 90%. Keys: s changes the order "
                    "(memlock, pressure, entries, name), q quits.")
     epilog = EPILOG
 

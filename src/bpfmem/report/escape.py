@@ -61,11 +61,16 @@ def console(**kwargs):
     """The rich Console every terminal renderer prints through: the terminal rule is applied
     to the text of every segment it writes (its own colours are styles, kept), so no escape
     sequence or control character from an input reaches the terminal, whichever renderer
-    printed it."""
+    printed it; and every table it prints follows report/tables.py (no word cut at any
+    width)."""
     from rich.console import Console
     from rich.segment import Segment
 
     class _Console(Console):
+        def print(self, *objects, **kwargs):
+            from .tables import fit   # one table style: no word cut at any width
+            super().print(*(fit(self, o) for o in objects), **kwargs)
+
         def _render_buffer(self, buffer):
             return super()._render_buffer(
                 seg if seg.control else Segment(_clean_keep_newlines(seg.text), seg.style,

@@ -52,7 +52,7 @@ def size_table(doc: dict, out: IO[str]) -> None:
     from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
-    con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
+    con = Console(file=out, highlight=False)
     for b in doc["binaries"]:
         con.print(Text(f"{b['path']}: {fs(b['file_size'])} file "
                        f"({format_bytes(b['file_size'])} bytes), "
@@ -106,7 +106,7 @@ def diff_table(doc: dict, out: IO[str]) -> None:
     from .escape import console as Console
     from rich.table import Table
     from rich.text import Text
-    con = Console(file=out, highlight=False, width=max(100, Console(file=out).width))
+    con = Console(file=out, highlight=False)
     t = doc["total"]
     con.print(Text(f"{doc['old']['path']} -> {doc['new']['path']}: {fs(t['old'])} -> "
                    f"{fs(t['new'])} ({_delta(t['delta'])}, "

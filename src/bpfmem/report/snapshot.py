@@ -276,12 +276,11 @@ def render_table(doc: dict, out: IO[str], *, limit: int | None = None,
         rows.append((str(r["id"]), markup(r["name"]), r["type"],
                      f"{r['key_size']}/{r['value_size']}", f"{r['max_entries']:,}", entries,
                      pressure, format_size(r["memlock"]), mtxt, markup(_owner_text(r)),
-                     markup(_tail(cg, 28)), markup(_tail(", ".join(r["pins"]), 28))))
+                     markup(cg or "-"), markup(", ".join(r["pins"]) or "-")))
     from rich.text import Text
     for i, (col, just) in enumerate(cols):
         widest = max([len(col)] + [Text.from_markup(row[i]).cell_len for row in rows])
-        t.add_column(col, justify=just, overflow="ellipsis", no_wrap=True,
-                     min_width=None if col in ("cgroup", "pins") else widest)
+        t.add_column(col, justify=just, no_wrap=True, min_width=widest)
     for row in rows:
         t.add_row(*row)
     console.print(t)

@@ -64,7 +64,8 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
                                      ("SHARE", "right"), ("OWNER", "left"),
                                      ("CGROUP", "left"))):
         widest = max([len(col)] + [Text.from_markup(row[i]).cell_len for row in rows_])
-        flexible = col in ("NAME", "CGROUP", "OWNER")
+        flexible = col == "CGROUP"   # a path's end ("…/pod…/cri-containerd-…"); the rest
+        #                              whole, or the rows drawn as blocks
         table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",
                          min_width=min(widest, 12) if flexible else widest,
                          ratio=1 if col == "CGROUP" else None)
@@ -74,4 +75,5 @@ def top_view(doc: dict, *, total_maps: int, rows: int, filters: dict[str, Any],
     foot = Text("top cgroups: " + "   ".join(
         f"{_tail(c['cgroup'] or '(unheld)', 40)} {format_size(c['memlock'])} ({c['maps']})"
         for c in by_cg), style="dim") if by_cg else Text("")
-    return Group(head, table, foot)
+    from .tables import Fitted
+    return Fitted(Group(head, table, foot))
