@@ -38,13 +38,10 @@ class Advise(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from .. import api
-        from ..errors import UsageError
-        from .common import config_of, default_objects, kernels_of, loader_of
+        from .common import as_usage, config_of, default_objects, kernels_of, loader_of
         from .output import emit_results
-        try:
+        with as_usage():
             occ = api.load_occupancy(args.occupancy) if args.occupancy else None
-        except ValueError as e:
-            raise UsageError(str(e)) from None
         paths = default_objects(args.objects)
         cfg = config_of(args)
         loader = loader_of(args.loader, cfg)

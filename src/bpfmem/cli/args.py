@@ -22,12 +22,17 @@ def positive(text: str) -> int:
     return n
 
 
-def cpu_list(text: str) -> str:
-    """A comma-separated list of CPU counts (each checked), kept as written."""
+def _each(check, text: str) -> str:
+    """``text``, a comma-separated list, once ``check`` accepted each of its items."""
     for part in text.split(","):
         if part.strip():
-            positive(part.strip())
+            check(part.strip())
     return text
+
+
+def cpu_list(text: str) -> str:
+    """A comma-separated list of CPU counts (each checked), kept as written."""
+    return _each(positive, text)
 
 
 def kernel(text: str) -> str:
@@ -53,10 +58,7 @@ def kernel(text: str) -> str:
 
 def kernel_list(text: str) -> str:
     """A comma-separated list of kernel releases (each checked), kept as written."""
-    for part in text.split(","):
-        if part.strip():
-            kernel(part.strip())
-    return text
+    return _each(kernel, text)
 
 
 def fraction(text: str) -> float:
@@ -70,26 +72,24 @@ def fraction(text: str) -> float:
     return v
 
 
-def u64(text: str) -> int:
-    """A number (decimal, 0x...) that fits a u64."""
+def _unsigned(text: str, bits: int, shown: str) -> int:
     try:
         n = int(text, 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text[:40]}") from None
-    if not 0 <= n < 1 << 64:
-        raise argparse.ArgumentTypeError(f"out of range for a u64: {text[:40]}")
+        raise argparse.ArgumentTypeError(f"not a number: {shown}") from None
+    if not 0 <= n < 1 << bits:
+        raise argparse.ArgumentTypeError(f"out of range for a u{bits}: {shown}")
     return n
+
+
+def u64(text: str) -> int:
+    """A number (decimal, 0x...) that fits a u64."""
+    return _unsigned(text, 64, text[:40])
 
 
 def u32(text: str) -> int:
     """A number (decimal, 0x...) that fits a u32: sizes and counts of a map."""
-    try:
-        n = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
-    if not 0 <= n <= 0xFFFFFFFF:
-        raise argparse.ArgumentTypeError(f"out of range for a u32: {text}")
-    return n
+    return _unsigned(text, 32, text)
 
 
 def duration(text: str) -> float:

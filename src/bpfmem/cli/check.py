@@ -53,12 +53,12 @@ class Check(Command):
 
         from .. import api
         from ..errors import UsageError
-        from .common import config_of, expand_objects, loader_of, size_of, whatif_of
+        from .common import as_usage, config_of, expand_objects, loader_of, size_of, whatif_of
         from .output import emit_result
 
         started = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
         t0 = time.monotonic()
-        try:
+        with as_usage(argparse.ArgumentTypeError):
             cfg = config_of(args)
             from .size import binary_gate_applies, check_binaries
             paths = expand_objects(args.objects)
@@ -84,8 +84,6 @@ class Check(Command):
                 whatif=whatif_of(args, cfg), object_limits=cfg.object_limits,
                 map_caps=cfg.map_caps, config=cfg.path,
                 loader=[loader_of(x, cfg) for x in (a.comma_list(args.loader) or [None])])
-        except (ValueError, argparse.ArgumentTypeError) as e:
-            raise UsageError(str(e)) from None
         junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
                  if args.format == "junit" else {})
         emit_result(result, args.format, args.output, **junit)

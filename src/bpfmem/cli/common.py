@@ -6,9 +6,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from ..errors import UsageError
+
+
+@contextmanager
+def as_usage(*kinds: type[Exception]) -> Iterator[None]:
+    """Inside, a ValueError (or one of ``kinds``) is a usage error: the library says a value
+    the user gave is wrong, in one line; the CLI exits 2 with it."""
+    try:
+        yield
+    except (ValueError, *kinds) as e:
+        raise UsageError(str(e)) from None
 
 
 def config_of(args: argparse.Namespace):
@@ -23,19 +34,15 @@ def loader_of(name: str | None, cfg=None) -> str:
     if name == "auto":
         return name
     from .. import api
-    try:
+    with as_usage():
         return api.loader_name(name)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
 
 
 def profile_of(args: argparse.Namespace):
     """The one kernel profile of a command's --kernel/--kernel-btf/--cpus (api.profile)."""
     from .. import api
-    try:
+    with as_usage():
         return api.profile(args.kernel, btf=getattr(args, "kernel_btf", None), cpus=args.cpus)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
 
 
 def kernels_of(args: argparse.Namespace, cfg) -> list:
@@ -46,7 +53,7 @@ def kernels_of(args: argparse.Namespace, cfg) -> list:
 
     from .. import api
     btf = getattr(args, "kernel_btf", None)
-    try:
+    with as_usage():
         if args.kernel or btf:
             entry = next((e for e in cfg.kernel_entries if e.name == args.kernel), None)
             if entry is not None and not btf:
@@ -57,18 +64,14 @@ def kernels_of(args: argparse.Namespace, cfg) -> list:
             return api.profiles(cfg.kernels, [args.cpus] if args.cpus else cfg.cpus, (),
                                 cfg.kernel_entries)
         return [profile_of(args)]
-    except ValueError as e:
-        raise UsageError(str(e)) from None
 
 
 def whatif_of(args: argparse.Namespace, cfg):
     """bpfmem.toml's `set` and [dynamic] with --set/--size-ratio/--node-memory."""
     from .. import api
-    try:
+    with as_usage():
         return api.make_whatif(list(cfg.sets) + list(args.set), args.size_ratio,
                                args.node_memory, cfg.dynamic)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
 
 
 def size_of(text: str, option: str | None = None) -> int:

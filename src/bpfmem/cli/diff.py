@@ -45,7 +45,8 @@ class Diff(Command):
     def run(self, args: argparse.Namespace) -> int:
         from .. import api
         from ..errors import UsageError
-        from .common import config_of, expand_objects, kernels_of, loader_of, size_of, whatif_of
+        from .common import (as_usage, config_of, expand_objects, kernels_of, loader_of, size_of,
+                             whatif_of)
         from .output import emit_results, warn
 
         if args.unquoted:
@@ -58,7 +59,7 @@ class Diff(Command):
                 (new_snap or str(args.new).endswith(".json")) and (old_snap or new_snap):
             # two snapshots (one of them may be the bad file: its error names it)
             return self.run_snapshots(args)
-        try:
+        with as_usage():
             cfg = config_of(args)
             limit = size_of(args.limit) if args.limit is not None else cfg.limit
             if limit is not None and limit <= 0:
@@ -71,8 +72,6 @@ class Diff(Command):
             results = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit,
                                         old_loader=old_loader, new_loader=new_loader)
                        for p in kernels_of(args, cfg)]
-        except ValueError as e:
-            raise UsageError(str(e)) from None
         warn("diff", list(results[0].warnings) if results else [])
         emit_results(results, args.format, args.output)
         return EXIT_OK
@@ -82,13 +81,12 @@ class Diff(Command):
         from .. import api
         from ..errors import UsageError
         from ..report.snapshot import render_snapshot_diff
+        from .common import as_usage
         from .output import emit
         if args.format not in ("table", "json", "markdown"):
             raise UsageError(f"two snapshots diff as table, json or markdown, not {args.format}")
-        try:
+        with as_usage():
             doc = api.diff_snapshots(args.old, args.new)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
         emit(args.output, lambda out: render_snapshot_diff(doc, args.format, out))
         return EXIT_OK
 

@@ -51,7 +51,7 @@ class Estimate(Command):
     def run(self, args: argparse.Namespace) -> int:
         from .. import api
         from ..errors import UsageError
-        from .common import profile_of
+        from .common import as_usage, profile_of
         from .output import render
 
         prof = profile_of(args)
@@ -60,11 +60,9 @@ class Estimate(Command):
             return api.estimate_batch_stream(lines, sys.stdout, prof)
         if not args.type:
             raise UsageError("estimate needs --type (or --batch FILE)")
-        try:
+        with as_usage():
             shape = api.shape_from_args(args.type, args.key_size, args.value_size,
                                         args.max_entries or 0, args.flags, args.map_extra)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
         if args.max_entries is None:
             raise UsageError("estimate needs --max-entries N (for a ring buffer its size in "
                              "bytes, e.g. 262144)")

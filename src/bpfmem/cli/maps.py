@@ -103,15 +103,13 @@ class Maps(Command):
         from .. import api
         from ..errors import UsageError
         from ..report import snapshot as report
-        from .common import profile_of
+        from .common import as_usage, profile_of
         from .output import note
         if args.objects:
             raise UsageError("give either objects or --from-bpftool, not both")
-        try:
+        with as_usage():
             profile = None if args.no_memory else profile_of(args)
             snap = api.load_snapshot(args.from_bpftool, profile=profile)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
         if profile is not None and not args.kernel:
             note(f"modelling kernel {profile.version} with {profile.possible_cpus} CPUs "
                  "(this host; --kernel/--cpus for the node's)")

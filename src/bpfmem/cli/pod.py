@@ -115,7 +115,7 @@ class Pod(Command):
         if args.trace is not None:
             return trace(args, cmd)
         from .. import api
-        from .common import expand_objects
+        from .common import as_usage, expand_objects
         prof = api.profile()
         view = api.pod_view(cgroup=args.cgroup, pid=args.pid, container=args.container,
                             entries=not args.no_entries, profile=prof, go=not args.no_go,
@@ -124,10 +124,8 @@ class Pod(Command):
         if args.after:
             args.after = expand_objects(args.after)
             args.before = expand_objects(args.before) if args.before else None
-            try:
+            with as_usage():
                 headroom, _diff = api.pod_headroom(view, args.after, args.before, profile=prof)
-            except ValueError as e:
-                raise UsageError(str(e)) from None
         doc = api.pod_document(view, prof, headroom=headroom, after=args.after,
                                before=args.before)
         _emit(doc, args, table="view")
@@ -170,10 +168,9 @@ def checked_command(args) -> list[str]:
         raise UsageError(f"not a pid: {args.pid}")
     if args.container is not None:
         from .. import api
-        try:
+        from .common import as_usage
+        with as_usage():
             api.parse_container_id(args.container)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
     if args.no_go and (args.metrics_url or args.pprof_url):
         raise UsageError("--no-go leaves out the Go runtime: drop --metrics-url/--pprof-url")
     return cmd
@@ -226,24 +223,18 @@ def _emit(doc: dict, args, table: str) -> None:
 def trace(args, cmd: list[str]) -> int:
     """--trace DUR: sample the cgroup (or a command started in a scratch one) over time."""
     from .. import api
-    from .common import note_leftovers, size_of
+    from ..units import format_size
+    from .common import note_leftovers, progress, size_of
     from .output import note
     limit = size_of(args.limit, "--limit") if args.limit is not None else None
     if limit is not None and limit <= 0:
         raise UsageError(f"--limit must be more than 0 bytes, not {args.limit!r}")
     interval = args.interval if args.interval is not None else 0.1
-    status = None
-    say = None
-    if sys.stderr.isatty():
-        from rich.console import Console
-        status = Console(stderr=True).status("tracing")
-        status.start()
+    status, show = progress("tracing")
 
-        from ..units import format_size
-
-        def say(view, t):
-            status.update(f"tracing {t:5.1f}s  usage {format_size(view.usage)}"
-                          + (f" of {format_size(view.limit)}" if view.limit else ""))
+    def say(view, t):
+        show(f"{t:5.1f}s  usage {format_size(view.usage)}"
+             + (f" of {format_size(view.limit)}" if view.limit else ""))
 
     if cmd:
         note_leftovers()
@@ -251,7 +242,8 @@ def trace(args, cmd: list[str]) -> int:
         doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
                             command=cmd or None, duration=args.trace, interval=interval,
                             limit=limit, entries=False, command_output=_stderr_fd(),
-                            on_sample=say, profile=api.profile(), go=not args.no_go,
+                            on_sample=say if status is not None else None,
+                            profile=api.profile(), go=not args.no_go,
                             endpoints=endpoints(args), discover=not args.no_discover)
     finally:
         if status is not None:

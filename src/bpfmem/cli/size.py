@@ -74,12 +74,10 @@ class Size(Command):
 
 def _emit(result, fmt: str, output: str | None) -> None:
     """A size result (SizeResult, SizeDiff, BinaryCheck) drawn by its renderer for ``fmt``."""
-    from ..report.formats import render
-    from .output import emit
-    try:
-        emit(output, lambda out: render(result, "text" if fmt == "table" else fmt, out))
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    from .common import as_usage
+    from .output import emit_result
+    with as_usage():
+        emit_result(result, fmt, output)
 
 
 # -- the binary gate of `bpfmem check` -----------------------------------------------------
