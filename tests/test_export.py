@@ -25,7 +25,7 @@ from mapfarm import MapFarm, MapPlan, uniform_plans
 
 from bpfmem.errors import HostError
 from bpfmem.exporter import METRIC_NAMES, ScanCache, make_registry
-from bpfmem.host.live import LiveMap, Owner, Snapshot
+from bpfmem.records import LiveMap, Owner, Snapshot
 from bpfmem.model.kernel import KernelProfile
 from bpfmem.uapi import MapType as T
 
@@ -99,7 +99,7 @@ def _samples(registry) -> dict:
 
 
 def test_collector_metrics_labels_and_sums():
-    from bpfmem.host.cgroup import CgroupMemory
+    from bpfmem.records import CgroupMemory
     snap = _snap([_map(1, "ct", 1000, entries=50), _map(2, "lb", 3000, entries=100),
                   _map(3, "orphan", 7, cgroup=None)], skipped=2)
     mem = CgroupMemory(version=1, path="/pod/a", fs_path="/x", usage=8000, limit=16000,

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import is_root
 from bpfmem.exporter import ScanCache, serve
-from bpfmem.host.live import LiveMap, Owner, Snapshot
+from bpfmem.records import LiveMap, Owner, Snapshot
 from bpfmem.uapi import MapType as T
 
 SRC = str(Path(__file__).resolve().parent.parent / "src")

@@ -28,7 +28,7 @@ from bpfmem import api as _api
 from bpfmem.parse.access import analyze_code
 from bpfmem.parse.objspec import parse_object_code
 from bpfmem.report import snapshot as snapshot_report
-from bpfmem.report.snapshot import snapshot_from_bpftool, snapshot_from_dict
+from bpfmem.parse.snapshot import snapshot_from_bpftool, snapshot_from_dict
 
 DATA = Path(__file__).resolve().parent / "data" / "inputs"
 PROFILE = _api.profile("6.18", cpus=4)

@@ -22,7 +22,7 @@ from bpfmem.errors import HostError, ParseError, UnsupportedError
 from bpfmem.host import httpget
 from bpfmem.host.goproc import Endpoints, GoProber, ProcDetail
 from bpfmem.host.listeners import parse_proc_net_tcp
-from bpfmem.host.podscan import PodSample, ProcMem
+from bpfmem.records import PodSample, ProcMem
 from bpfmem.host.smaps import classify_mappings, parse_environ, parse_smaps
 from bpfmem.parse.gobuildinfo import GoBuildInfo, MAGIC, parse_go_buildinfo
 from bpfmem.parse.gometrics import parse_go_metrics

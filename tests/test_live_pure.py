@@ -11,10 +11,11 @@ import pytest
 
 from bpfmem.analysis.live import (cgroup_sums, check_map, diff_snapshots, filter_maps,
                                   primary_owner)
-from bpfmem.host.live import LiveMap, Owner, Snapshot
+from bpfmem.records import LiveMap, Owner, Snapshot
 from bpfmem.model.estimate import estimate
 from bpfmem.model.kernel import KernelProfile
 from bpfmem.model.shape import MapShape
+from bpfmem.parse.snapshot import snapshot_from_bpftool, snapshot_from_dict
 from bpfmem.report import snapshot as report
 from bpfmem.uapi import MapType as T
 
@@ -81,7 +82,7 @@ def test_snapshot_document_round_trips():
     for indent in (None, 2):
         out = io.StringIO()
         report.render_json(doc, out, indent=indent)
-        back = report.snapshot_from_dict(json.loads(out.getvalue()))
+        back = snapshot_from_dict(json.loads(out.getvalue()))
         assert back.maps == snap.maps
         assert back.hostname == "node" and back.possible_cpus == 4
 
@@ -93,16 +94,16 @@ def test_bpftool_dump_is_read_with_pids_and_pins():
              "pinned": ["/sys/fs/bpf/ct"]},
             {"id": 8, "type": 33, "name": "new_kind", "flags": 0, "bytes_key": 0,
              "bytes_value": 0, "max_entries": 1, "bytes_memlock": 4096}]
-    snap = report.snapshot_from_bpftool(dump)
+    snap = snapshot_from_bpftool(dump)
     ct = snap.maps[0]
     assert (ct.type, ct.key_size, ct.value_size, ct.memlock, ct.btf_id) == (
         T.LRU_HASH, 16, 40, 123, 3)
     assert [o.pid for o in ct.owners] == [2, 9] and ct.pins == ("/sys/fs/bpf/ct",)
     assert snap.maps[1].type == 33 and snap.maps[1].frozen is None
     with pytest.raises(ValueError, match="bpftool map #0"):
-        report.snapshot_from_bpftool([{"type": "hash"}])
+        snapshot_from_bpftool([{"type": "hash"}])
     with pytest.raises(ValueError, match="JSON list"):
-        report.snapshot_from_bpftool({"id": 1})
+        snapshot_from_bpftool({"id": 1})
 
 
 def test_diff_two_moments():

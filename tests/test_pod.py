@@ -25,8 +25,8 @@ from bpfmem import api
 from bpfmem.report.documents import document
 from bpfmem.analysis import pod as ap
 from bpfmem.host.cgroup import parse_cgroup_memory
-from bpfmem.host.live import LiveMap, Owner
-from bpfmem.host.podscan import Pin, PodSample, ProcMem
+from bpfmem.records import LiveMap, Owner
+from bpfmem.records import Pin, PodSample, ProcMem
 from bpfmem.parse.jsonlines import parse_trace_jsonl
 from bpfmem.report import documents as docs
 from bpfmem.report import pod as rp

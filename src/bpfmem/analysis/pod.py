@@ -1,6 +1,6 @@
 """Pure accounting of one memory cgroup ("a pod"): where its usage goes, which BPF maps it pays
 for, how it moved over time, and what an upgrade would add. No system access: the input is
-one or more :class:`bpfmem.host.podscan.PodSample` readings (or values built like them).
+one or more :class:`bpfmem.records.PodSample` readings (or values built like them).
 
 How the usage splits (every part from the cgroup's own counters, so they add up to usage):
 

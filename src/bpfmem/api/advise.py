@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..analysis.advise import AdviseResult, advise_all
-from ..inputs import Fields, load_json
+from ..inputs import load_json
 from ..parse.access import analyze_code
+from ..parse.snapshot import occupancy_from as decode_occupancy
 from .objects import load_object
 
 
@@ -27,18 +28,4 @@ def load_occupancy(path: str) -> dict[str, int]:
 
 def occupancy_from(data) -> dict[str, int]:
     """:func:`load_occupancy` of a decoded document."""
-    if isinstance(data, dict) and str(data.get("schema", "")).startswith("bpfmem/snapshot"):
-        peaks: dict[str, int] = {}   # a name seen on several maps (one per pod...): the fullest
-        for m in Fields(data).objects("maps"):
-            n = m.uint("entries", None, 32)
-            if n is not None:
-                name = m.text("name")
-                peaks[name] = max(peaks.get(name, 0), n)
-        return peaks
-    if not isinstance(data, dict):
-        raise ValueError("expected {\"map name\": entries, ...}")
-    for k, v in data.items():
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 32:
-            raise ValueError(f"{k}: expected entries as an integer in 0..2^32-1, "
-                             f"not {v!r:.40}")
-    return data
+    return decode_occupancy(data)

@@ -8,7 +8,8 @@ from dataclasses import replace
 from ..analysis.live import diff_snapshots as diff
 from ..analysis.live import filter_maps
 from ..inputs import InputError, load_json, peek_input
-from ..report.snapshot import build_snapshot_report, snapshot_from_bpftool, snapshot_from_dict
+from ..parse.snapshot import looks_like_snapshot, snapshot_from_bpftool, snapshot_from_dict
+from ..report.snapshot import build_snapshot_report
 
 
 def is_snapshot_file(path: str) -> bool:
@@ -16,10 +17,9 @@ def is_snapshot_file(path: str) -> bool:
     if not str(path).endswith(".json"):
         return False
     try:
-        head = peek_input(path, 4096).decode(errors="replace").lstrip()
+        return looks_like_snapshot(peek_input(path, 4096).decode(errors="replace"))
     except InputError:
         return False
-    return head.startswith("[") or "bpfmem/snapshot/" in head
 
 
 def snapshot_document(snap, profile) -> dict:

@@ -22,11 +22,12 @@ import re
 import secrets
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
 from bpfmem.errors import HostError
+from bpfmem.records import CgroupMemory
 from bpfmem.host.probe import _rmdir_cgroup
 from bpfmem.host.procfs import Mount, mounts_of_type, read_mountinfo
 
@@ -101,39 +102,6 @@ def parse_limit(text: str) -> int | None:
         return None
     value = int(text)
     return None if value >= _V1_UNLIMITED else value
-
-
-@dataclass(frozen=True)
-class CgroupMemory:
-    """What one memory cgroup holds, normalized so that v1 and v2 stack the same way.
-
-    ``usage`` counts the whole subtree on both versions, and so does the breakdown: v2 stat
-    is hierarchical; for v1 the ``total_*`` stat fields (subtree sums, the ones that add up to
-    the hierarchical ``memory.usage_in_bytes``) are used, the bare ones only when absent.
-    ``usage`` ~= anon + file + kernel (+ sock on v2). v1 ``sock`` stays None: its TCP memory
-    is a separate counter (``memory.kmem.tcp.usage_in_bytes``, in ``counters``) that
-    ``usage_in_bytes`` does not include, and v1 stat has none of the kernel parts.
-    """
-    version: int                     # 1 or 2
-    path: str                        # as in /proc/PID/cgroup
-    fs_path: str                     # the directory, as seen inside root
-    usage: int                       # memory.current | memory.usage_in_bytes
-    limit: int | None                # memory.max | memory.limit_in_bytes; None = unlimited
-    peak: int | None                 # memory.peak (5.19+) | memory.max_usage_in_bytes
-    anon: int | None                 # v2 anon | v1 total_rss (anon incl. THP + swap cache)
-    file: int | None                 # v2 file | v1 total_cache (page cache incl. shmem)
-    kernel: int | None               # v2 kernel (5.18+), else the sum of the parts the kernel
-                                     # reports (a lower bound) | v1 memory.kmem.usage_in_bytes
-    kernel_stack: int | None
-    slab_reclaimable: int | None
-    slab_unreclaimable: int | None
-    percpu: int | None               # v2 5.9+
-    sock: int | None                 # v2 only
-    vmalloc: int | None              # v2 6.0+
-    swap: int | None                 # memory.swap.current | v1 total_swap
-    procs: tuple[int, ...]           # direct members only (see read_subtree_procs)
-    stat: dict[str, int] = field(repr=False)       # memory.stat as is
-    counters: dict[str, int] = field(repr=False)   # every single-number file read, as is
 
 
 def parse_cgroup_memory(version: int, files: Mapping[str, str], *, path: str,

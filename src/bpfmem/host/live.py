@@ -11,13 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
 from bpfmem.host.cgroup import memory_cgroup_path, namespace_roots
 from bpfmem.host.count_iter import KERNEL_COUNTED
+from bpfmem.records import LiveMap, Owner, ProgRef, Snapshot
 from bpfmem.uapi import MapType as T
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "maps_held_by",
@@ -30,68 +30,6 @@ COUNTED_TYPES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH,
 ALWAYS_FULL_TYPES = frozenset({T.ARRAY, T.PERCPU_ARRAY})
 PERCPU_TYPES = frozenset({T.PERCPU_HASH, T.PERCPU_ARRAY, T.LRU_PERCPU_HASH,
                           T.PERCPU_CGROUP_STORAGE})
-
-
-@dataclass(frozen=True)
-class Owner:
-    """A process holding at least one fd to a map."""
-    pid: int
-    comm: str
-    cgroup: str | None   # its memory cgroup (v1 memory line, else v2), as a host path
-    fds: int = 1
-
-
-@dataclass(frozen=True)
-class ProgRef:
-    id: int
-    name: str
-    type: int
-
-
-@dataclass(frozen=True)
-class LiveMap:
-    """One map as the kernel reports it now, with who holds and uses it."""
-    id: int
-    name: str
-    type: int
-    key_size: int
-    value_size: int
-    max_entries: int
-    map_flags: int
-    map_extra: int
-    btf_id: int
-    memlock: int | None            # fdinfo memlock (bytes; meaning depends on the release)
-    frozen: bool | None
-    owners: tuple[Owner, ...] = ()
-    programs: tuple[ProgRef, ...] = ()
-    pins: tuple[str, ...] = ()
-    entries: int | None = None     # None: not counted (not asked, or not countable)
-    entries_complete: bool | None = None  # False: the time bound cut the count short
-    entries_method: str | None = None     # batch | next_key | array | kernel
-
-    @property
-    def pressure(self) -> float | None:
-        """entries / max_entries, when both are known (None for arrays: every slot always
-        exists, so "full" says nothing)."""
-        if self.entries is None or not self.max_entries or self.entries_method == "array":
-            return None
-        return self.entries / self.max_entries
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Everything one scan saw."""
-    taken_at: float                 # time.time() at the start
-    duration: float                 # seconds
-    hostname: str
-    kernel: str                     # uname release
-    possible_cpus: int
-    maps: tuple[LiveMap, ...]
-    entries_counted: bool
-    skipped: int = 0                # maps or processes that vanished mid-scan
-    errors: tuple[str, ...] = ()    # non-fatal problems (e.g. a map whose count failed)
-    bpffs: tuple[str, ...] = ()     # bpffs mount points walked for pins
-    owners_from: str = ""           # "kernel iterator", "/proc (why)", or "" (not asked)
 
 
 def _read_text(path: str) -> str | None:

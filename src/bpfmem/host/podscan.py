@@ -18,16 +18,17 @@ import signal
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 from bpfmem.errors import HostError
 from bpfmem.host import procfs
 from bpfmem.host.cleanup import die_with_parent
-from bpfmem.host.cgroup import (CgroupMemory, ScratchCgroup, read_cgroup_memory,
+from bpfmem.host.cgroup import (ScratchCgroup, read_cgroup_memory,
                                 read_subtree_procs, scratch_cgroup)
 from bpfmem.host.goproc import GoProber
-from bpfmem.host.live import LiveMap, walk_pins, maps_held_by
+from bpfmem.host.live import walk_pins, maps_held_by
+from bpfmem.records import LiveMap, Pin, PodSample, ProcMem
 
 __all__ = ["ProcMem", "Pin", "PodSample", "PodSampler", "read_proc_mem", "boot_seconds",
            "sample_loop", "launched", "Launched"]
@@ -38,42 +39,6 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 def boot_seconds() -> float:
     """Now, in seconds since boot (CLOCK_BOOTTIME: what process start times count from)."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
-
-
-@dataclass(frozen=True)
-class ProcMem:
-    """One process of the cgroup (smaps_rollup figures in bytes; None when unreadable)."""
-    pid: int
-    comm: str
-    rss: int | None
-    pss: int | None
-    uss: int | None            # Private_Clean + Private_Dirty (+ Private_Hugetlb)
-    pss_anon: int | None       # 5.8+
-    pss_file: int | None
-    pss_shmem: int | None
-    swap: int | None
-    started: float | None      # seconds since boot (/proc/PID/stat starttime)
-
-
-@dataclass(frozen=True)
-class Pin:
-    path: str
-    pinned_at: float | None    # seconds since boot (the bpffs inode's ctime)
-
-
-@dataclass(frozen=True)
-class PodSample:
-    """Everything read about one cgroup at one instant."""
-    t: float                              # time.monotonic() when the reading started
-    wall: float                           # time.time() then
-    duration: float                       # seconds the reading took
-    cgroup: CgroupMemory
-    procs: tuple[ProcMem, ...]            # the whole subtree
-    maps: tuple[LiveMap, ...]             # held by those processes (owners: them only)
-    pins: dict = field(default_factory=dict)   # map id -> tuple[Pin, ...]
-    skipped: int = 0                      # processes or maps gone meanwhile
-    bpffs: tuple[str, ...] = ()
-    details: dict = field(default_factory=dict)   # pid -> goproc.ProcDetail (with ``go``)
 
 
 def _start_time(pid: int, root: str) -> float | None:

@@ -1,0 +1,152 @@
+"""The records of the live node: what a scan of the kernel, /proc and the cgroups saw, as plain
+frozen values.
+
+They live on the ground floor (beside :mod:`bpfmem.uapi` and :mod:`bpfmem.errors`) so that
+``analysis/`` and ``report/`` can name their types without importing ``host/``. ``host/`` builds
+them from the running system (:func:`bpfmem.host.live.scan_maps`,
+:class:`bpfmem.host.podscan.PodSampler`, :func:`bpfmem.host.cgroup.read_cgroup_memory`);
+``parse/`` decodes them from files (:mod:`bpfmem.parse.snapshot`: a saved snapshot,
+``bpftool -j map show``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "CgroupMemory", "ProcMem", "Pin",
+           "PodSample"]
+
+
+# ---- the maps of a node (one scan) ----
+
+@dataclass(frozen=True)
+class Owner:
+    """A process holding at least one fd to a map."""
+    pid: int
+    comm: str
+    cgroup: str | None   # its memory cgroup (v1 memory line, else v2), as a host path
+    fds: int = 1
+
+
+@dataclass(frozen=True)
+class ProgRef:
+    id: int
+    name: str
+    type: int
+
+
+@dataclass(frozen=True)
+class LiveMap:
+    """One map as the kernel reports it now, with who holds and uses it."""
+    id: int
+    name: str
+    type: int
+    key_size: int
+    value_size: int
+    max_entries: int
+    map_flags: int
+    map_extra: int
+    btf_id: int
+    memlock: int | None            # fdinfo memlock (bytes; meaning depends on the release)
+    frozen: bool | None
+    owners: tuple[Owner, ...] = ()
+    programs: tuple[ProgRef, ...] = ()
+    pins: tuple[str, ...] = ()
+    entries: int | None = None     # None: not counted (not asked, or not countable)
+    entries_complete: bool | None = None  # False: the time bound cut the count short
+    entries_method: str | None = None     # batch | next_key | array | kernel
+
+    @property
+    def pressure(self) -> float | None:
+        """entries / max_entries, when both are known (None for arrays: every slot always
+        exists, so "full" says nothing)."""
+        if self.entries is None or not self.max_entries or self.entries_method == "array":
+            return None
+        return self.entries / self.max_entries
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one scan saw."""
+    taken_at: float                 # time.time() at the start
+    duration: float                 # seconds
+    hostname: str
+    kernel: str                     # uname release
+    possible_cpus: int
+    maps: tuple[LiveMap, ...]
+    entries_counted: bool
+    skipped: int = 0                # maps or processes that vanished mid-scan
+    errors: tuple[str, ...] = ()    # non-fatal problems (e.g. a map whose count failed)
+    bpffs: tuple[str, ...] = ()     # bpffs mount points walked for pins
+    owners_from: str = ""           # "kernel iterator", "/proc (why)", or "" (not asked)
+
+
+# ---- one memory cgroup ("a pod") ----
+
+@dataclass(frozen=True)
+class CgroupMemory:
+    """What one memory cgroup holds, normalized so that v1 and v2 stack the same way.
+
+    ``usage`` counts the whole subtree on both versions, and so does the breakdown: v2 stat
+    is hierarchical; for v1 the ``total_*`` stat fields (subtree sums, the ones that add up to
+    the hierarchical ``memory.usage_in_bytes``) are used, the bare ones only when absent.
+    ``usage`` ~= anon + file + kernel (+ sock on v2). v1 ``sock`` stays None: its TCP memory
+    is a separate counter (``memory.kmem.tcp.usage_in_bytes``, in ``counters``) that
+    ``usage_in_bytes`` does not include, and v1 stat has none of the kernel parts.
+    """
+    version: int                     # 1 or 2
+    path: str                        # as in /proc/PID/cgroup
+    fs_path: str                     # the directory, as seen inside root
+    usage: int                       # memory.current | memory.usage_in_bytes
+    limit: int | None                # memory.max | memory.limit_in_bytes; None = unlimited
+    peak: int | None                 # memory.peak (5.19+) | memory.max_usage_in_bytes
+    anon: int | None                 # v2 anon | v1 total_rss (anon incl. THP + swap cache)
+    file: int | None                 # v2 file | v1 total_cache (page cache incl. shmem)
+    kernel: int | None               # v2 kernel (5.18+), else the sum of the parts the kernel
+                                     # reports (a lower bound) | v1 memory.kmem.usage_in_bytes
+    kernel_stack: int | None
+    slab_reclaimable: int | None
+    slab_unreclaimable: int | None
+    percpu: int | None               # v2 5.9+
+    sock: int | None                 # v2 only
+    vmalloc: int | None              # v2 6.0+
+    swap: int | None                 # memory.swap.current | v1 total_swap
+    procs: tuple[int, ...]           # direct members only (see read_subtree_procs)
+    stat: dict[str, int] = field(repr=False)       # memory.stat as is
+    counters: dict[str, int] = field(repr=False)   # every single-number file read, as is
+
+
+@dataclass(frozen=True)
+class ProcMem:
+    """One process of the cgroup (smaps_rollup figures in bytes; None when unreadable)."""
+    pid: int
+    comm: str
+    rss: int | None
+    pss: int | None
+    uss: int | None            # Private_Clean + Private_Dirty (+ Private_Hugetlb)
+    pss_anon: int | None       # 5.8+
+    pss_file: int | None
+    pss_shmem: int | None
+    swap: int | None
+    started: float | None      # seconds since boot (/proc/PID/stat starttime)
+
+
+@dataclass(frozen=True)
+class Pin:
+    path: str
+    pinned_at: float | None    # seconds since boot (the bpffs inode's ctime)
+
+
+@dataclass(frozen=True)
+class PodSample:
+    """Everything read about one cgroup at one instant."""
+    t: float                              # time.monotonic() when the reading started
+    wall: float                           # time.time() then
+    duration: float                       # seconds the reading took
+    cgroup: CgroupMemory
+    procs: tuple[ProcMem, ...]            # the whole subtree
+    maps: tuple[LiveMap, ...]             # held by those processes (owners: them only)
+    pins: dict = field(default_factory=dict)   # map id -> tuple[Pin, ...]
+    skipped: int = 0                      # processes or maps gone meanwhile
+    bpffs: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)   # pid -> goproc.ProcDetail (with ``go``)
