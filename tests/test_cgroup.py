@@ -287,3 +287,48 @@ def test_scratch_cgroup_removed_on_error():
             assert os.path.basename(where).startswith("bpfmem-test-")
             raise RuntimeError("boom")
     assert not os.path.exists(where)
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(not is_root(), reason="creating a cgroup needs root")
+def test_scratch_cgroup_is_named_for_the_sweep_and_removed_on_sigterm():
+    """The one scratch-cgroup maker: ``bpfmem-<kind>-<pid>-<random>`` (what the next run's
+    sweep attributes to a pid), removed when SIGTERM ends the command."""
+    import re
+    import signal
+    from bpfmem.host.cleanup import _NAME
+    with cg.scratch_cgroup(kind="measure") as scratch:
+        name = os.path.basename(scratch.fs_path)
+        assert re.fullmatch(rf"bpfmem-measure-{os.getpid()}-[0-9a-f]+", name)
+        assert _NAME.match(name)
+    code = ("import sys, time\n"
+            "from bpfmem.host.cgroup import scratch_cgroup\n"
+            "from bpfmem.host.cleanup import signals_interrupt\n"
+            "try:\n"
+            "    with signals_interrupt(), scratch_cgroup(kind='pod') as c:\n"
+            "        print(c.fs_path, flush=True)\n"
+            "        time.sleep(60)\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(3)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(cg.__file__).parents[2])})
+    try:
+        where = child.stdout.readline().strip()
+        assert os.path.isdir(where) and f"bpfmem-pod-{child.pid}-" in where
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=20) == 3
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert not os.path.exists(where)
+
+
+def test_scratch_parent_for_an_absent_hierarchy_says_which():
+    versions = {v for v, _m in cg.memory_hierarchies("/")}
+    for version, what in ((1, "v1 memory"), (2, "cgroup2")):
+        if version not in versions:
+            with pytest.raises(HostError, match=what):
+                cg.scratch_parent(version)
+        elif version == 1:     # (a cgroup2 mount may hold memory without delegating it)
+            assert cg.scratch_parent(1)[0] == 1

@@ -322,7 +322,7 @@ def test_owner_cgroups_are_host_paths_from_inside_a_cgroup_namespace():
     """In a cgroup namespace (a DaemonSet pod on cgroup v2) the kernel shows other
     processes' cgroups as /../..; the scan resolves them to host paths."""
     from pathlib import Path
-    from bpfmem.host.probe import _rmdir_cgroup
+    from bpfmem.host.cgroup import remove_cgroup_dir as _rmdir_cgroup
     mem = Path("/sys/fs/cgroup/memory")
     if not (mem / "cgroup.procs").exists() or shutil.which("unshare") is None:
         pytest.skip("needs the cgroup v1 memory hierarchy and unshare")

@@ -192,6 +192,28 @@ def test_charges(measured):
 
 
 @pytest.mark.kernel
+@pytest.mark.kernel
+@needs_root
+@needs_gcc
+@needs_v1
+def test_probe_cgroups_come_from_the_one_scratch_cgroup(monkeypatch):
+    """run_local makes its cgroups with host.cgroup.scratch_cgroup (no second copy)."""
+    from bpfmem.host import cgroup as cgroup_mod
+    made = []
+
+    def recording(**kw):
+        made.append(kw)
+        return cgroup_mod.scratch_cgroup(**kw)
+    monkeypatch.setattr(probe_mod, "scratch_cgroup", recording)
+    header, results = run_local(SPECS[2:3], "v1")
+    assert header["cgroup"] == "v1" and results[0]["ok"] and results[0]["charged"] > 0
+    names = [kw["name"] for kw in made]
+    assert len(names) == 2 and names[1] == names[0] + "-flush"
+    assert names[0].startswith(f"bpfmem-measure-{os.getpid()}-")
+    assert all(kw["version"] == 1 for kw in made)
+    assert our_cgroups() == []
+
+
 def test_no_cgroup_left(measured):
     assert our_cgroups() == []
 

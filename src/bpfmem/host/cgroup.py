@@ -28,14 +28,14 @@ from typing import Iterator, Mapping
 
 from bpfmem.errors import HostError
 from bpfmem.records import CgroupMemory
-from bpfmem.host.probe import _rmdir_cgroup
+from bpfmem.host.cleanup import scratch_name
 from bpfmem.host.procfs import Mount, mounts_of_type, read_mountinfo
 
 __all__ = ["CgroupLine", "CgroupMemory", "parse_memory_stat", "parse_proc_cgroup",
            "parse_cgroup_procs", "parse_counter", "parse_limit", "parse_cgroup_memory",
            "memory_hierarchies", "read_cgroup_memory", "read_cgroup_procs",
            "read_subtree_procs", "cgroup_of_pid", "find_container", "resolve_cgroup",
-           "ScratchCgroup", "scratch_cgroup"]
+           "ScratchCgroup", "scratch_cgroup", "scratch_parent", "remove_cgroup_dir"]
 
 # A v1 page counter at PAGE_COUNTER_MAX reads as LONG_MAX rounded down to a page
 # (9223372036854771712 with 4 KiB pages); anything this close to LONG_MAX means "no limit".
@@ -438,31 +438,67 @@ class ScratchCgroup:
         return read_subtree_procs(self.fs_path)
 
 
-def _scratch_parent() -> tuple[int, str]:
-    for version, m in memory_hierarchies("/"):
-        if version == 1:
+def remove_cgroup_dir(path: str | os.PathLike, attempts: int = 50) -> None:
+    """rmdir a cgroup directory, retrying every 0.1 s while the kernel still holds it (its
+    last task exiting, memory being reparented); gone already is fine."""
+    path = Path(path)
+    for i in range(attempts):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if i == attempts - 1:
+                raise
+            time.sleep(0.1)
+
+
+def scratch_parent(version: int | None = None) -> tuple[int, str]:
+    """(version, directory) where this host's scratch memory cgroups are made: a cgroup2
+    mount that delegates memory to its children, else the v1 memory mount; ``version`` 1 or
+    2 asks for that hierarchy only."""
+    for v, m in memory_hierarchies("/"):
+        if version not in (None, v):
+            continue
+        if v == 1:
             return 1, m.mount_point
         try:  # a child of the mount only has memory files if the parent delegates them
             if "memory" in Path(m.mount_point, "cgroup.subtree_control").read_text().split():
                 return 2, m.mount_point
         except OSError:
             continue
+    if version == 1:
+        raise HostError("no cgroup v1 memory controller mounted")
+    if version == 2:
+        raise HostError("no cgroup2 mount with the memory controller enabled")
     raise HostError("no memory cgroup hierarchy to create a cgroup in (no cgroup2 mount "
                     "delegating +memory, no v1 memory mount)")
 
 
 @contextmanager
-def scratch_cgroup(limit: int | None = None, prefix: str = "bpfmem-pod-",
-                   wait: float = 5.0) -> Iterator[ScratchCgroup]:
-    """Create a memory cgroup ``<prefix><pid>-<random>`` (v2 if a cgroup2 mount delegates
-    memory, else v1), optionally with a limit in bytes; yield a :class:`ScratchCgroup`.
+def scratch_cgroup(limit: int | None = None, prefix: str | None = None, wait: float = 5.0,
+                   *, kind: str = "pod", version: int | None = None,
+                   name: str | None = None) -> Iterator[ScratchCgroup]:
+    """Create a scratch memory cgroup and yield it as a :class:`ScratchCgroup`; the one way
+    bpfmem makes one (``pod --trace``, ``measure``'s probe, the tests).
 
-    On exit (also on exceptions) it kills nothing: it waits up to ``wait`` seconds for the
-    cgroup to empty and removes it; :class:`HostError` if processes are still in it."""
+    Its name is ``name``, else ``<prefix><pid>-<random>``, else
+    :func:`~bpfmem.host.cleanup.scratch_name` of ``kind`` (``bpfmem-<kind>-<pid>-<random>``,
+    which the next run's sweep can attribute). It is made where :func:`scratch_parent` says
+    (``version`` 1 or 2 forces a hierarchy), optionally with a limit in bytes.
+
+    On exit (also on exceptions, Ctrl-C, and SIGTERM inside
+    :func:`~bpfmem.host.cleanup.signals_interrupt`) it kills nothing: it waits up to ``wait``
+    seconds for the cgroup to empty and removes it; :class:`HostError` if processes are
+    still in it."""
     if os.geteuid() != 0:
         raise HostError("creating a cgroup needs root")
-    version, parent = _scratch_parent()
-    dir_ = Path(parent) / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+    version, parent = scratch_parent(version)
+    if name is None:
+        name = (f"{prefix}{os.getpid()}-{secrets.token_hex(4)}" if prefix is not None
+                else scratch_name(kind))
+    dir_ = Path(parent) / name
     try:
         dir_.mkdir()
     except OSError as e:
@@ -477,7 +513,7 @@ def scratch_cgroup(limit: int | None = None, prefix: str = "bpfmem-pod-",
         while time.monotonic() < deadline and read_subtree_procs(str(dir_)):
             time.sleep(0.05)
         try:
-            _rmdir_cgroup(dir_, attempts=max(1, int(wait * 10)))
+            remove_cgroup_dir(dir_, attempts=max(1, int(wait * 10)))
         except OSError as e:
             left = read_subtree_procs(str(dir_))
             raise HostError(f"cannot remove cgroup {dir_}: {e.strerror} "

@@ -15,11 +15,12 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from bpfmem.errors import HostError, PermissionDenied
+from bpfmem.host.cgroup import scratch_cgroup
 from bpfmem.host.cleanup import die_with_parent, scratch_name
 
 __all__ = [
@@ -30,11 +31,9 @@ __all__ = [
     "format_specs",
     "parse_output",
     "run_local",
-    "V1_MEMORY_ROOT",
 ]
 
 PROBE_SOURCE = Path(__file__).with_name("probe.c")
-V1_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 
 _FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:+/=@-]{1,100}$")
@@ -336,46 +335,17 @@ def _require_root(what: str = "creating BPF maps") -> None:
         raise PermissionDenied(what, "CAP_BPF and CAP_SYS_ADMIN")
 
 
-def _rmdir_cgroup(path: Path, attempts: int = 50) -> None:
-    for i in range(attempts):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            if i == attempts - 1:
-                raise
-            time.sleep(0.1)
-
-
-def _find_cgroup2_with_memory() -> Path | None:
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return None
-    for line in mounts:
-        parts = line.split()
-        if len(parts) >= 3 and parts[2] == "cgroup2":
-            root = Path(parts[1])
-            try:
-                if "memory" in (root / "cgroup.subtree_control").read_text().split():
-                    return root
-            except OSError:
-                continue
-    return None
-
-
 def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
               sizes: Iterable[str] = (), timeout: float | None = 3600,
               probe: Path | None = None) -> tuple[dict, list[dict]]:
     """Run the probe on this host; return ``(header, results)`` as :func:`parse_output`.
 
     ``specs`` are spec mappings (see :func:`format_specs`) or ready spec-file text.
-    ``cgroup`` is ``"v1"`` (scratch cgroups under /sys/fs/cgroup/memory, counter
-    ``memory.kmem.usage_in_bytes``), ``"v2"`` (under the cgroup2 mount, if it has the memory
-    controller) or ``"none"`` (charges reported as None). The scratch cgroups
-    ``bpfmem-measure-<pid>-<random>`` and its ``-flush`` sibling are removed afterwards, also
+    ``cgroup`` is ``"v1"`` (scratch cgroups under the v1 memory mount, counter
+    ``memory.kmem.usage_in_bytes``), ``"v2"`` (under the cgroup2 mount, if it delegates the
+    memory controller) or ``"none"`` (charges reported as None). The scratch cgroups
+    ``bpfmem-measure-<pid>-<random>`` and its ``-flush`` sibling
+    (:func:`bpfmem.host.cgroup.scratch_cgroup`) are removed after the probe has exited, also
     on errors, timeouts and KeyboardInterrupt.
     """
     _require_root()
@@ -384,45 +354,30 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
     text = specs if isinstance(specs, str) else format_specs(specs, sizes=sizes)
     binary = probe or build_probe()
 
-    base: Path | None = None
-    if cgroup == "v1":
-        base = V1_MEMORY_ROOT
-        if not (base / "memory.usage_in_bytes").exists():
-            raise HostError(f"no cgroup v1 memory controller at {base}")
-    elif cgroup == "v2":
-        base = _find_cgroup2_with_memory()
-        if base is None:
-            raise HostError("no cgroup2 mount with the memory controller enabled")
-
-    created: list[Path] = []
     tmpdir = tempfile.mkdtemp(prefix=f"bpfmem-probe-{os.getpid()}-")
     proc: subprocess.Popen | None = None
     try:
-        spec_path = Path(tmpdir) / "specs.txt"
-        spec_path.write_text(text)
-        args = ["PROBE", str(spec_path)]
-        if base is not None:
-            name = scratch_name("measure")
-            cg, flush = base / name, base / f"{name}-flush"
-            for d in (cg, flush):
-                d.mkdir()
-                created.append(d)
-            args += [f"--cgroup-{cgroup}", str(cg), "--flush-cgroup", str(flush)]
-        else:
-            args.append("--no-cgroup")
-        probe_fd = open_probe(binary)
-        args[0] = f"/proc/self/fd/{probe_fd}"
-        try:
-            me = os.getpid()
-            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, pass_fds=(probe_fd,),
-                                    preexec_fn=lambda: die_with_parent(me))
-        finally:
-            os.close(probe_fd)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise HostError(f"the probe did not finish within {timeout} s") from None
+        with ExitStack() as cgroups:
+            spec_path = Path(tmpdir) / "specs.txt"
+            spec_path.write_text(text)
+            args = ["PROBE", str(spec_path)]
+            if cgroup != "none":
+                # the measured cgroup and a sibling the probe moves itself to while it
+                # flushes the per-CPU charge caches; removed after the probe has exited
+                name = scratch_name("measure")
+                version = 1 if cgroup == "v1" else 2
+                cg = cgroups.enter_context(scratch_cgroup(version=version, name=name))
+                flush = cgroups.enter_context(scratch_cgroup(version=version,
+                                                             name=f"{name}-flush"))
+                args += [f"--cgroup-{cgroup}", cg.fs_path, "--flush-cgroup", flush.fs_path]
+            else:
+                args.append("--no-cgroup")
+            cgroups.callback(_end, lambda: proc)   # runs first: the tasks go before the cgroups
+            proc = _start(binary, args)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise HostError(f"the probe did not finish within {timeout} s") from None
         if proc.returncode != 0:
             raise HostError(f"the probe failed (exit {proc.returncode}): {err.strip()[-800:]}")
         header, results = parse_output(out)
@@ -430,10 +385,29 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
             raise HostError(f"incomplete probe output: {(out + err)[-800:]}")
         return header, results
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if proc is not None:
-            proc.wait()  # a cgroup can only be removed once its tasks are gone
-        for d in reversed(created):
-            _rmdir_cgroup(d)
+        _end(lambda: proc)
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _start(binary: Path, args: list[str]) -> subprocess.Popen:
+    """The probe as a child that dies with this process (run from an fd of the checked
+    binary: see :func:`open_probe`)."""
+    probe_fd = open_probe(binary)
+    args[0] = f"/proc/self/fd/{probe_fd}"
+    try:
+        me = os.getpid()
+        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, pass_fds=(probe_fd,),
+                                preexec_fn=lambda: die_with_parent(me))
+    finally:
+        os.close(probe_fd)
+
+
+def _end(current) -> None:
+    """Kill the probe ``current()`` returns if it still runs, and reap it (a cgroup can only
+    be removed once its tasks are gone)."""
+    proc = current()
+    if proc is not None:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

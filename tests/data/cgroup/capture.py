@@ -37,7 +37,7 @@ from secrets import token_hex
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "src"))
 
-from bpfmem.host.probe import _rmdir_cgroup  # noqa: E402
+from bpfmem.host.cgroup import remove_cgroup_dir as _rmdir_cgroup  # noqa: E402
 from bpfmem.host.procfs import mounts_of_type, read_mountinfo  # noqa: E402
 
 ALLOC_MIB = 20
