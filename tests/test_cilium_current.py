@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -256,7 +255,7 @@ def test_kernel_creates_the_cilium_view(path):
     those the model accepts, reports the same attributes and the model's memlock."""
     import libbpf_harness
     from bpfmem.host.profile import host_profile
-    from bpfmem.model.attrs import created_attrs
+    from bpfmem.model.estimate import created_attrs
     if libbpf_harness.ensure_built() is None:
         pytest.skip("gcc or libbpf-dev missing")
     prof = host_profile()
@@ -278,8 +277,7 @@ def test_kernel_creates_the_cilium_view(path):
         assert (got["kind"] == "rejected") == bool(fp.rejected), (m.name, got, fp.rejected)
         if got["kind"] == "created":
             k = got["kernel"]
-            want = created_attrs(replace(m, max_entries=spec["max_entries"]),
-                                 prof.possible_cpus)
+            want = created_attrs(fp.shape, prof)
             assert (k["key_size"], k["value_size"], k["max_entries"], k["map_flags"]) == \
                 (spec["key_size"], spec["value_size"], want.max_entries, want.map_flags)
             assert k["memlock"] == fp.memlock_at_create, m.name

@@ -12,7 +12,6 @@ exactly those bpfmem marks as refused.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 
 import pytest
 
@@ -20,8 +19,7 @@ import cilium_harness
 from conftest import CILIUM_EXAMPLES, FIXTURES, fixture_objects, is_root
 from bpfmem.api import example_object_path, load_object
 from bpfmem.errors import ParseError
-from bpfmem.model.attrs import created_attrs
-from bpfmem.model.estimate import estimate_spec
+from bpfmem.model.estimate import created_attrs, estimate_spec
 from bpfmem.host.profile import host_possible_cpus, host_profile
 from bpfmem.parse.loader import CILIUM_09
 from bpfmem.uapi import MapType
@@ -121,7 +119,6 @@ def test_kernel_view_and_memlock_match_cilium_ebpf_09(create_lines, path):
         # the other architectures; the spec test covers it
         pytest.skip("object of the other byte order")
     prof = host_profile()
-    cpus = prof.possible_cpus
     theirs = {x["name"]: x for x in lines if x["kind"] == "map"}
     created = refused = 0
     for m in ours.maps:
@@ -135,7 +132,7 @@ def test_kernel_view_and_memlock_match_cilium_ebpf_09(create_lines, path):
         assert not m.refused, f"{m.name}: bpfmem says refused ({m.refused}), cilium creates it"
         assert fp is not None and not fp.rejected, (m.name, why, fp and fp.rejected)
         k = t["kernel"]
-        want = created_attrs(replace(m, max_entries=fp.shape.max_entries), cpus)
+        want = created_attrs(fp.shape, prof)
         assert k["name"] == m.kernel_name
         assert (k["type"], k["key_size"], k["value_size"]) == \
             (m.type, fp.shape.key_size, fp.shape.value_size), m.name

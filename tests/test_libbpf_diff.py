@@ -14,9 +14,10 @@ import pytest
 
 import libbpf_harness
 from conftest import FIXTURES, fixture_objects, is_root
-from bpfmem.api import example_object_path, load_object
-from bpfmem.model.attrs import created_attrs
+from bpfmem.api import example_object_path, load_object, profile
 from bpfmem.host.profile import host_possible_cpus
+from bpfmem.model.estimate import created_attrs, shape_of_spec
+from bpfmem.model.shape import MapShape
 from bpfmem.parse.objspec import MapSpec
 from bpfmem.uapi import MapType
 
@@ -74,12 +75,22 @@ def _known_limit(lines: list[dict], limits: dict[str, str]) -> str | None:
     pytest.fail(f"libbpf failed for a reason not known to be a libbpf 1.1 limit: {err}")
 
 
-def _create_spec(m: MapSpec) -> dict:
-    return {"name": m.kernel_name, "type": m.type, "key_size": m.key_size,
-            "value_size": m.value_size,
-            "max_entries": m.max_entries,
-            "map_flags": m.map_flags, "map_extra": m.map_extra, "numa_node": m.numa_node,
-            "inner": _create_spec(m.inner) if m.inner is not None else None}
+def _given(m: MapSpec, prof) -> MapShape:
+    """The shape the kernel is given for ``m``: bpfmem's one door (shape_of_spec, what
+    `bpfmem maps` models), or the spec as written where that door says the loader decides at
+    load time (then the loader, like this harness, passes the spec's own fields)."""
+    shape, _why = shape_of_spec(m, prof)
+    return shape if shape is not None else MapShape(
+        int(m.type), m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra)
+
+
+def _create_spec(m: MapSpec, prof) -> dict:
+    sh = _given(m, prof)
+    return {"name": m.kernel_name, "type": sh.type, "key_size": sh.key_size,
+            "value_size": sh.value_size,
+            "max_entries": sh.max_entries,
+            "map_flags": sh.map_flags, "map_extra": sh.map_extra, "numa_node": m.numa_node,
+            "inner": _create_spec(m.inner, prof) if m.inner is not None else None}
 
 
 def _check_against_kernel(harness, maps: list[MapSpec], cpus: int = 2) -> None:
@@ -88,14 +99,15 @@ def _check_against_kernel(harness, maps: list[MapSpec], cpus: int = 2) -> None:
     maps = [m for m in maps if m.type != MapType.STRUCT_OPS and
             m.type not in (MapType.SK_STORAGE, MapType.INODE_STORAGE, MapType.TASK_STORAGE,
                            MapType.CGRP_STORAGE)]   # these need BTF, which create mode lacks
-    stdin = "".join(json.dumps(_create_spec(m)) + "\n" for m in maps)
+    prof = profile(cpus=cpus)
+    stdin = "".join(json.dumps(_create_spec(m, prof)) + "\n" for m in maps)
     rc, lines = harness.run("create", stdin=stdin)
     assert rc == 0, lines
     out = [x for x in lines if x["kind"] in ("created", "rejected")]
     assert [x["kind"] for x in out] == ["created"] * len(maps), out
     for m, c in zip(maps, out):
         k = c["kernel"]
-        want = created_attrs(m, cpus)
+        want = created_attrs(_given(m, prof), prof)
         assert (k["name"], k["type"], k["key_size"], k["value_size"], k["map_flags"],
                 k["map_extra"]) == (m.kernel_name, m.type, m.key_size, m.value_size,
                                     want.map_flags, m.map_extra), m.name
@@ -150,12 +162,13 @@ def test_kernel_view_matches_spec(harness, path):
     ours = {m.name: m for m in spec.maps}
     obj = next(line for line in lines if line["kind"] == "object")
     cpus = obj["possible_cpus"]
+    prof = profile(cpus=cpus)
     for line in (x for x in lines if x["kind"] == "map"):
         m = ours[line["open"]["name"]]
         if not m.autocreate:
             continue
         k = line["kernel"]
-        want = created_attrs(m, cpus)
+        want = created_attrs(_given(m, prof), prof)
         assert k["name"] == m.kernel_name
         assert k["type"] == m.type
         assert k["key_size"] == m.key_size

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..uapi import MapType as T
+from ..uapi import MapFlag, MapType as T
 from . import formulas as fm
 from .kernel import KernelProfile
 from .limits import rejection
@@ -110,9 +110,14 @@ def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
 
 
 def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | None]:
-    """The shape the kernel will be given for an object's map spec on ``prof``, or None and
-    why when the spec leaves it to the loader (a max_entries set by the agent at load, a
-    struct_ops value size from the kernel's own struct)."""
+    """The one door from an object's map spec to the shape the kernel is given on ``prof``
+    (``bpfmem maps``, check, diff, advise and measure all come through here, and the libbpf
+    and cilium/ebpf differential tests check it), the loader's rules applied: a per-CPU
+    clamp (cilium/ebpf: ``max_entries`` 0 or over the possible CPUs becomes the CPUs), a
+    PERF_EVENT_ARRAY without max_entries gets one slot per possible CPU (libbpf
+    ``map_set_def_max_entries``). None and why when the spec leaves it to the loader (a
+    max_entries set by the agent at load, a struct_ops value size from the kernel's own
+    struct)."""
     if getattr(spec, "value_size_set_at_load", False):
         return None, "value_size is set at load from the kernel's struct"
     m = spec.max_entries
@@ -125,6 +130,30 @@ def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | Non
             return None, "max_entries is set by the loader at load time"
     return MapShape(int(spec.type), spec.key_size, spec.value_size, m, spec.map_flags,
                     spec.map_extra), None
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedAttrs:
+    """What the kernel reports back (``bpf_map_info``) for the attributes it settles
+    itself when it creates a map."""
+    max_entries: int
+    map_flags: int
+
+
+def created_attrs(sh: MapShape, prof: KernelProfile) -> CreatedAttrs:
+    """max_entries and map_flags as the kernel reports them after creating ``sh`` (the
+    output of :func:`shape_of_spec`) on ``prof``:
+
+    - kernel/bpf/hashtab.c ``htab_map_alloc``: an LRU hash with BPF_F_NO_COMMON_LRU has its
+      max_entries rounded up to a multiple of the possible CPUs (the model's
+      :func:`~bpfmem.model.formulas.effective_max_entries`, which its capacity uses);
+    - kernel/bpf/devmap.c ``dev_map_init_map`` (5.8+): DEVMAP and DEVMAP_HASH always get
+      BPF_F_RDONLY_PROG, since a lookup returns a pointer into the device entry.
+    """
+    flags = sh.map_flags
+    if sh.type in (T.DEVMAP, T.DEVMAP_HASH):
+        flags |= int(MapFlag.RDONLY_PROG)
+    return CreatedAttrs(fm.effective_max_entries(sh, prof), int(flags))
 
 
 def estimate_spec(spec, prof: KernelProfile, entries: int = 0
