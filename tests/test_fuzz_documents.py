@@ -89,9 +89,9 @@ def _seed(name: str) -> str:
 
 
 def _render_snapshot(snap) -> None:
-    doc = api.snapshot_document(snap, PROFILE)
-    snapshot_report.render_json(doc, io.StringIO())
-    snapshot_report.render_table(doc, io.StringIO())
+    view = api.snapshot_view(snap, PROFILE)
+    snapshot_report.render_json(view, io.StringIO())
+    snapshot_report.render_table(view, io.StringIO())
 
 
 @SETTINGS

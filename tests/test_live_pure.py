@@ -10,13 +10,14 @@ import sys
 import pytest
 
 from bpfmem.analysis.live import (cgroup_sums, check_map, diff_snapshots, filter_maps,
-                                  primary_owner)
+                                  primary_owner, snapshot_view)
 from bpfmem.records import LiveMap, Owner, Snapshot
 from bpfmem.model.estimate import estimate
 from bpfmem.model.kernel import KernelProfile
 from bpfmem.model.shape import MapShape
 from bpfmem.parse.snapshot import snapshot_from_bpftool, snapshot_from_dict
 from bpfmem.report import snapshot as report
+from bpfmem.report.documents import document
 from bpfmem.uapi import MapType as T
 
 PROF = KernelProfile.for_release("6.18", 4)
@@ -76,12 +77,13 @@ def test_filters_and_cgroup_sums():
 def test_snapshot_document_round_trips():
     snap = _snap([_m(1, "a", memlock=_model_memlock(MapShape(T.HASH, 4, 8, 1000)),
                      entries=10, pins=("/sys/fs/bpf/a",))])
-    doc = report.build_snapshot_report(snap, PROF)
+    view = snapshot_view(snap, PROF)
+    doc = document(view)
     assert doc["schema"] == "bpfmem/snapshot/v1"
     assert doc["totals"]["model_status"] == {"match": 1}
     for indent in (None, 2):
         out = io.StringIO()
-        report.render_json(doc, out, indent=indent)
+        report.render_json(view, out, indent=indent)
         back = snapshot_from_dict(json.loads(out.getvalue()))
         assert back.maps == snap.maps
         assert back.hostname == "node" and back.possible_cpus == 4
@@ -112,7 +114,8 @@ def test_diff_two_moments():
     new = _snap([_m(1, "keep", memlock=100, entries=10), _m(2, "grow", memlock=180, entries=50),
                  _m(9, "restarted", memlock=70, entries=3, owners=(("agent", 200, "/k/p2"),)),
                  _m(10, "fresh", memlock=500)], t=2000.0)
-    d = diff_snapshots(old, new)
+    diff = diff_snapshots(old, new)
+    d = document(diff)
     by = {r["name"]: r for r in d["maps"]}
     assert {n: r["status"] for n, r in by.items()} == {
         "keep": "unchanged", "grow": "changed", "gone": "removed", "restarted": "recreated",
@@ -122,7 +125,9 @@ def test_diff_two_moments():
     assert d["delta_memlock"] == (100 + 180 + 70 + 500) - (100 + 100 + 40 + 70)
     assert d["counts"] == {"added": 1, "removed": 1, "recreated": 1, "changed": 1,
                            "unchanged": 1}
-    md = report.snapshot_diff_markdown(d)
+    out = io.StringIO()
+    report.render_diff_markdown(diff, out)
+    md = out.getvalue()
     assert "| `fresh` | hash | added |" in md and "keep" not in md
 
 
@@ -131,7 +136,7 @@ def test_diff_cli_on_saved_snapshots(tmp_path):
     new = _snap([_m(1, "a", memlock=100), _m(2, "b", memlock=4096)])
     for name, snap in (("old.json", old), ("new.json", new)):
         with open(tmp_path / name, "w") as f:
-            report.render_json(report.build_snapshot_report(snap), f)
+            report.render_json(snapshot_view(snap), f)
     r = subprocess.run([sys.executable, "-m", "bpfmem", "diff", str(tmp_path / "old.json"),
                         str(tmp_path / "new.json"), "--format", "json"],
                        capture_output=True, text=True)
@@ -160,7 +165,7 @@ def test_snapshot_html_page_is_self_contained_and_shows_every_map():
     snap = _snap([_m(1, "lb_services", memlock=7 << 20, entries=990, max_entries=1000),
                   _m(2, "ct", memlock=3 << 20, owners=(("agent", 5, "/kubepods/p/c"),)),
                   _m(3, "orphan", memlock=4096, owners=(), pins=("/sys/fs/bpf/o",))])
-    page = render_snapshot_html(report.build_snapshot_report(snap, PROF))
+    page = render_snapshot_html(snapshot_view(snap, PROF))
     assert NODE_TREEMAP_ID in page and NODE_TOP_ID in page
     from bpfmem.units import format_size as _bytes
     for name in ("lb_services", "ct", "orphan", _bytes(7 << 20), "1 ≥90% full"):

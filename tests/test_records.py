@@ -15,10 +15,12 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "bpfmem"
 GROUND_FLOOR = {"bpfmem.uapi", "bpfmem.errors", "bpfmem.units"}
 
 
-def imports_of(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module name) of every import in ``path``, function-local ones too."""
-    package = "bpfmem." + ".".join(path.relative_to(SRC).with_suffix("").parts)
-    package = package.rsplit(".", 1)[0]   # the module's package, for relative imports
+def imports_of(path: Path, package: str | None = None) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``path``, function-local ones too;
+    ``package`` (default: from the path under src/) resolves relative imports."""
+    if package is None:
+        package = "bpfmem." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+        package = package.rsplit(".", 1)[0]   # the module's package
     out = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -42,10 +44,31 @@ def within(name: str, modules) -> bool:
 
 
 def test_imports_of_resolves_relative_and_local_imports(tmp_path):
-    """The checker itself: relative imports at any depth and imports inside functions."""
-    found = dict((name, line) for line, name in imports_of(SRC / "report" / "snapshot.py"))
-    assert "bpfmem.records" in found and "bpfmem.report.escape" in found
-    assert "rich.table" in found          # imported inside a function
+    """The checker itself: relative imports at any depth, ``from . import``, and imports
+    inside functions and under conditions."""
+    mod = tmp_path / "m.py"
+    mod.write_text("from .escape import term\n"
+                   "from ..records import LiveMap\n"
+                   "from .. import host\n"
+                   "import json\n"
+                   "def f():\n"
+                   "    if True:\n"
+                   "        from bpfmem.parse.snapshot import occupancy_from\n"
+                   "    import bpfmem.host.live\n")
+    found = {name for _line, name in imports_of(mod, "bpfmem.report")}
+    assert {"bpfmem.report.escape", "bpfmem.records", "bpfmem.host", "json",
+            "bpfmem.parse.snapshot", "bpfmem.host.live"} <= found
+    assert dict((n, line) for line, n in imports_of(mod, "bpfmem.report"))["bpfmem.host.live"] == 8
+
+
+def test_report_imports_neither_host_nor_parse():
+    """report/ draws finished results: it never reaches the system (host/) or reads an input
+    format (parse/), not even in a function."""
+    bad = [f"report/{path.name}:{line} imports {name}"
+           for path in sorted((SRC / "report").glob("*.py"))
+           for line, name in imports_of(path)
+           if within(name, ("bpfmem.host", "bpfmem.parse"))]
+    assert not bad, "\n".join(bad)
 
 
 def test_records_import_only_the_ground_floor():

@@ -1,5 +1,7 @@
 """Pure analysis of a live scan: the model's prediction beside the kernel's figure for each map,
-filters, and sums per cgroup. No system access here: the input is a :class:`Snapshot`."""
+filters, sums per cgroup, and what changed between two scans. No system access here: the
+input is a :class:`~bpfmem.records.Snapshot`; the results (:class:`SnapshotView`,
+:class:`SnapshotDiff`) are frozen values whose documents report/documents.py makes."""
 
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ from ..model import formulas as fm
 from ..model.estimate import estimate
 from ..model.kernel import KernelProfile
 from ..model.shape import MapShape
+from ..records import LiveMap, Owner, Snapshot
 from ..uapi import MapType, map_type_name
 
-__all__ = ["ModelCheck", "check_map", "memlock_behaviour", "primary_owner", "map_cgroup", "filter_maps",
-           "cgroup_sums", "CgroupSum"]
+__all__ = ["ModelCheck", "check_map", "memlock_behaviour", "primary_owner", "map_cgroup",
+           "filter_maps", "cgroup_sums", "CgroupSum", "SnapshotView", "snapshot_view",
+           "SnapshotDiff", "LiveMapChange", "LiveMapSide", "SnapshotSide", "CgroupChange",
+           "diff_snapshots"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,92 @@ def cgroup_sums(maps) -> list[CgroupSum]:
                   key=lambda s: (-s.memlock, s.cgroup or ""))
 
 
-SNAPSHOT_DIFF_SCHEMA = "bpfmem/snapshot-diff/v1"
+@dataclass(frozen=True)
+class SnapshotView:
+    """A scan as ``bpfmem snapshot`` shows it: its maps by id, each with the model's check on
+    the scanning kernel (None everywhere without a profile), the sums per cgroup and the
+    totals. Its document is ``bpfmem/snapshot/v1`` (report/documents.py)."""
+    snapshot: Snapshot
+    maps: tuple[LiveMap, ...]                 # by id
+    checks: tuple[ModelCheck | None, ...]     # one per map (None: no model asked for)
+    model_kernel: str | None                  # the profile's release (None: no model)
+    cgroups: tuple[CgroupSum, ...]            # largest first
+    memlock: int                              # kernel memlock of every map
+    charged_model: int | None                 # the model's charge summed (None: no model)
+    model_status: tuple[tuple[str, int], ...]  # (status, maps), in the order first seen
+
+
+def snapshot_view(snap: Snapshot, prof: KernelProfile | None = None) -> SnapshotView:
+    """The :class:`SnapshotView` of ``snap``; ``prof`` (the scanning kernel's) adds the
+    model's check of every map."""
+    maps = tuple(sorted(snap.maps, key=lambda m: m.id))
+    checks = tuple(check_map(m, prof) for m in maps) if prof is not None else (None,) * len(maps)
+    statuses: dict[str, int] = {}
+    for c in checks:
+        if c is not None:
+            statuses[c.status] = statuses.get(c.status, 0) + 1
+    return SnapshotView(
+        snapshot=snap, maps=maps, checks=checks,
+        model_kernel=None if prof is None else prof.version,
+        cgroups=tuple(cgroup_sums(snap.maps)),
+        memlock=sum(m.memlock or 0 for m in snap.maps),
+        charged_model=sum(c.charged or 0 for c in checks) if prof is not None else None,
+        model_status=tuple(statuses.items()))
+
+
+# ---- two moments of a node ----
+
+@dataclass(frozen=True)
+class SnapshotSide:
+    """One snapshot's totals in a diff."""
+    taken_at: float
+    hostname: str
+    maps: int
+    memlock: int
+
+
+@dataclass(frozen=True)
+class LiveMapSide:
+    """One map on one side of a diff; ``owner`` its primary holder (fds not compared)."""
+    id: int
+    memlock: int | None
+    entries: int | None
+    owner: Owner | None
+
+
+@dataclass(frozen=True)
+class LiveMapChange:
+    """A map between two snapshots: ``status`` added, removed, recreated (same name, shape
+    and owner comm, new id: an agent restart), changed or unchanged."""
+    name: str
+    type: int
+    status: str
+    old: LiveMapSide | None
+    new: LiveMapSide | None
+    delta_memlock: int
+    delta_entries: int | None
+
+
+@dataclass(frozen=True)
+class CgroupChange:
+    cgroup: str | None
+    old: int
+    new: int
+    delta: int
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """What changed on a node between two snapshots (document ``bpfmem/snapshot-diff/v1``)."""
+    old: SnapshotSide
+    new: SnapshotSide
+    delta_memlock: int
+    counts: tuple[tuple[str, int], ...]      # (status, maps) for every status, in STATUSES order
+    cgroups: tuple[CgroupChange, ...]        # largest move first
+    maps: tuple[LiveMapChange, ...]              # added, removed, recreated, changed, unchanged
+
+
+STATUSES = ("added", "removed", "recreated", "changed", "unchanged")
 
 
 def _identity(m) -> tuple:
@@ -162,7 +252,20 @@ def _identity(m) -> tuple:
     return (m.name, m.type, m.key_size, m.value_size, m.max_entries, o.comm if o else "")
 
 
-def diff_snapshots(old, new) -> dict:
+def _side(m) -> LiveMapSide | None:
+    if m is None:
+        return None
+    o = primary_owner(m)
+    return LiveMapSide(m.id, m.memlock, m.entries,
+                   None if o is None else Owner(o.pid, o.comm, o.cgroup))
+
+
+def _totals(s: Snapshot) -> SnapshotSide:
+    return SnapshotSide(s.taken_at, s.hostname, len({m.id for m in s.maps}),
+                        sum(m.memlock or 0 for m in s.maps))
+
+
+def diff_snapshots(old: Snapshot, new: Snapshot) -> SnapshotDiff:
     """What changed on a node between two snapshots: maps that appeared, went away, were
     recreated (same name, shape and owner comm, new id: an agent restart), and how memlock
     and entries moved; totals and per-cgroup deltas. Maps are matched by id first (ids are
@@ -182,14 +285,6 @@ def diff_snapshots(old, new) -> dict:
         rows.append(("recreated", pool.pop(0), m) if pool else ("added", None, m))
     rows += [("removed", m, None) for pool in spare.values() for m in pool]
 
-    def side(m):
-        if m is None:
-            return None
-        o = primary_owner(m)
-        return {"id": m.id, "memlock": m.memlock, "entries": m.entries,
-                "owner": None if o is None else {"pid": o.pid, "comm": o.comm,
-                                                 "cgroup": o.cgroup}}
-
     out = []
     for status, x, y in rows:
         ml = (y.memlock or 0 if y else 0) - (x.memlock or 0 if x else 0)
@@ -200,22 +295,15 @@ def diff_snapshots(old, new) -> dict:
         elif status == "same":
             status = "changed"
         m = y or x
-        out.append({"name": m.name, "type": map_type_name(m.type), "status": status,
-                    "old": side(x), "new": side(y), "delta_memlock": ml,
-                    "delta_entries": ent})
-    order = {"added": 0, "removed": 1, "recreated": 2, "changed": 3, "unchanged": 4}
-    out.sort(key=lambda r: (order[r["status"]], -abs(r["delta_memlock"]), r["name"]))
+        out.append(LiveMapChange(m.name, m.type, status, _side(x), _side(y), ml, ent))
+    order = {s: i for i, s in enumerate(STATUSES)}
+    out.sort(key=lambda r: (order[r.status], -abs(r.delta_memlock), r.name))
     ca = {s.cgroup: s.memlock for s in cgroup_sums(old.maps)}
     cb = {s.cgroup: s.memlock for s in cgroup_sums(new.maps)}
-    cg = [{"cgroup": c, "old": ca.get(c, 0), "new": cb.get(c, 0),
-           "delta": cb.get(c, 0) - ca.get(c, 0)} for c in set(ca) | set(cb)]
-    cg.sort(key=lambda r: (-abs(r["delta"]), r["cgroup"] or ""))
-    count = {k: sum(1 for r in out if r["status"] == k) for k in order}
-    return {"schema": SNAPSHOT_DIFF_SCHEMA,
-            "old": {"taken_at": old.taken_at, "hostname": old.hostname, "maps": len(a),
-                    "memlock": sum(m.memlock or 0 for m in old.maps)},
-            "new": {"taken_at": new.taken_at, "hostname": new.hostname, "maps": len(b),
-                    "memlock": sum(m.memlock or 0 for m in new.maps)},
-            "delta_memlock": sum(m.memlock or 0 for m in new.maps)
-            - sum(m.memlock or 0 for m in old.maps),
-            "counts": count, "cgroups": cg, "maps": out}
+    cg = [CgroupChange(c, ca.get(c, 0), cb.get(c, 0), cb.get(c, 0) - ca.get(c, 0))
+          for c in set(ca) | set(cb)]
+    cg.sort(key=lambda r: (-abs(r.delta), r.cgroup or ""))
+    count = tuple((k, sum(1 for r in out if r.status == k)) for k in STATUSES)
+    before, after = _totals(old), _totals(new)
+    return SnapshotDiff(before, after, after.memlock - before.memlock, count, tuple(cg),
+                        tuple(out))

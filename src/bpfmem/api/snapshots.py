@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..analysis.live import SnapshotDiff, SnapshotView, filter_maps
 from ..analysis.live import diff_snapshots as diff
-from ..analysis.live import filter_maps
+from ..analysis.live import snapshot_view as view_of
 from ..inputs import InputError, load_json, peek_input
 from ..parse.snapshot import looks_like_snapshot, snapshot_from_bpftool, snapshot_from_dict
-from ..report.snapshot import build_snapshot_report
+from ..report.documents import document
 
 
 def is_snapshot_file(path: str) -> bool:
@@ -22,10 +23,16 @@ def is_snapshot_file(path: str) -> bool:
         return False
 
 
+def snapshot_view(snap, profile) -> SnapshotView:
+    """A scan's maps with the model's check of each on ``profile`` (None: no model): a
+    :class:`~bpfmem.analysis.live.SnapshotView`, drawn by report.formats.render."""
+    return view_of(snap, profile)
+
+
 def snapshot_document(snap, profile) -> dict:
     """The ``bpfmem/snapshot/v1`` document of a scan, with the model's figures for
     ``profile`` (None: no model)."""
-    return build_snapshot_report(snap, profile)
+    return document(view_of(snap, profile))
 
 
 def load_snapshot(path: str, *, profile=None):
@@ -42,8 +49,9 @@ def load_snapshot(path: str, *, profile=None):
         raise ValueError(f"{path}: {e}") from None
 
 
-def diff_snapshots(old: str, new: str) -> dict:
-    """What changed on a node between two saved snapshots (``bpfmem/snapshot-diff/v1``)."""
+def diff_snapshots(old: str, new: str) -> SnapshotDiff:
+    """What changed on a node between two saved snapshots: a
+    :class:`~bpfmem.analysis.live.SnapshotDiff` (document ``bpfmem/snapshot-diff/v1``)."""
     return diff(load_snapshot(old), load_snapshot(new))
 
 

@@ -80,14 +80,13 @@ class Diff(Command):
         """Two snapshots of a node: maps added, removed, recreated, grown."""
         from .. import api
         from ..errors import UsageError
-        from ..report.snapshot import render_snapshot_diff
         from .common import as_usage
-        from .output import emit
+        from .output import emit_result
         if args.format not in ("table", "json", "markdown"):
             raise UsageError(f"two snapshots diff as table, json or markdown, not {args.format}")
         with as_usage():
-            doc = api.diff_snapshots(args.old, args.new)
-        emit(args.output, lambda out: render_snapshot_diff(doc, args.format, out))
+            diff = api.diff_snapshots(args.old, args.new)
+        emit_result(diff, args.format, args.output)
         return EXIT_OK
 
 

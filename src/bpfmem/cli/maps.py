@@ -102,9 +102,8 @@ class Maps(Command):
         """--from-bpftool FILE: a node's saved maps beside the model's figures."""
         from .. import api
         from ..errors import UsageError
-        from ..report import snapshot as report
         from .common import as_usage, profile_of
-        from .output import note
+        from .output import note, render
         if args.objects:
             raise UsageError("give either objects or --from-bpftool, not both")
         with as_usage():
@@ -113,11 +112,11 @@ class Maps(Command):
         if profile is not None and not args.kernel:
             note(f"modelling kernel {profile.version} with {profile.possible_cpus} CPUs "
                  "(this host; --kernel/--cpus for the node's)")
-        doc = api.snapshot_document(snap, profile)
+        view = api.snapshot_view(snap, profile)
         if args.format == "json":
-            report.render_json(doc, sys.stdout, indent=2 if sys.stdout.isatty() else None)
+            render(view, "json", sys.stdout, indent=2 if sys.stdout.isatty() else None)
         else:
-            report.render_table(doc, sys.stdout, width=args.width)
+            render(view, "table", sys.stdout, width=args.width)
         return EXIT_OK
 
 

@@ -54,9 +54,8 @@ class Snapshot(Command):
     def run(self, args: argparse.Namespace) -> int:
         from .. import api
         from ..errors import UsageError
-        from ..report import snapshot as report
         from .common import progress
-        from .output import emit, note
+        from .output import emit, note, render
         if args.format == "html" and not args.output:
             raise UsageError("--format html writes a page: give -o FILE.html")
         status, say = progress("scanning")
@@ -65,21 +64,16 @@ class Snapshot(Command):
         finally:
             if status is not None:
                 status.stop()
-        doc = api.snapshot_document(filtered(snap, args), api.profile())
+        view = api.snapshot_view(filtered(snap, args), api.profile())
 
-        def render(out) -> None:
-            if args.format == "table":
-                report.render_table(doc, out)
-            elif args.format == "html":
-                from ..report.node_html import render_snapshot_html
-                out.write(render_snapshot_html(doc))
-            else:
-                report.render_json(doc, out, indent=2 if out.isatty() or args.output else None)
-        emit(args.output, render)
+        def draw(out) -> None:
+            options = ({"indent": 2 if out.isatty() or args.output else None}
+                       if args.format == "json" else {})
+            render(view, args.format, out, **options)
+        emit(args.output, draw)
         if args.output:
             from ..units import format_size
-            note(f"{doc['totals']['maps']} maps, memlock "
-                 f"{format_size(doc['totals']['memlock'])} -> {args.output}")
+            note(f"{len(view.maps)} maps, memlock {format_size(view.memlock)} -> {args.output}")
         return EXIT_OK
 
 

@@ -84,16 +84,16 @@ class Top(Command):
         prof = api.profile()
         console = Console()
         sorts = list(SORTS)
-        state = {"sort": args.sort, "doc": None, "total": 0}
+        state = {"sort": args.sort, "view": None, "total": 0}
 
         def rescan() -> None:
             snap = scan(args)
-            state["doc"] = api.snapshot_document(filtered(snap, args), prof)
+            state["view"] = api.snapshot_view(filtered(snap, args), prof)
             state["total"] = len(snap.maps)
 
         def frame(keys: bool = False):
             rows = args.rows or max(console.size.height - 10, 5)
-            return top_view(state["doc"], total_maps=state["total"], rows=rows,
+            return top_view(state["view"], total_maps=state["total"], rows=rows,
                             filters=a.live_filters(args), interval=args.interval,
                             sort=state["sort"], keys=keys)
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from functools import lru_cache
 from typing import Any, Callable
+
+from .. import uapi
 
 # every schema bpfmem writes (a document says which in its "schema" key)
 MAPS = "bpfmem/maps/v1"
@@ -532,3 +535,100 @@ def trace_document(t) -> dict[str, Any]:
                              exit_code=t.exit_code, peak_view=t.at_peak)
     doc["t0_monotonic"] = t.t0_monotonic
     return doc
+
+
+# -- snapshot (the live node) ---------------------------------------------------------------
+@maker("SnapshotView")
+def snapshot_document(v) -> dict[str, Any]:
+    """``bpfmem/snapshot/v1``: the scan's host and totals, the sums per cgroup and every map
+    (by id) with the model's figures when a profile was given (``model``)."""
+    s = v.snapshot
+    maps = [_live_map(m, c) for m, c in zip(v.maps, v.checks)]
+    return {
+        "schema": SNAPSHOT,
+        "taken_at": iso_time(s.taken_at),
+        "host": {"hostname": s.hostname, "kernel": s.kernel, "possible_cpus": s.possible_cpus},
+        "model_kernel": v.model_kernel,
+        "duration_s": round(s.duration, 3),
+        "entries_counted": s.entries_counted,
+        "skipped": s.skipped,
+        "errors": list(s.errors),
+        "bpffs": list(s.bpffs),
+        "owners_from": s.owners_from,
+        "totals": {"maps": len(maps), "memlock": v.memlock, "charged_model": v.charged_model,
+                   "model_status": dict(v.model_status)},
+        "cgroups": [{"cgroup": c.cgroup, "maps": c.maps, "memlock": c.memlock}
+                    for c in v.cgroups],
+        "maps": maps,
+    }
+
+
+def iso_time(t: float) -> str:
+    """A time.time() value as the documents write it (UTC, ISO 8601, seconds)."""
+    import datetime
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+        timespec="seconds")
+
+
+@lru_cache(maxsize=256)
+def _map_type(t: int) -> str:
+    return uapi.map_type_name(t)
+
+
+@lru_cache(maxsize=1024)
+def _flag_list(value: int) -> tuple[str, ...]:
+    return tuple(uapi.flag_names(value))
+
+
+def _live_map(m, check) -> dict[str, Any]:
+    prog_type_name = uapi.prog_type_name
+    rec: dict[str, Any] = {
+        "id": m.id, "name": m.name, "type": _map_type(m.type), "type_id": m.type,
+        "key_size": m.key_size, "value_size": m.value_size, "max_entries": m.max_entries,
+        "map_flags": m.map_flags, "flags": list(_flag_list(m.map_flags)),
+        "map_extra": m.map_extra, "btf_id": m.btf_id, "memlock": m.memlock,
+        "frozen": m.frozen, "entries": m.entries, "entries_complete": m.entries_complete,
+        "entries_method": m.entries_method,
+        "pressure": None if m.pressure is None else round(m.pressure, 6),
+        "owners": [{"pid": o.pid, "comm": o.comm, "cgroup": o.cgroup, "fds": o.fds}
+                   for o in m.owners],
+        "programs": [{"id": p.id, "name": p.name, "type": prog_type_name(p.type)}
+                     for p in m.programs],
+        "pins": list(m.pins),
+    }
+    if check is not None:
+        rec["model"] = _model_check(check)
+    return rec
+
+
+@lru_cache(maxsize=1 << 14)
+def _model_check(c) -> dict[str, Any]:
+    # shared between maps with the same check (nodes run many maps of one shape and fill;
+    # the document is never mutated)
+    return {"memlock": c.memlock, "memlock_full": c.memlock_full, "charged": c.charged,
+            "charged_full": c.charged_full, "status": c.status, "delta": c.delta,
+            "note": c.note}
+
+
+@maker("SnapshotDiff")
+def snapshot_diff_document(d) -> dict[str, Any]:
+    """``bpfmem/snapshot-diff/v1``: both sides' totals, the change in memlock, the maps by
+    status and the cgroups whose memlock moved."""
+    def side(s):
+        return None if s is None else {
+            "id": s.id, "memlock": s.memlock, "entries": s.entries,
+            "owner": None if s.owner is None else {"pid": s.owner.pid, "comm": s.owner.comm,
+                                                   "cgroup": s.owner.cgroup}}
+
+    def totals(t):
+        return {"taken_at": t.taken_at, "hostname": t.hostname, "maps": t.maps,
+                "memlock": t.memlock}
+
+    return {"schema": SNAPSHOT_DIFF, "old": totals(d.old), "new": totals(d.new),
+            "delta_memlock": d.delta_memlock, "counts": dict(d.counts),
+            "cgroups": [{"cgroup": c.cgroup, "old": c.old, "new": c.new, "delta": c.delta}
+                        for c in d.cgroups],
+            "maps": [{"name": r.name, "type": _map_type(r.type), "status": r.status,
+                      "old": side(r.old), "new": side(r.new),
+                      "delta_memlock": r.delta_memlock, "delta_entries": r.delta_entries}
+                     for r in d.maps]}

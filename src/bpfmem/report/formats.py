@@ -55,6 +55,13 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("BinaryCheck", "json"): "documents:render_json",
     ("BinaryCheck", "markdown"): "size:size_markdown_of",
     ("BinaryCheck", "junit"): "size:size_junit",
+    # the live node (analysis/live.py)
+    ("SnapshotView", "text"): "snapshot:render_table",
+    ("SnapshotView", "json"): "snapshot:render_json",
+    ("SnapshotView", "html"): "node_html:render_html",
+    ("SnapshotDiff", "text"): "snapshot:render_diff_table",
+    ("SnapshotDiff", "json"): "snapshot:render_json",
+    ("SnapshotDiff", "markdown"): "snapshot:render_diff_markdown",
 }
 
 
