@@ -70,7 +70,7 @@ MAPS_JSON_ALLOWED = CLI | {
     "bpfmem.config", "bpfmem.uapi", "bpfmem.units",
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
     "bpfmem.parse.sections", "bpfmem.parse.loader", "bpfmem.parse.objspec",
-    "bpfmem.parse.kernel_btf",
+    "bpfmem.parse.programs", "bpfmem.parse.insn", "bpfmem.parse.kernel_btf",
     "bpfmem.model", "bpfmem.model.kernel", "bpfmem.model.structs", "bpfmem.model.shape",
     "bpfmem.model.limits", "bpfmem.model.formulas", "bpfmem.model.estimate",
     "bpfmem.report", "bpfmem.report.escape",
@@ -91,7 +91,7 @@ MAPS_JSON_FORBIDDEN = {
     "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",
     "bpfmem.report.snapshot", "bpfmem.report.top", "bpfmem.analysis.advise",
     "bpfmem.analysis.whatif", "bpfmem.parse.access",
-    "bpfmem.parse.insn",
+    "bpfmem.parse.helpers",
 }
 HELP_ALLOWED = CLI_PARSER | {"bpfmem", "bpfmem.errors"}
 

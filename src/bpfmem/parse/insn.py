@@ -7,10 +7,10 @@ imm). In a big-endian object the two register nibbles are swapped.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import sys
+from typing import Iterable, Iterator, NamedTuple
 
 from ..errors import ParseError
-from .helpers import helper_name
 from .reader import packer
 
 # instruction classes (code & 0x07)
@@ -128,7 +128,10 @@ class Insn(NamedTuple):
 
     @property
     def helper(self) -> str | None:
-        return helper_name(self.imm) if self.is_helper_call else None
+        if not self.is_helper_call:
+            return None
+        from .helpers import helper_name
+        return helper_name(self.imm)
 
     def __str__(self) -> str:
         return disassemble(self)
@@ -171,6 +174,28 @@ def decode(data: bytes | memoryview, *, little: bool = True, section: str = "cod
             append(Insn(i, code, dst, src, off, imm, imm))
             i += 1
     return out
+
+
+def fields_at(code: bytes | memoryview, offsets: Iterable[int], *, little: bool = True
+              ) -> Iterator[tuple[int, int, int] | None]:
+    """(opcode, src_reg, imm) of the instruction at each byte offset of ``code``, in order;
+    None for an offset that is not the start of a whole instruction inside ``code``.
+
+    For the few instructions a loader looks at (those a relocation points at) without
+    decoding the whole section: the immediates are read through one int32 view of the code
+    when its byte order is this host's."""
+    n = len(code)
+    words = memoryview(code).cast("i") \
+        if little == (sys.byteorder == "little") and n % 4 == 0 else None
+    order = "little" if little else "big"
+    for off in offsets:
+        if off % 8 or off + 8 > n:
+            yield None
+            continue
+        regs = code[off + 1]
+        imm = words[(off >> 2) + 1] if words is not None else \
+            int.from_bytes(code[off + 4:off + 8], order, signed=True)
+        yield code[off], (regs >> 4) if little else (regs & 0xF), imm
 
 
 def disassemble(x: Insn) -> str:

@@ -9,20 +9,18 @@ never filled in from this machine.
 
 from __future__ import annotations
 
-import bisect
-import sys
 from dataclasses import dataclass, field, replace
 
 from ..errors import ParseError
 from ..uapi import BPF_OBJ_NAME_LEN, MapFlag, MapType, ProgType, map_type_name
 from . import btf as B
 from .btf import Btf
-from .elf import (SHN_LORESERVE, SHN_UNDEF, SHT_NOBITS, SHT_PROGBITS, SHT_REL, STB_GLOBAL,
-                  STB_LOCAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
-                  STV_HIDDEN, STV_INTERNAL, ElfFile, Section, Symbol)
+from .elf import (SHN_UNDEF, SHT_NOBITS, SHT_PROGBITS, SHT_REL, STB_GLOBAL, STB_WEAK,
+                  STT_NOTYPE, STT_OBJECT, STT_SECTION, STV_HIDDEN, STV_INTERNAL, ElfFile,
+                  Section, Symbol)
 from .loader import (LIBBPF, MAP_CHECK_BTF_TYPES, Loader, bpf2go_name, get_loader,
                      sanitize_name)
-from .sections import program_type_for_section
+from .programs import MapSymbols, ProgramSpec, collect_functions, read_programs
 
 PAGE_SIZE = 4096  # libbpf rounds ringbuf sizes to the host page size; x86-64/arm64 default
 
@@ -37,11 +35,6 @@ _ZERO_ENTRIES_OK = frozenset({MapType.CGROUP_STORAGE, MapType.PERCPU_CGROUP_STOR
                               MapType.TASK_STORAGE, MapType.CGRP_STORAGE})
 _MAP_IN_MAP = frozenset({MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS})
 _RINGBUFS = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF})
-
-_BPF_CALL = 0x85      # BPF_JMP | BPF_CALL
-_BPF_LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
-_PSEUDO_CALL = 1
-
 
 @dataclass(frozen=True, slots=True)
 class MapSpec:
@@ -81,19 +74,6 @@ class MapSpec:
     @property
     def type_name(self) -> str:
         return map_type_name(self.type)
-
-
-@dataclass(frozen=True, slots=True)
-class ProgramSpec:
-    name: str
-    section: str
-    type: int                   # BPF_PROG_TYPE_* value, 0 (unspec) when libbpf cannot tell
-    expected_attach_type: int
-    autoload: bool
-    sleepable: bool
-    insns: int
-    maps: tuple[str, ...] = ()          # maps referenced, also through subprograms
-    subprograms: tuple[str, ...] = ()   # .text functions it calls, directly or not
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +254,9 @@ class _ObjectParser:
         self._data_maps()
         self._kconfig_map()
         self._struct_ops_maps()
-        self._collect_functions()
+        self.functions = collect_functions(self.syms, self.exec_secs, self.text_idx,
+                                           static_programs=self.L.static_programs)
+        self.funcs = self.functions.by_section
         programs = self._programs()
         self._map_init_slots()
         programs = self._struct_ops_attach(programs)
@@ -983,39 +965,8 @@ class _ObjectParser:
                                       f"known at load; {t.size} is the object's struct {t.name}",))
                 self._add_map(spec, sec.index, offset)
 
-    # -- programs and references ----------------------------------------------------------
-    def _collect_functions(self) -> None:
-        """Function symbols per executable section, sorted by offset."""
-        self.funcs: dict[int, list[Symbol]] = {}
-        self.func_starts: dict[int, list[int]] = {}
-        exec_idx = {s.index: s for s in self.exec_secs}
-        for sym in self.syms:
-            if sym.type == STT_FUNC and sym.shndx in exec_idx:
-                sec = exec_idx[sym.shndx]
-                if sym.value + sym.size > sec.size or sym.value % 8:
-                    raise ParseError(f"program '{sym.name}' at offset {sym.value} crosses the "
-                                     "end of its section", section=sec.name)
-                if (sym.shndx != self.text_idx and sym.bind == STB_LOCAL
-                        and not self.L.static_programs):
-                    raise ParseError(f"program '{sym.name}' is static, which libbpf does not "
-                                     "support outside .text", section=sec.name)
-                self.funcs.setdefault(sym.shndx, []).append(sym)
-        for idx, fs in self.funcs.items():
-            fs.sort(key=lambda s: s.value)
-            self.func_starts[idx] = [s.value for s in fs]
-
-    def _func_at(self, shndx: int, offset: int) -> Symbol | None:
-        starts = self.func_starts.get(shndx)
-        if not starts:
-            return None
-        i = bisect.bisect_right(starts, offset) - 1
-        if i < 0:
-            return None
-        f = self.funcs[shndx][i]
-        return f if offset < f.value + max(f.size, 8) else None
-
+    # -- programs and references (parse/programs.py) --------------------------------------
     def _programs(self) -> tuple[ProgramSpec, ...]:
-        elf = self.elf
         map_at: dict[tuple[int, int], int] = {o: i for i, o in enumerate(self.map_origin)}
         data_map: dict[int, int] = {}
         for i, m in enumerate(self.maps):
@@ -1024,126 +975,18 @@ class _ObjectParser:
         kconfig_map = next((i for i, m in enumerate(self.maps)
                             if m.kind == KIND_DATA and m.section == ".kconfig"), None)
         arena_map = next((i for i, m in enumerate(self.maps) if m.type == MapType.ARENA), None)
-        kconfig_names: set[str] = set()
+        kconfig_names: frozenset[str] = frozenset()
         if kconfig_map is not None and self.btf is not None:
             ds = self.btf.datasec(".kconfig")
-            kconfig_names = {self.btf.type(v.type).name for v in self.btf.type(ds).secinfos}  # type: ignore[arg-type]
-
-        # what each relocated instruction refers to: (section index, byte offset) ->
-        # ("map", map index) | ("value", map index) | ("call" | "func", .text offset)
-        self.reloc_targets: dict[tuple[int, int], tuple[str, int]] = {}
-        # refs[(shndx, func offset)] = (set of map indexes, set of called .text offsets)
-        refs: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
-        exec_by_idx = {s.index: s for s in self.exec_secs}
-        little = elf.little_endian
-        native = little == (sys.byteorder == "little")
-        syms, nsyms = self.syms, len(self.syms)
-        targets = self.reloc_targets
-        text_idx, maps_idx, legacy_idx = self.text_idx, self.maps_idx, self.legacy_idx
-        arena_idx = self.arena_idx
-        for rsec in elf.relocation_sections():
-            if rsec.type != SHT_REL or rsec.info not in exec_by_idx:
-                continue
-            target = exec_by_idx[rsec.info]
-            code = elf.data(target)
-            raw = code.data
-            # one pass per section: the relocation columns in bulk, the immediates as an
-            # int32 view of the code (native byte order), functions found by bisection
-            words = memoryview(raw).cast("i") if native and len(raw) % 4 == 0 else None
-            starts = self.func_starts.get(target.index) or []
-            funcs = self.funcs.get(target.index) or []
-            offsets, symbols, _types = elf.relocation_table(rsec)
-            func = None
-            func_end = -1
-            entry = None
-            for off, symi in zip(offsets, symbols):
-                if off % 8 or off + 8 > len(raw):
-                    raise ParseError(f"relocation at {off:#x} is outside {target.name}",
-                                     section=rsec.name, offset=rsec.offset)
-                if func is None or not func.value <= off < func_end:
-                    j = bisect.bisect_right(starts, off) - 1
-                    if j < 0:
-                        continue
-                    f = funcs[j]
-                    if off >= f.value + max(f.size, 8):
-                        continue
-                    # the bisection's answer holds until this function or the next start ends
-                    func, func_end = f, f.value + max(f.size, 8)
-                    if j + 1 < len(starts):
-                        func_end = min(func_end, starts[j + 1])
-                    key = (target.index, func.value)
-                    entry = refs.get(key)
-                    if entry is None:
-                        entry = refs[key] = (set(), set())
-                sym = syms[symi] if 0 <= symi < nsyms else \
-                    elf.symbol(symi, f"symbol of relocation at {off:#x}")
-                opcode = raw[off]
-                regs = raw[off + 1]
-                src_reg = (regs >> 4) if little else (regs & 0xF)
-                if words is not None:
-                    imm = words[(off >> 2) + 1]
-                else:
-                    imm = int.from_bytes(raw[off + 4:off + 8], "little" if little else "big",
-                                         signed=True)
-                maps_used, calls = entry
-                if sym.shndx == SHN_UNDEF:
-                    if sym.name in kconfig_names and kconfig_map is not None:
-                        maps_used.add(kconfig_map)
-                        targets[(target.index, off)] = ("value", kconfig_map)
-                    continue
-                if opcode == _BPF_CALL:
-                    if src_reg == _PSEUDO_CALL and sym.shndx == text_idx:
-                        calls.add(sym.value + (imm + 1) * 8)
-                        targets[(target.index, off)] = (
-                            "call", sym.value + (imm + 1) * 8)
-                    continue
-                if opcode != _BPF_LD_IMM64 or sym.shndx >= SHN_LORESERVE:
-                    continue
-                if sym.shndx == text_idx:
-                    calls.add(sym.value + imm)          # callback (subprogram address)
-                    targets[(target.index, off)] = ("func", sym.value + imm)
-                elif sym.shndx == maps_idx or sym.shndx == legacy_idx:
-                    i = map_at.get((sym.shndx, sym.value))
-                    if i is None:
-                        raise ParseError(f"map relocation against '{sym.name}' at offset "
-                                         f"{sym.value} matches no map", section=rsec.name)
-                    maps_used.add(i)
-                    targets[(target.index, off)] = ("map", i)
-                elif sym.shndx in data_map:
-                    maps_used.add(data_map[sym.shndx])
-                    targets[(target.index, off)] = ("value", data_map[sym.shndx])
-                elif sym.shndx == arena_idx and arena_map is not None:
-                    maps_used.add(arena_map)
-                    targets[(target.index, off)] = ("value", arena_map)
-
-        programs: list[ProgramSpec] = []
-        text_funcs = {f.value: f for f in self.funcs.get(self.text_idx or -1, [])}
-        for sec in sorted(self.exec_secs, key=lambda s: s.index):
-            if sec.index == self.text_idx:
-                continue
-            ptype, attach, autoload, sleepable = program_type_for_section(sec.name)
-            for f in self.funcs.get(sec.index, []):
-                used: set[int] = set()
-                seen_sub: set[int] = set()
-                stack = [(sec.index, f.value)]
-                while stack:
-                    node = stack.pop()
-                    entry = refs.get(node)
-                    if entry is None:
-                        continue
-                    used |= entry[0]
-                    for target_off in entry[1]:
-                        sub = self._func_at(self.text_idx, target_off) if self.text_idx else None
-                        if sub is not None and sub.value not in seen_sub:
-                            seen_sub.add(sub.value)
-                            stack.append((self.text_idx, sub.value))  # type: ignore[arg-type]
-                programs.append(ProgramSpec(
-                    f.name, sec.name, int(ptype) if ptype is not None else 0, int(attach),
-                    autoload, sleepable, f.size // 8,
-                    tuple(self.maps[i].name for i in sorted(used)),
-                    tuple(text_funcs[o].name for o in sorted(seen_sub) if o in text_funcs)))
+            kconfig_names = frozenset(self.btf.type(v.type).name
+                                      for v in self.btf.type(ds).secinfos)  # type: ignore[arg-type]
+        where = MapSymbols(map_at, data_map, kconfig_map, kconfig_names, arena_map,
+                           self.maps_idx, self.legacy_idx, self.arena_idx)
+        programs, self.reloc_targets = read_programs(
+            self.elf, self.syms, self.exec_secs, self.text_idx, self.functions, where,
+            [m.name for m in self.maps])
         self.programs = programs
-        return tuple(programs)
+        return programs
 
     def _struct_ops_attach(self, programs: tuple[ProgramSpec, ...]) -> tuple[ProgramSpec, ...]:
         """``.rel.struct_ops``: each function pointer member names a program; libbpf (1.1, at
