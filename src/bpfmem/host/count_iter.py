@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from bpfmem.errors import HostError, ParseError
 from bpfmem.uapi import MapType as T
 
-from . import bpfsys, cache
-from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, _insn, _ldx_dw, _ldx_w
+from . import cache
+from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, _insn, _ldx_dw, _ldx_w, run_iterator
 
 BPF_PSEUDO_KFUNC_CALL = 2
 RECORD = struct.Struct("=IIq")          # map id, 0, count
@@ -124,28 +124,5 @@ def map_counts() -> dict[int, int]:
     (:data:`KERNEL_COUNTED`; the others are listed too, as 0: callers look only at those);
     every fd the program, its link and the iterator took is closed again."""
     lay = read_count_layout()
-    fds: list[int] = []
-    try:
-        try:
-            prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, program(lay),
-                                    expected_attach_type=bpfsys.BPF_TRACE_ITER,
-                                    attach_btf_id=lay.attach_btf_id, name="bpfmem_counts")
-        except HostError as e:
-            raise CountsUnavailable(f"loading the count iterator: {e}") from None
-        fds.append(prog)
-        try:
-            fds.append(bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER))
-            it = bpfsys.iter_create(fds[-1])
-        except HostError as e:
-            raise CountsUnavailable(f"attaching the count iterator: {e}") from None
-        fds.append(it)
-        chunks = []
-        while True:
-            b = os.read(it, 1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-    finally:
-        for fd in reversed(fds):
-            os.close(fd)
-    return parse_records(b"".join(chunks))
+    return parse_records(run_iterator(program(lay), lay.attach_btf_id, "bpfmem_counts",
+                                      CountsUnavailable, "count"))

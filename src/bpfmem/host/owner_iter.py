@@ -199,20 +199,29 @@ def map_fds() -> list[tuple[int, int, int]]:
         raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
                                   "host pids)")
     lay = read_layout()
+    return parse_records(run_iterator(program(lay), lay.attach_btf_id, "bpfmem_owners",
+                                      IteratorUnavailable, "owner"))
+
+
+def run_iterator(insns: bytes, attach_btf_id: int, name: str, unavailable: type,
+                 what: str) -> bytes:
+    """Load an iterator program, attach it, read its whole output; every fd the program, its
+    link and the iterator took is closed again, whatever happens. A refusal raises
+    ``unavailable`` (naming ``what``)."""
     fds: list[int] = []
     try:
         try:
-            prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, program(lay),
+            prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, insns,
                                     expected_attach_type=bpfsys.BPF_TRACE_ITER,
-                                    attach_btf_id=lay.attach_btf_id, name="bpfmem_owners")
+                                    attach_btf_id=attach_btf_id, name=name)
         except HostError as e:
-            raise IteratorUnavailable(f"loading the owner iterator: {e}") from None
+            raise unavailable(f"loading the {what} iterator: {e}") from None
         fds.append(prog)
         try:
             fds.append(bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER))
             it = bpfsys.iter_create(fds[-1])
         except HostError as e:
-            raise IteratorUnavailable(f"attaching the owner iterator: {e}") from None
+            raise unavailable(f"attaching the {what} iterator: {e}") from None
         fds.append(it)
         chunks = []
         while True:
@@ -223,4 +232,4 @@ def map_fds() -> list[tuple[int, int, int]]:
     finally:
         for fd in reversed(fds):
             os.close(fd)
-    return parse_records(b"".join(chunks))
+    return b"".join(chunks)

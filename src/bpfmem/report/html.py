@@ -311,13 +311,7 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
     ymax = max(totals + [b for b in budgets if b is not None] + [0])
     shapes, annotations = [], []
     if limit:
-        lm = in_mi(limit)
-        ymax = max(ymax, lm)
-        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
-                           line=dict(color=_FAIL, width=2, dash="dash")))
-        annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
-                                text=f"limit {format_size(limit)}", showarrow=False,
-                                font=dict(color=_FAIL, size=12)))
+        ymax = max(ymax, _limit_line(limit, shapes, annotations))
     fig.update_layout(**_layout(
         height=460,
         margin=dict(l=60, r=10, t=30, b=50),
@@ -329,6 +323,17 @@ def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
         shapes=shapes, annotations=annotations, bargap=0.35,
     ))
     return fig
+
+
+def _limit_line(limit: int, shapes: list, annotations: list) -> float:
+    """A dashed line at the memory limit, labelled; returns its height (Mi)."""
+    lm = in_mi(limit)
+    shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
+                       line=dict(color=_FAIL, width=2, dash="dash")))
+    annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
+                            text=f"limit {format_size(limit)}", showarrow=False,
+                            font=dict(color=_FAIL, size=12)))
+    return lm
 
 
 # --- (c) diff -----------------------------------------------------------------------------------
@@ -361,13 +366,7 @@ def _diff_totals_figure(go: Any, doc: dict[str, Any]) -> Any:
     ymax = max([in_mi(v) or 0 for s in (old, new)
                 for v in (s.get("charged_at_create"), s.get("charged_full"))] + [0])
     if limit:
-        lm = in_mi(limit)
-        ymax = max(ymax, lm)
-        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, y0=lm, y1=lm,
-                           line=dict(color=_FAIL, width=2, dash="dash")))
-        annotations.append(dict(xref="paper", x=1, y=lm, xanchor="right", yanchor="bottom",
-                                text=f"limit {format_size(limit)}", showarrow=False,
-                                font=dict(color=_FAIL, size=12)))
+        ymax = max(ymax, _limit_line(limit, shapes, annotations))
     fig.update_layout(**_layout(
         height=300, barmode="group",
         margin=dict(l=55, r=10, t=30, b=30),
