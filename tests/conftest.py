@@ -1,5 +1,8 @@
 import os
+import subprocess
 import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -17,3 +20,15 @@ def fixture_objects() -> list[Path]:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+@contextmanager
+def bpffs(prefix: str = "bpfmem-test-bpffs-"):
+    """A scratch bpffs mount, unmounted and removed afterwards (also on failure)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    subprocess.run(["mount", "-t", "bpf", "bpf", d], check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", d], check=False)
+        os.rmdir(d)

@@ -11,14 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
 
-from conftest import is_root
+from conftest import bpffs, is_root
 from mapfarm import MapFarm, MapPlan
 
 from bpfmem.analysis.live import check_map, filter_maps
@@ -31,17 +29,6 @@ kernel = pytest.mark.kernel
 needs_root = pytest.mark.skipif(not is_root(), reason="needs root (CAP_SYS_ADMIN)")
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 pytestmark = [kernel, needs_root]
-
-
-@contextmanager
-def bpffs():
-    d = tempfile.mkdtemp(prefix="bpfmem-test-bpffs-")
-    subprocess.run(["mount", "-t", "bpf", "bpf", d], check=True)
-    try:
-        yield d
-    finally:
-        subprocess.run(["umount", "-l", d], check=False)
-        os.rmdir(d)
 
 
 PLANS = [

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import os
 import struct
-import subprocess
-import tempfile
-from contextlib import contextmanager
 
 import pytest
 
-from conftest import is_root
+from conftest import bpffs, is_root
 
 from bpfmem import api
 from bpfmem.analysis.live import memlock_behaviour
@@ -24,17 +21,6 @@ from bpfmem.uapi import MapType as T
 pytestmark = [pytest.mark.kernel,
               pytest.mark.skipif(not is_root(), reason="needs root (CAP_SYS_ADMIN)")]
 PREFIX = f"rs{os.getpid() % 10000}_"
-
-
-@contextmanager
-def bpffs():
-    d = tempfile.mkdtemp(prefix="bpfmem-test-rescan-")
-    subprocess.run(["mount", "-t", "bpf", "bpf", d], check=True)
-    try:
-        yield d
-    finally:
-        subprocess.run(["umount", "-l", d], check=False)
-        os.rmdir(d)
 
 
 def _ours(snap) -> dict:

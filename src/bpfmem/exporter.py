@@ -284,7 +284,6 @@ class Exposition:
         self._charged: dict = {}
         self._lock = threading.Lock()
         self._scan_no = -1
-        self._rows: list = []
         self._pages: dict[str, dict] = {}
 
     def page(self, accept: str = "") -> tuple[bytes, bytes, str]:
@@ -293,15 +292,14 @@ class Exposition:
         return self._plain(entry), entry["gzip"], content_type
 
     def answer(self, accept: str = "", gzip_ok: bool = False):
-        """(data, length, content encoding or None, content type) for one scrape. The page is
+        """(data, content encoding or None, content type) for one scrape. The page is
         kept gzipped (Prometheus asks for gzip; 10,000 maps: 7 MB of text, 0.6 MB so); for
         the first client of a scan without gzip it is inflated once and kept beside, shared
         by every such client (50 concurrent ones must not inflate 50 copies)."""
         entry, content_type = self._entry(accept)
         if gzip_ok:
-            return entry["gzip"], len(entry["gzip"]), "gzip", content_type
-        body = self._plain(entry)
-        return body, len(body), None, content_type
+            return entry["gzip"], "gzip", content_type
+        return self._plain(entry), None, content_type
 
     def _plain(self, entry: dict) -> bytes:
         with self._lock:
@@ -336,15 +334,14 @@ class Exposition:
 
 
 def _deflate(chunks) -> dict:
-    """{"gzip": the chunks gzipped as one member, "size": their length}, compressed as they
-    come (the whole text never exists at once)."""
+    """{"gzip": the chunks gzipped as one member, "body": None (the plain page, made when a
+    client without gzip asks)}, compressed as they come (the whole text never exists)."""
     z = zlib.compressobj(1, zlib.DEFLATED, 31)   # 31: a gzip header and trailer
-    parts, size = [], 0
+    parts = []
     for chunk in chunks:
-        size += len(chunk)
         parts.append(z.compress(chunk))
     parts.append(z.flush())
-    return {"gzip": b"".join(parts), "size": size, "body": None}
+    return {"gzip": b"".join(parts), "body": None}
 
 
 def _trim() -> None:
@@ -429,7 +426,7 @@ def _handler(expo: Exposition):
             status, data = 405, b"GET or HEAD\n"
         elif parsed[1] == "/metrics":
             headers = parsed[2]
-            data, length, encoding, ctype = expo.answer(
+            data, encoding, ctype = expo.answer(
                 headers.get("accept", ""), "gzip" in headers.get("accept-encoding", ""))
             status = 200
         elif parsed[1] == "/healthz":
@@ -440,11 +437,9 @@ def _handler(expo: Exposition):
             status, data, ctype = 200, _INDEX, "text/html"
         else:
             status, data = 404, b"not found\n"
-        if isinstance(data, bytes):
-            length = len(data)
-        server.answering(conn, length)
+        server.answering(conn, len(data))
         lines = [f"HTTP/1.1 {status} {_REASONS[status]}", f"Content-Type: {ctype}",
-                 f"Content-Length: {length}", "Connection: close",
+                 f"Content-Length: {len(data)}", "Connection: close",
                  f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime())}"]
         if encoding:
             lines.append(f"Content-Encoding: {encoding}")
@@ -453,8 +448,7 @@ def _handler(expo: Exposition):
         conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         if method == "HEAD":
             return
-        for chunk in ((data,) if isinstance(data, bytes) else data):
-            conn.sendall(chunk)   # sendall: a page is larger than the socket's buffer
+        conn.sendall(data)   # sendall: a page is larger than the socket's buffer
 
     return handle
 
@@ -549,7 +543,6 @@ class BoundedHTTPServer:
 
     def _read_head(self, conn) -> None:
         """Collect a request's head without a thread; a complete one goes to the pool."""
-        import time as _time
         due, peer, head = self._waiting[conn]
         try:
             chunk = conn.recv(4096)

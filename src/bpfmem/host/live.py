@@ -220,7 +220,7 @@ def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
     return users
 
 
-def _kernel_counts(errors: list[str]) -> dict[int, int]:
+def _kernel_counts() -> dict[int, int]:
     """{map id: entries} the kernel keeps for hash maps (6.6+, host/count_iter.py), or {}
     where it cannot say (then every map is walked)."""
     from bpfmem.host.count_iter import CountsUnavailable, map_counts
@@ -398,7 +398,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             errors.append(f"mountinfo: {e}")
         pinned = _pins(bpffs, errors, memo)
     say("maps" + (" and their entries" if entries else ""))
-    kcounts = _kernel_counts(errors) if entries and kernel_counts and root == "/" else None
+    kcounts = _kernel_counts() if entries and kernel_counts and root == "/" else None
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
                                     fdinfo=not owners or records is not None, memo=memo,
                                     kernel_counts=kcounts)
