@@ -29,7 +29,8 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
     loaders (``["libbpf", "cilium-ebpf"]``): the objects are then checked as each one reads
     them, one result per loader and profile, and the gate must hold for all."""
     loaders = [loader] if loader is None or isinstance(loader, str) else list(loader)
-    objs = [load_object(s, loader=loaders[0]) for s in sources]
+    # a gate judges maps only: the program list is not read (same maps, notes, refusals)
+    objs = [load_object(s, loader=loaders[0], programs=False) for s in sources]
     typos = unmatched(objs, whatif, map_caps, object_limits, config)
     if typos:
         raise ValueError("; ".join(typos))
@@ -37,7 +38,8 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
     profiles = list(profiles)
     result = check(objs, budget, profiles, whatif)
     for name in loaders[1:]:
-        part = check([load_object(s, loader=name) for s in sources], budget, profiles, whatif)
+        part = check([load_object(s, loader=name, programs=False) for s in sources], budget,
+                     profiles, whatif)
         result = replace(result, results=result.results + part.results)
     return result
 
@@ -48,7 +50,7 @@ def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
     objects) on ``profile``; the what-if applies to the new side. ``old_loader`` and
     ``new_loader`` read each side as that loader does: the same object under libbpf and
     cilium/ebpf shows what a move from one to the other changes."""
-    new_objs = [load_object(s, loader=new_loader) for s in new]
-    result = diff([load_object(s, loader=old_loader) for s in old], new_objs, profile, whatif,
-                  limit)
+    new_objs = [load_object(s, loader=new_loader, programs=False) for s in new]
+    result = diff([load_object(s, loader=old_loader, programs=False) for s in old], new_objs,
+                  profile, whatif, limit)
     return replace(result, warnings=tuple(unmatched(new_objs, whatif)))

@@ -23,7 +23,7 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     Comparison per map). Needs root (CAP_BPF, CAP_SYS_ADMIN).
     Everything created is removed afterwards, also on errors and Ctrl-C.
     """
-    spec = load_object(source, loader=loader)
+    spec = load_object(source, loader=loader, programs=False)   # maps only
     draft = host_profile() if vm_kernel is None else KernelProfile.for_release(
         release_guess(vm_kernel), cpus)
     plan = plan_measure(spec, draft, fill=fill)

@@ -19,7 +19,8 @@ def example_object_path() -> Path:
 
 
 def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
-                loader: str | None = None, code: bool = False) -> ObjectSpec | ObjectCode:
+                loader: str | None = None, code: bool = False,
+                programs: bool = True) -> ObjectSpec | ObjectCode:
     """Parse a compiled BPF object from a path or from its bytes, as ``loader`` reads it:
     ``"libbpf"`` (the default), ``"cilium-ebpf"`` (current cilium/ebpf, Go agents and
     bpf2go objects), ``"cilium-ebpf@0.9"``, or ``"auto"``: the one loader that opens it, or
@@ -32,22 +33,28 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
 
     ``code=True`` keeps what code analyses need (``advise``): an
     :class:`~bpfmem.parse.objspec.ObjectCode` whose ``spec`` is the object's spec.
+
+    ``programs=False`` does not read the program list (``spec.programs`` is None, "not
+    read"), for callers that only need the maps: they, the notes and the refusals are what
+    the full parse gives. It cannot be combined with ``code=True``.
     """
+    if code and not programs:
+        raise ValueError("code=True needs the programs: drop programs=False")
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _parse(bytes(source), None, name, loader, code)
+        return _parse(bytes(source), None, name, loader, code, programs)
     path = os.fspath(source)
     data = read_input(path, "object")
     try:
-        return _parse(data, path, name, loader, code)
+        return _parse(data, path, name, loader, code, programs)
     except ParseError as e:
         raise e.with_path(path) from None
 
 
 def _parse(data: bytes, path: str | None, name: str | None, loader: str | None,
-           code: bool) -> ObjectSpec | ObjectCode:
+           code: bool, programs: bool) -> ObjectSpec | ObjectCode:
     if code:
         return parse_object_code(data, path=path, loader=loader)
-    return parse_object(data, path=path, name=name, loader=loader)
+    return parse_object(data, path=path, name=name, loader=loader, programs=programs)
 
 
 def loader_names() -> tuple[str, ...]:

@@ -63,6 +63,9 @@ class Maps(Command):
         p.add_argument("--no-memory", action="store_true",
                        help="only what the object says (the same on every host): no kernel "
                             "model")
+        p.add_argument("--no-programs", action="store_true",
+                       help="do not read the program list (faster on big objects): the "
+                            "maps, notes and totals are the same; JSON has \"programs\": null")
         p.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -79,7 +82,8 @@ class Maps(Command):
         objects, errors = [], []
         for path in paths:
             try:
-                objects.append(api.load_object(path, loader=loader))
+                objects.append(api.load_object(path, loader=loader,
+                                               programs=not args.no_programs))
             except BpfmemError as e:
                 errors.append((path, str(e)))
                 fail(str(e))

@@ -20,7 +20,8 @@ from .elf import (SHN_UNDEF, SHT_NOBITS, SHT_PROGBITS, SHT_REL, STB_GLOBAL, STB_
                   Section, Symbol)
 from .loader import (LIBBPF, MAP_CHECK_BTF_TYPES, Loader, bpf2go_name, get_loader,
                      sanitize_name)
-from .programs import MapSymbols, ProgramSpec, collect_functions, read_programs
+from .programs import (MapSymbols, ProgramSpec, collect_functions, program_relocations_ok,
+                       read_programs)
 
 PAGE_SIZE = 4096  # libbpf rounds ringbuf sizes to the host page size; x86-64/arm64 default
 
@@ -83,7 +84,8 @@ class ObjectSpec:
     little_endian: bool
     license: str | None
     maps: tuple[MapSpec, ...]
-    programs: tuple[ProgramSpec, ...]
+    programs: tuple[ProgramSpec, ...] | None   # None: not read (parse_object(programs=False)),
+                                               # which is not "no programs": ask for them
     has_btf: bool
     notes: tuple[str, ...] = field(default=())
     loader: str = "libbpf"        # the loader whose rules made this spec (parse/loader.py)
@@ -176,14 +178,18 @@ AUTO = "auto"
 
 
 def parse_object(data: bytes, *, path: str | None = None, name: str | None = None,
-                 loader: Loader | str | None = None) -> ObjectSpec:
+                 loader: Loader | str | None = None, programs: bool = True) -> ObjectSpec:
     """Parse a BPF object's bytes with ``loader``'s rules (default libbpf; ``"auto"``: see
-    :func:`parse_object_auto`). Raises :class:`ParseError` for anything that loader rejects."""
+    :func:`parse_object_auto`). Raises :class:`ParseError` for anything that loader rejects.
+
+    ``programs=False`` leaves the program list unread (``spec.programs`` is None) for
+    commands that never show it: the maps, notes and refusals are the same as the full
+    parse's (where they depend on the programs, those are read anyway, and not returned)."""
     if loader == AUTO:
-        return parse_object_auto(data, path=path, name=name)
+        return parse_object_auto(data, path=path, name=name, programs=programs)
     L = get_loader(loader)
     try:
-        spec = _ObjectParser(data, path, name, L).run()
+        spec = _ObjectParser(data, path, name, L, programs=programs).run()
     except ParseError as e:
         raise e.with_path(path) if path else e
     except RecursionError:
@@ -192,14 +198,14 @@ def parse_object(data: bytes, *, path: str | None = None, name: str | None = Non
 
 
 def parse_object_auto(data: bytes, *, path: str | None = None,
-                      name: str | None = None) -> ObjectSpec:
+                      name: str | None = None, programs: bool = True) -> ObjectSpec:
     """The default loader: an object only one loader can open is read with that one; a
     bpf2go file name (``*_bpfel.o``) that cilium/ebpf opens is read as cilium/ebpf does;
     anything else as libbpf does. The spec says which loader was assumed and why."""
     from .loader import CILIUM
     lib_err: ParseError | None = None
     try:
-        lib = parse_object(data, path=path, name=name, loader=LIBBPF)
+        lib = parse_object(data, path=path, name=name, loader=LIBBPF, programs=programs)
     except ParseError as e:
         lib, lib_err = None, e
     hinted = bpf2go_name(path)
@@ -207,7 +213,7 @@ def parse_object_auto(data: bytes, *, path: str | None = None,
         return replace(lib, loader_reason="the default (libbpf); --loader cilium-ebpf for Go "
                                           "agents")
     try:
-        cil = parse_object(data, path=path, name=name, loader=CILIUM)
+        cil = parse_object(data, path=path, name=name, loader=CILIUM, programs=programs)
     except ParseError as e:
         if lib is not None:
             return replace(lib, loader_reason=f"bpf2go-style name, but cilium/ebpf refuses it "
@@ -224,13 +230,15 @@ def parse_object_auto(data: bytes, *, path: str | None = None,
 
 class _ObjectParser:
     def __init__(self, data: bytes, path: str | None, name: str | None,
-                 loader: Loader | None = None):
+                 loader: Loader | None = None, *, programs: bool = True):
         self.elf = ElfFile(data, path=path)
         self.path = path
         self.obj_name = name if name is not None else object_name_from_path(path or "object")
         self.notes: list[str] = []
         self.L = loader or get_loader(None)
         self.references: dict[int, int] = {}
+        self.want_programs = programs   # False: the spec's programs stay unread (None)
+        self.programs: tuple[ProgramSpec, ...] | None = None
 
     # -- top level --------------------------------------------------------------------------
     def run(self) -> ObjectSpec:
@@ -257,11 +265,18 @@ class _ObjectParser:
         self.functions = collect_functions(self.syms, self.exec_secs, self.text_idx,
                                            static_programs=self.L.static_programs)
         self.funcs = self.functions.by_section
-        programs = self._programs()
+        kconfig_readers = self.L.kconfig == "per_program" and self._kconfig_index() is not None
+        if self.want_programs or kconfig_readers:
+            self._programs()
+        else:
+            self._check_program_relocations()
         self._map_init_slots()
-        programs = self._struct_ops_attach(programs)
-        if self.L.kconfig == "per_program":
+        programs = self._struct_ops_attach(self.programs)
+        if kconfig_readers:
+            assert programs is not None
             self._kconfig_per_program(programs)
+        if not self.want_programs:
+            programs = None
         license = None
         lic = elf.section("license")
         if lic is not None and lic.type == SHT_PROGBITS:
@@ -919,11 +934,15 @@ class _ObjectParser:
                        notes=("frozen after it is filled (BPF_MAP_FREEZE)",))
         self._add_map(spec, self.elf.symtab.index, 0)  # type: ignore[union-attr]
 
+    def _kconfig_index(self) -> int | None:
+        """The index of the .kconfig map in ``self.maps``, None without one."""
+        return next((i for i, m in enumerate(self.maps)
+                     if m.kind == KIND_DATA and m.section == ".kconfig"), None)
+
     def _kconfig_per_program(self, programs: tuple[ProgramSpec, ...]) -> None:
         """One .kconfig map per program that reads a kconfig extern, none when no program
         does (cilium/ebpf creates it while loading each such program)."""
-        i = next((i for i, m in enumerate(self.maps)
-                  if m.kind == KIND_DATA and m.section == ".kconfig"), None)
+        i = self._kconfig_index()
         if i is None:
             return
         readers = [p.name for p in programs if ".kconfig" in p.maps]
@@ -966,7 +985,8 @@ class _ObjectParser:
                 self._add_map(spec, sec.index, offset)
 
     # -- programs and references (parse/programs.py) --------------------------------------
-    def _programs(self) -> tuple[ProgramSpec, ...]:
+    def _map_symbols(self) -> MapSymbols:
+        """Where the maps are, for resolving the programs' relocations."""
         map_at: dict[tuple[int, int], int] = {o: i for i, o in enumerate(self.map_origin)}
         data_map: dict[int, int] = {}
         for i, m in enumerate(self.maps):
@@ -980,21 +1000,33 @@ class _ObjectParser:
             ds = self.btf.datasec(".kconfig")
             kconfig_names = frozenset(self.btf.type(v.type).name
                                       for v in self.btf.type(ds).secinfos)  # type: ignore[arg-type]
-        where = MapSymbols(map_at, data_map, kconfig_map, kconfig_names, arena_map,
-                           self.maps_idx, self.legacy_idx, self.arena_idx)
+        return MapSymbols(map_at, data_map, kconfig_map, kconfig_names, arena_map,
+                          self.maps_idx, self.legacy_idx, self.arena_idx)
+
+    def _programs(self) -> tuple[ProgramSpec, ...]:
         programs, self.reloc_targets = read_programs(
-            self.elf, self.syms, self.exec_secs, self.text_idx, self.functions, where,
-            [m.name for m in self.maps])
+            self.elf, self.syms, self.exec_secs, self.text_idx, self.functions,
+            self._map_symbols(), [m.name for m in self.maps])
         self.programs = programs
         return programs
 
-    def _struct_ops_attach(self, programs: tuple[ProgramSpec, ...]) -> tuple[ProgramSpec, ...]:
+    def _check_program_relocations(self) -> None:
+        """Without the program list: refuse the object exactly when :meth:`_programs` would.
+        The bulk check proves most objects clean without decoding; anything it cannot
+        prove is left to the full read, whose error (or none) is the answer."""
+        where = self._map_symbols()
+        if not program_relocations_ok(self.elf, self.syms, self.exec_secs, where):
+            self._programs()
+
+    def _struct_ops_attach(self, programs: tuple[ProgramSpec, ...] | None
+                           ) -> tuple[ProgramSpec, ...] | None:
         """``.rel.struct_ops``: each function pointer member names a program; libbpf (1.1, at
-        open) sets that program's expected_attach_type to the member's index."""
+        open) sets that program's expected_attach_type to the member's index. Without the
+        programs (None) the relocations are still checked: they can refuse the object."""
         if not self.struct_ops_secs or self.btf is None:
             return programs
         by_sec_off = {}
-        for p in programs:
+        for p in programs or ():
             sec = self.elf.section(p.section)
             sym = next((f for f in self.funcs.get(sec.index, []) if f.name == p.name), None) \
                 if sec is not None else None
@@ -1025,7 +1057,7 @@ class _ObjectParser:
                 name = by_sec_off.get((sym.shndx, sym.value))
                 if name is not None:
                     member_idx.setdefault(name, idx)
-        if not member_idx:
+        if not member_idx or programs is None:
             return programs
         return tuple(replace(p, expected_attach_type=member_idx[p.name])
                      if p.name in member_idx and p.type == ProgType.STRUCT_OPS else p for p in programs)
@@ -1041,7 +1073,9 @@ class _ObjectParser:
         spans = [(off, off + size, var) for var, off, size, _l in self._datasec(".maps") or ()]
         index_of = {o: i for i, o in enumerate(self.map_origin)}
         slots: dict[int, dict[int, str]] = {}
-        prog_names = {(p.section, p.name) for p in self.programs}
+        # the entry points: read_programs makes one program of every function outside .text
+        prog_names = {(sec.name, f.name) for sec in self.exec_secs if sec.index != self.text_idx
+                      for f in self.funcs.get(sec.index, ())}
         for rel in self.elf.relocations(rsec):
             sym = self.elf.symbol(rel.symbol)
             owner = next((s for s in spans if s[0] <= rel.offset and rel.offset + 8 <= s[1]), None)

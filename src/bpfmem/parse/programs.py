@@ -21,7 +21,8 @@ from .elf import SHN_LORESERVE, SHN_UNDEF, SHT_REL, STB_LOCAL, STT_FUNC, ElfFile
 from .insn import CALL, LD_IMM64, PSEUDO_CALL, fields_at
 from .sections import program_type_for_section
 
-__all__ = ["ProgramSpec", "Functions", "MapSymbols", "collect_functions", "read_programs"]
+__all__ = ["ProgramSpec", "Functions", "MapSymbols", "collect_functions", "read_programs",
+           "program_relocations_ok"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,37 @@ class MapSymbols:
         self.at, self.data, self.kconfig, self.kconfig_names = at, data, kconfig, kconfig_names
         self.arena, self.maps_idx, self.legacy_idx = arena, maps_idx, legacy_idx
         self.arena_idx = arena_idx
+
+
+def program_relocations_ok(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],
+                           maps: MapSymbols) -> bool:
+    """Whether :func:`read_programs` over the same object certainly raises no ParseError,
+    found in bulk without decoding an instruction or building a program: every relocation
+    of an executable section starts an instruction inside it and names a symbol of the
+    table, and none names a symbol of a map section that is no map. False means "maybe":
+    only read_programs gives the exact answer then. (For commands that never show programs;
+    reads the sections in read_programs' order, so a malformed one raises the same error.)"""
+    exec_by_idx = {s.index: s for s in exec_secs}
+    nsyms = len(syms)
+    map_secs = {i for i in (maps.maps_idx, maps.legacy_idx) if i is not None}
+    used: set[int] = set()
+    for rsec in elf.relocation_sections():
+        if rsec.type != SHT_REL or rsec.info not in exec_by_idx:
+            continue
+        size = len(elf.data(exec_by_idx[rsec.info]).data)
+        offsets, symbols, _types = elf.relocation_table(rsec)
+        if not offsets:
+            continue
+        if max(offsets) + 8 > size or any(map((7).__and__, offsets)) or max(symbols) >= nsyms:
+            return False
+        used.update(symbols)
+    if map_secs:
+        at = maps.at
+        for i in used:
+            sym = syms[i]
+            if sym.shndx in map_secs and (sym.shndx, sym.value) not in at:
+                return False
+    return True
 
 
 def read_programs(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],

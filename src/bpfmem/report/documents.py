@@ -184,7 +184,8 @@ def _object_inventory(o) -> dict[str, Any]:
         "path": s.path, "name": s.name, "endianness": "little" if s.little_endian else "big",
         "license": s.license, "btf": s.has_btf, "loader": _loader(s),
         "maps": [_map_entry(m) for m in o.maps],
-        "programs": [_program(p) for p in s.programs], "notes": list(s.notes)}
+        "programs": None if s.programs is None else [_program(p) for p in s.programs],
+        "notes": list(s.notes)}   # programs None: not read (maps --no-programs)
     if o.memory is not None:
         rec["memory"] = _totals(o.memory)
     if o.memory_before is not None:

@@ -189,7 +189,8 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
             console.print(Text(f"  note: {note}", style="dim"), overflow="fold")
     for o in inv.objects:
         s = o.spec
-        title = f"{s.path or s.name}: {len(o.maps)} maps, {len(s.programs)} programs"
+        title = f"{s.path or s.name}: {len(o.maps)} maps" + (
+            f", {len(s.programs)} programs" if s.programs is not None else "")
         t = Table(title=term(title), title_justify="left", expand=False, box=box.SIMPLE_HEAD)
         longest = max((len(m.spec.name) for m in o.maps), default=3)
         t.add_column("map", overflow="fold", min_width=min(longest, 28))
