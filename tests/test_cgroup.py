@@ -300,7 +300,7 @@ def test_scratch_cgroup_is_named_for_the_sweep_and_removed_on_sigterm():
     with cg.scratch_cgroup(kind="measure") as scratch:
         name = os.path.basename(scratch.fs_path)
         assert re.fullmatch(rf"bpfmem-measure-{os.getpid()}-[0-9a-f]+", name)
-        assert _NAME.match(name)
+        assert re.match(_NAME, name)
     code = ("import sys, time\n"
             "from bpfmem.host.cgroup import scratch_cgroup\n"
             "from bpfmem.host.cleanup import signals_interrupt\n"

@@ -58,11 +58,14 @@ def ours(mods: set[str]) -> set[str]:
 
 # Everything `maps --format json` needs: the CLI shell, the object parser, the model, the
 # JSON report, the host's kernel profile (from its cached BTF facts).
-# the CLI's parser (every command's arguments), then what running one command adds
-CLI_PARSER = {"bpfmem.cli", *(f"bpfmem.cli.{m}" for m in (
-    "command", "args", "maps", "estimate", "check", "diff", "advise", "measure", "snapshot",
-    "top", "export", "pod", "size"))}
-CLI = CLI_PARSER | {"bpfmem.cli.exits", "bpfmem.cli.output", "bpfmem.cli.common"}
+# the CLI's parser (`bpfmem --help`: every command's arguments), and what running one
+# command adds: that command's module only
+COMMAND_MODULES = {f"bpfmem.cli.{m}" for m in (
+    "maps", "estimate", "check", "diff", "advise", "measure", "snapshot", "top", "export",
+    "pod", "size")}
+CLI_PARSER = {"bpfmem.cli", "bpfmem.cli.command", "bpfmem.cli.args"} | COMMAND_MODULES
+CLI = (CLI_PARSER - COMMAND_MODULES) | {"bpfmem.cli.maps", "bpfmem.cli.exits",
+                                        "bpfmem.cli.output", "bpfmem.cli.common"}
 MAPS_JSON_ALLOWED = CLI | {
     "bpfmem",
     "bpfmem.errors", "bpfmem.api", "bpfmem.api.objects", "bpfmem.api.kernels",
@@ -80,12 +83,14 @@ MAPS_JSON_ALLOWED = CLI | {
     "bpfmem.host", "bpfmem.host.profile", "bpfmem.host.cache",
 }
 # What `maps --format json` must never pull in: other commands' modules, the live host,
-# renderers of other formats, optional extras, and heavy stdlib it has no use for. (Not lzma
-# and bz2: argparse's help formatter imports shutil, which imports them where the Python
-# build has them, as Debian's /usr/bin/python3 does.)
-MAPS_JSON_FORBIDDEN = {
+# renderers of other formats, optional extras, and heavy stdlib it has no use for.
+MAPS_JSON_FORBIDDEN = (COMMAND_MODULES - {"bpfmem.cli.maps"}) | {
     "rich", "plotly", "prometheus_client", "yaml", "tomllib", "hashlib", "_hashlib", "difflib",
     "decimal", "platform", "ctypes", "tarfile", "subprocess",
+    # stdlib a plain run has no use for: pathlib (with urllib.parse, ipaddress) is made only
+    # when a config file is found, glob only for a pattern, shutil's terminal width is
+    # read from os, and threading is not needed to install signal handlers
+    "pathlib", "urllib.parse", "ipaddress", "glob", "shutil", "threading",
     "bpfmem.exporter", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
     "bpfmem.host.procfs", "bpfmem.host.cgroup", "bpfmem.host.vm", "bpfmem.host.probe",
     "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",
@@ -134,6 +139,29 @@ def test_pyproject_with_tool_bpfmem_is_read(tmp_path):
     assert code == 1   # the config was found and its bad limit reported
 
 
+def test_check_builds_only_its_own_parser(tmp_path):
+    """`bpfmem check` imports the check command's module and no other command's but
+    size's (whose binary gate check's arguments include)."""
+    code, _out, mods = imported(["check", "--limit", "1Gi", str(OBJ)], tmp_path)
+    assert code == 0
+    assert mods & COMMAND_MODULES == {"bpfmem.cli.check", "bpfmem.cli.size"}, \
+        sorted(mods & COMMAND_MODULES)
+
+
+def test_usage_errors_still_list_every_command(tmp_path):
+    """An unknown command, or options before any, get the whole parser: the error names
+    every command, as `bpfmem --help` lists them."""
+    from bpfmem.cli import NAMES
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    p = subprocess.run([sys.executable, "-m", "bpfmem", "mapz"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "invalid choice: 'mapz'" in p.stderr
+    assert all(repr(n) in p.stderr for n in NAMES), p.stderr
+    p = subprocess.run([sys.executable, "-m", "bpfmem", "maps", "--bogus"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "unrecognized arguments: --bogus" in p.stderr
+
+
 def test_help_imports_only_the_cli(tmp_path):
     code, out, mods = imported(["--help"], tmp_path)
     assert code == 0 and "bpfmem maps" in out
@@ -148,3 +176,17 @@ def test_maps_json_other_objects_same_import_set(tmp_path, obj):
                                 str(FIXTURES / obj)], tmp_path)
     assert code == 0 and json.loads(out)["objects"][0]["maps"]
     assert not mods & MAPS_JSON_FORBIDDEN
+
+
+@pytest.mark.parametrize("columns", [None, "57", "0", "wide"])
+def test_help_width_is_shutils(monkeypatch, columns):
+    """The help formatter's terminal width (read without importing shutil) is the one
+    shutil.get_terminal_size gives, with and without $COLUMNS."""
+    import shutil
+    from bpfmem.cli.command import terminal_columns
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.delenv("LINES", raising=False)
+    assert terminal_columns() == shutil.get_terminal_size().columns

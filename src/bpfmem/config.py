@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from .errors import BpfmemError
 from .inputs import Fields, InputError, load_toml
@@ -64,6 +66,8 @@ class KernelEntry:
 
 @dataclass
 class Config:
+    """The settings of a bpfmem.toml (or [tool.bpfmem]): limits, kernels, CPUs, what-ifs."""
+
     path: str | None = None
     limit: int | None = None
     max_fraction: float | None = None
@@ -83,29 +87,39 @@ class Config:
 
 def find_config(start: str | os.PathLike = ".") -> Path | None:
     """bpfmem.toml, or a pyproject.toml with [tool.bpfmem], in ``start`` or a parent."""
-    d = Path(start).resolve()
-    for p in [d, *d.parents]:
-        if (p / "bpfmem.toml").is_file():
-            return p / "bpfmem.toml"
-        pp = p / "pyproject.toml"
-        if pp.is_file():
+    # os.path, not pathlib, for the walk up: most runs find nothing, and pathlib (with
+    # urllib.parse and ipaddress) would be imported for nothing
+    d = os.path.realpath(start)
+    while True:
+        if os.path.isfile(os.path.join(d, "bpfmem.toml")):
+            from pathlib import Path
+            return Path(d, "bpfmem.toml")
+        pp = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(pp):
             try:
-                if b"bpfmem" not in pp.read_bytes():   # no [tool.bpfmem]: no TOML parser
-                    continue
-                tool = load_toml(pp).get("tool", {})
-                if isinstance(tool, dict) and "bpfmem" in tool:
-                    return pp
+                with open(pp, "rb") as f:
+                    found = b"bpfmem" in f.read()    # no [tool.bpfmem]: no TOML parser
+                if found:
+                    tool = load_toml(pp).get("tool", {})
+                    if isinstance(tool, dict) and "bpfmem" in tool:
+                        from pathlib import Path
+                        return Path(pp)
             except (InputError, OSError):
                 pass
-    return None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def load_config(path: str | os.PathLike | None = None) -> Config:
     """The configuration at ``path`` (or found from the current directory); an empty one if
     there is none. ConfigError names the file and what is wrong."""
-    p = Path(path) if path is not None else find_config()
-    if p is None:
+    p = find_config() if path is None else None
+    if path is None and p is None:
         return Config()
+    from pathlib import Path
+    p = p or Path(path)
     try:
         data = load_toml(p)
     except InputError as e:
@@ -228,6 +242,7 @@ def _decode(data: dict, path: str) -> Config:
             raise ValueError(f"cpus: {c} is not a CPU count in 1..65536")
     listed = data.get("kernels", [])
     listed = listed if isinstance(listed, list) else [listed]
+    from pathlib import Path
     entries = [_kernel_entry(k, i, Path(path)) for i, k in enumerate(listed)
                if isinstance(k, dict)]
     kernels = [str(k) for k in _one_or_list([k for k in listed if not isinstance(k, dict)],

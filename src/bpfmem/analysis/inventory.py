@@ -47,6 +47,8 @@ class MemoryTotals:
 
 @dataclass(frozen=True)
 class MapEntry:
+    """One map of ``bpfmem maps``: its spec, notes, inner map and memory."""
+
     spec: MapSpec
     notes: tuple[str, ...]              # the parser's and the placeholder's
     inner: "MapEntry | None"            # a map-in-map's inner map (no memory of its own)
@@ -56,6 +58,8 @@ class MapEntry:
 
 @dataclass(frozen=True)
 class ObjectInventory:
+    """One object of ``bpfmem maps``: its maps and their totals."""
+
     spec: ObjectSpec                    # as the what-if changed it
     maps: tuple[MapEntry, ...]
     memory: MemoryTotals | None = None          # None: no kernel asked

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ParseError
 from ..inputs import read_input
 from ..parse.loader import LOADER_NAMES, get_loader
 from ..parse.objspec import ObjectCode, ObjectSpec, parse_object, parse_object_code
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 EXAMPLE_OBJECT = "cni_datapath.bpf.o"
 
 
 def example_object_path() -> Path:
     """The bundled example object: a small CNI-like datapath shipped with bpfmem."""
+    from pathlib import Path
     return Path(__file__).resolve().parent.parent / "examples" / EXAMPLE_OBJECT
 
 

@@ -11,20 +11,34 @@ commands make of them (config, loader, kernels) in ``common.py``, "a file or std
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from .. import __version__
-from . import (advise, check, diff, estimate, export, maps, measure, pod, size, snapshot,
-               top)
 from .command import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Command, HelpFormatter
 
-__all__ = ["main", "COMMANDS", "Command", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE"]
+if TYPE_CHECKING:
+    from typing import Sequence
 
-COMMANDS: tuple[Command, ...] = (
-    maps.COMMAND, estimate.COMMAND, check.COMMAND, diff.COMMAND, advise.COMMAND,
-    measure.COMMAND, snapshot.COMMAND, top.COMMAND, export.COMMAND, pod.COMMAND,
-    size.COMMAND,
-)
+__all__ = ["main", "COMMANDS", "NAMES", "command", "Command", "EXIT_OK", "EXIT_ERROR",
+           "EXIT_USAGE"]
+
+# The commands in the order `bpfmem --help` lists them; each is the module cli/<name>.py
+# with its COMMAND. Only the one being run is imported and given its arguments: building
+# all eleven parsers cost more than reading a small object.
+NAMES: tuple[str, ...] = ("maps", "estimate", "check", "diff", "advise", "measure",
+                          "snapshot", "top", "export", "pod", "size")
+
+
+def command(name: str) -> Command:
+    """The :class:`Command` ``bpfmem NAME`` runs (its module is imported now)."""
+    return import_module(f"{__name__}.{name}").COMMAND
+
+
+def __getattr__(name: str):
+    if name == "COMMANDS":       # every command, imported: for --help, docs and tests
+        return tuple(command(n) for n in NAMES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 DESCRIPTION = ("What eBPF maps cost in memory, before the kernel charges it: read compiled "
                "BPF objects, model the kernel's accounting, measure real maps, gate CI.")
@@ -45,15 +59,28 @@ sizes are Kubernetes quantities, printed the way they are read: 128Mi, 59.6Mi, 2
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``bpfmem``: one subparser per command of :data:`COMMANDS`."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``bpfmem``: one subparser per command of :data:`NAMES`, or, with
+    ``only``, the subparser of that one command (what ``main`` parses a command line with:
+    the others would parse nothing of it)."""
     p = argparse.ArgumentParser(prog="bpfmem", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=HelpFormatter)
     p.add_argument("--version", action="version", version=f"bpfmem {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for name in NAMES if only is None else (only,):
+        command(name).add_parser(sub)
     return p
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs, when it names one before anything the top-level parser
+    itself answers (``--help``, ``--version``, no command, an unknown one): None then, and
+    ``main`` builds the whole parser for the help or the error."""
+    for arg in argv:
+        if arg.startswith("-"):
+            return None          # bpfmem's own options come before the command and exit
+        return arg if arg in NAMES else None
+    return None
 
 
 _parser = build_parser      # (the name tests and the README check use)
@@ -61,7 +88,9 @@ _parser = build_parser      # (the name tests and the README check use)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``bpfmem ARGS``: the exit status."""
-    parser = build_parser()
+    import sys
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -10,8 +10,25 @@ dependencies.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def terminal_columns(fallback: int = 80) -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` gives it: ``$COLUMNS``, else the
+    terminal on standard output, else ``fallback``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or fallback
+    except (AttributeError, ValueError, OSError):
+        return fallback
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -19,6 +36,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     (textwrap breaks ``--max-entries`` after ``--max-`` by default), and the description and
     epilog keep their lines as written but wrap one wider than the terminal at its spaces
     (an indented example's continuation indented under it)."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        # argparse imports shutil (and with it bz2, lzma, fnmatch) for the terminal's width
+        # every time it makes a formatter, which add_argument does for each argument
+        if width is None:
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _split_lines(self, text, width):
         import textwrap

@@ -84,18 +84,23 @@ def size_of(text: str, option: str | None = None) -> int:
         raise UsageError(f"{option}: {e}" if option else str(e)) from None
 
 
+def _has_magic(path: str) -> bool:
+    """glob.has_magic without importing glob (and its re, fnmatch) for plain paths."""
+    return any(c in path for c in "*?[")
+
+
 def expand_objects(arguments: Sequence[str]) -> list[str]:
     """The one rule for object arguments in every command: each argument is a path, a glob
     bpfmem expands itself when quoted ('build/*.o'), or a quoted list of them
     ('a.o b/*.o'); a glob that matches nothing is a usage error, not a silent empty list. A file
     that exists is itself, even with glob characters in its name (``build[arm]/x.o``)."""
-    import glob
     import os
     paths: list[str] = []
     for arg in arguments:
         parts = [arg] if os.path.exists(arg) else arg.split()
         for part in parts:
-            if glob.has_magic(part) and not os.path.exists(part):   # build[arm]/x.o: a file
+            if not os.path.exists(part) and _has_magic(part):   # build[arm]/x.o: a file
+                import glob
                 hits = sorted(glob.glob(part))
                 if not hits:
                     raise UsageError(f"no file matches {part!r}")

@@ -15,18 +15,19 @@ scratch cgroups and probe directory, ``pod --trace -- CMD``'s cgroup and command
 from __future__ import annotations
 
 import os
-import re
 import signal
 import time
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["scratch_name", "signals_interrupt", "die_with_parent", "sweep_leftovers",
            "SCRATCH_KINDS"]
 
 SCRATCH_KINDS = ("measure", "trace", "pod", "probe", "vm")
-_NAME = re.compile(r"^bpfmem-(%s)-(\d+)-[0-9a-z_]+(-flush)?$" % "|".join(SCRATCH_KINDS))
+_NAME = r"^bpfmem-(%s)-(\d+)-[0-9a-z_]+(-flush)?$" % "|".join(SCRATCH_KINDS)  # re (sweeps)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -44,11 +45,11 @@ def _raise_interrupt(signum, _frame):
 @contextmanager
 def signals_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP raise KeyboardInterrupt (in the main thread) while inside."""
-    import threading
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        old = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    except ValueError:     # not the main thread: only the main thread has signal handlers
         yield
         return
-    old = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
@@ -81,6 +82,7 @@ def _alive(pid: int) -> bool:
 
 
 def _cgroup_roots() -> list[Path]:
+    from pathlib import Path
     roots = []
     try:
         with open("/proc/self/mounts") as f:
@@ -100,7 +102,8 @@ def _procs(d: Path) -> list[int]:
     pids = []
     for dirpath, _dirs, _files in os.walk(d):
         try:
-            pids += [int(x) for x in Path(dirpath, "cgroup.procs").read_text().split()]
+            with open(os.path.join(dirpath, "cgroup.procs")) as f:
+                pids += [int(x) for x in f.read().split()]
         except (OSError, ValueError):
             pass
     return pids
@@ -132,6 +135,9 @@ def sweep_leftovers(tmp: str | None = None, cgroup_roots: list[Path] | None = No
     """Remove the scratch cgroups and directories of bpfmem runs that are gone (killed
     before they could clean up): ``(removed, failed)`` paths. Needs root for cgroups;
     without it only this user's directories are looked at."""
+    import re
+    from pathlib import Path
+    name = re.compile(_NAME)
     removed: list[str] = []
     failed: list[str] = []
     for root in cgroup_roots if cgroup_roots is not None else _cgroup_roots():
@@ -140,7 +146,7 @@ def sweep_leftovers(tmp: str | None = None, cgroup_roots: list[Path] | None = No
         except OSError:
             continue
         for e in entries:
-            m = _NAME.match(e.name)
+            m = name.match(e.name)
             if not m or not e.is_dir(follow_symlinks=False) or _alive(int(m.group(2))):
                 continue
             (removed if _remove_cgroup(Path(e.path)) else failed).append(e.path)
@@ -152,7 +158,7 @@ def sweep_leftovers(tmp: str | None = None, cgroup_roots: list[Path] | None = No
         entries = []
     me = os.geteuid()
     for e in entries:
-        m = _NAME.match(e.name)
+        m = name.match(e.name)
         if not m or _alive(int(m.group(2))):
             continue
         try:

@@ -10,6 +10,8 @@ from ..uapi import MapFlag, MapType, map_type_name
 
 @dataclass(frozen=True, slots=True)
 class MapShape:
+    """What the kernel sizes a map by: type, sizes, entries, flags."""
+
     type: int
     key_size: int
     value_size: int

@@ -14,6 +14,8 @@ from dataclasses import dataclass, fields, replace
 
 @dataclass(frozen=True)
 class StructSizes:
+    """The sizes of the kernel structures the memory model adds up, for one build."""
+
     name: str
     exact: bool
     bpf_htab: int

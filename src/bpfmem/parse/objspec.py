@@ -79,6 +79,8 @@ class MapSpec:
 
 @dataclass(frozen=True, slots=True)
 class ObjectSpec:
+    """A compiled BPF object as one loader reads it: its maps and programs."""
+
     path: str | None
     name: str                     # libbpf's object name (file name up to the first dot)
     little_endian: bool

@@ -27,6 +27,8 @@ __all__ = ["ProgramSpec", "Functions", "MapSymbols", "collect_functions", "read_
 
 @dataclass(frozen=True, slots=True)
 class ProgramSpec:
+    """One program of an object as its loader reads it: section, types, maps it uses."""
+
     name: str
     section: str
     type: int                   # BPF_PROG_TYPE_* value, 0 (unspec) when libbpf cannot tell
