@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import secrets
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -496,6 +495,7 @@ def scratch_cgroup(limit: int | None = None, prefix: str | None = None, wait: fl
         raise HostError("creating a cgroup needs root")
     version, parent = scratch_parent(version)
     if name is None:
+        import secrets   # (hmac, hashlib, libcrypto: 3.4 MiB an exporter has no use for)
         name = (f"{prefix}{os.getpid()}-{secrets.token_hex(4)}" if prefix is not None
                 else scratch_name(kind))
     dir_ = Path(parent) / name
