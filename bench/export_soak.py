@@ -3,7 +3,8 @@
 
 Creates 10,000 maps held by 100 processes (tests/mapfarm.py) and one more process that keeps
 creating and closing maps (--churn maps a second, each living --churn-life seconds), starts
-`bpfmem export --entries --interval 2s`, scrapes it every --scrape-every seconds for
+`bpfmem export --entries --interval 2s`, scrapes it every --scrape-every seconds (as
+Prometheus does: its Accept header and gzip; --plain: without gzip) for
 --minutes, and prints, at the start, every --report-every minutes and at the end:
   - the exporter's RSS (VmRSS) and its peak (VmHWM),
   - the scrape latency (median and max over the last period),
@@ -71,10 +72,24 @@ def vm(pid: int) -> tuple[float, float]:
     return rss, hwm
 
 
-def scrape(url: str) -> tuple[float, bytes]:
+# What Prometheus sends (2.x): its Accept header, and gzip
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+              "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+}
+
+
+def scrape(url: str, plain: bool = False) -> tuple[float, bytes]:
+    """(seconds, page) of one scrape, as Prometheus makes it (gzip), or ``plain`` (no gzip:
+    the page is inflated for the client)."""
+    import gzip
     t0 = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=120) as r:
+    req = urllib.request.Request(url, headers={} if plain else PROMETHEUS_HEADERS)
+    with urllib.request.urlopen(req, timeout=120) as r:
         body = r.read()
+        if r.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
     return time.perf_counter() - t0, body
 
 
@@ -92,6 +107,9 @@ def main() -> int:
     ap.add_argument("--churn-life", type=float, default=20, help="seconds each churn map lives")
     ap.add_argument("--scrape-every", type=float, default=2)
     ap.add_argument("--report-every", type=float, default=5, help="minutes")
+    ap.add_argument("--plain", action="store_true",
+                    help="scrape without gzip (curl's way; the exporter inflates the page "
+                         "for such clients) instead of as Prometheus does")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/export_soak.py needs root (it creates maps and reads every process)",
@@ -120,11 +138,13 @@ def main() -> int:
             scans: list[float] = []
             last_scans = None
             print(f"{len(farm.maps):,} farm maps, churn {args.churn:g} maps/s living "
-                  f"{args.churn_life:g} s; {args.minutes:g} min", flush=True)
+                  f"{args.churn_life:g} s; {args.minutes:g} min; scraped "
+                  f"{'without gzip' if args.plain else 'as Prometheus does (gzip)'}",
+                  flush=True)
             print("  minute   RSS MiB  peak MiB  scrape p50 ms  max ms  scan s (incremental)"
                   "  maps", flush=True)
             while True:
-                took, body = scrape(url)
+                took, body = scrape(url, args.plain)
                 lat.append(took)
                 dur, total = (metric(body, "bpfmem_scan_duration_seconds"),
                               metric(body, "bpfmem_scans_total"))
