@@ -27,13 +27,13 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from mapfarm import MapFarm, uniform_plans  # noqa: E402
+from scrape import scrape  # noqa: E402 (bench/scrape.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 
@@ -70,27 +70,6 @@ def vm(pid: int) -> tuple[float, float]:
     rss = int(re.search(r"VmRSS:\s+(\d+)", text).group(1)) / 1024
     hwm = int(re.search(r"VmHWM:\s+(\d+)", text).group(1)) / 1024
     return rss, hwm
-
-
-# What Prometheus sends (2.x): its Accept header, and gzip
-PROMETHEUS_HEADERS = {
-    "Accept": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
-              "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
-    "Accept-Encoding": "gzip",
-}
-
-
-def scrape(url: str, plain: bool = False) -> tuple[float, bytes]:
-    """(seconds, page) of one scrape, as Prometheus makes it (gzip), or ``plain`` (no gzip:
-    the page is inflated for the client)."""
-    import gzip
-    t0 = time.perf_counter()
-    req = urllib.request.Request(url, headers={} if plain else PROMETHEUS_HEADERS)
-    with urllib.request.urlopen(req, timeout=120) as r:
-        body = r.read()
-        if r.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-    return time.perf_counter() - t0, body
 
 
 def metric(body: bytes, name: str) -> float | None:

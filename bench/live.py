@@ -8,7 +8,7 @@ end, also on Ctrl-C), then in the same run times, as a user would run them:
   - bpfmem snapshot --no-owners      (no process walk: the same work bpftool does)
   - bpfmem snapshot --owners-from proc  (owners from the /proc walk instead of the iterator)
 and prints medians, the ratios and bpfmem's peak RSS; then runs `bpfmem export` against the
-same maps, scrapes it for a while and prints its steady RSS.
+same maps, scrapes it for a while as Prometheus does (gzip) and prints its steady RSS.
 Goals (issue 6): snapshot no slower than bpftool (ratio <= 1.0), peak RSS < 80 MiB,
 exporter steady RSS <= 40 MiB (issue 17), and the exporter's incremental scans against its
 first, full one.
@@ -28,13 +28,13 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from mapfarm import MapFarm, uniform_plans  # noqa: E402
+from scrape import scrape  # noqa: E402 (bench/scrape.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 
@@ -78,11 +78,11 @@ def exporter_rss(seconds: float) -> tuple[float, float, int, float, float]:
             n = re.search(rb"^bpfmem_scans_total (\S+)$", body, re.M)
             return float(d.group(1)), float(n.group(1))
 
-        first_scan, scans_seen = scan_seconds(urllib.request.urlopen(url, timeout=60).read())
+        first_scan, scans_seen = scan_seconds(scrape(url, timeout=60)[1])
         first, n, later = rss(), 1, []
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            took, total = scan_seconds(urllib.request.urlopen(url, timeout=60).read())
+            took, total = scan_seconds(scrape(url, timeout=60)[1])
             if total != scans_seen:
                 later.append(took)
                 scans_seen = total
