@@ -261,3 +261,32 @@ def test_gates_read_no_programs_and_answer_alike(monkeypatch, argv):
     full = run_cli(argv)
     assert calls        # the comparison side did read them
     assert lazy == full
+
+
+def test_auto_reads_the_chosen_loaders_full_spec():
+    """auto's answer is the chosen loader's full parse (its programs too), for every object."""
+    for path, data in DATA.items():
+        auto = outcome(data, str(path), "auto", programs=True)
+        if isinstance(auto, str):
+            continue
+        one = parse_object(data, path=str(path), loader=auto.loader)
+        assert auto == replace(one, loader_reason=auto.loader_reason), path
+
+
+def test_auto_bpf2go_name_reads_libbpf_programs_only_when_it_is_the_answer(monkeypatch,
+                                                                          tmp_path):
+    calls = _reads_programs(monkeypatch)
+    go = HERE / "data" / "cilium_examples" / "kprobe_bpfel.o"
+    spec = parse_object(DATA[go], path=str(go), loader="auto")
+    assert spec.loader == "cilium-ebpf" and spec.programs and calls == [1]  # cilium's only
+    # cilium/ebpf refuses kconfig.o (a weak kconfig extern): under a bpf2go name libbpf's
+    # full spec is the answer, programs and all
+    data = DATA[FIXTURES / "kconfig.o"]
+    name = str(tmp_path / "kconfig_bpfel.o")
+    auto = parse_object(data, path=name, loader="auto")
+    assert auto.loader == "libbpf" and "cilium/ebpf refuses it" in auto.loader_reason
+    assert auto == replace(parse_object(data, path=name, loader="libbpf"),
+                           loader_reason=auto.loader_reason)
+    assert auto.programs
+    lazy = parse_object(data, path=name, loader="auto", programs=False)
+    assert lazy == replace(auto, programs=None)

@@ -206,11 +206,14 @@ def parse_object_auto(data: bytes, *, path: str | None = None,
     anything else as libbpf does. The spec says which loader was assumed and why."""
     from .loader import CILIUM
     lib_err: ParseError | None = None
+    hinted = bpf2go_name(path)
     try:
-        lib = parse_object(data, path=path, name=name, loader=LIBBPF, programs=programs)
+        # a bpf2go name is read as cilium/ebpf does unless that refuses it: libbpf's
+        # answer is then only "opens it or not", which needs no program list
+        lib = parse_object(data, path=path, name=name, loader=LIBBPF,
+                           programs=programs and not hinted)
     except ParseError as e:
         lib, lib_err = None, e
-    hinted = bpf2go_name(path)
     if lib is not None and not hinted:
         return replace(lib, loader_reason="the default (libbpf); --loader cilium-ebpf for Go "
                                           "agents")
@@ -218,6 +221,8 @@ def parse_object_auto(data: bytes, *, path: str | None = None,
         cil = parse_object(data, path=path, name=name, loader=CILIUM, programs=programs)
     except ParseError as e:
         if lib is not None:
+            if programs and lib.programs is None:
+                lib = parse_object(data, path=path, name=name, loader=LIBBPF)
             return replace(lib, loader_reason=f"bpf2go-style name, but cilium/ebpf refuses it "
                                               f"({e.what}); libbpf opens it")
         assert lib_err is not None
