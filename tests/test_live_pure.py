@@ -79,7 +79,7 @@ def test_snapshot_document_round_trips():
                      entries=10, pins=("/sys/fs/bpf/a",))])
     view = snapshot_view(snap, PROF)
     doc = document(view)
-    assert doc["schema"] == "bpfmem/snapshot/v1"
+    assert doc["schema"] == "bpfmem/snapshot/v2"
     assert doc["totals"]["model_status"] == {"match": 1}
     for indent in (None, 2):
         out = io.StringIO()

@@ -163,7 +163,7 @@ def cgroup_sums(maps) -> list[CgroupSum]:
 class SnapshotView:
     """A scan as ``bpfmem snapshot`` shows it: its maps by id, each with the model's check on
     the scanning kernel (None everywhere without a profile), the sums per cgroup and the
-    totals. Its document is ``bpfmem/snapshot/v1`` (report/documents.py)."""
+    totals. Its document is ``bpfmem/snapshot/v2`` (report/documents.py)."""
     snapshot: Snapshot
     maps: tuple[LiveMap, ...]                 # by id
     checks: tuple[ModelCheck | None, ...]     # one per map (None: no model asked for)

@@ -30,14 +30,16 @@ def snapshot_view(snap, profile) -> SnapshotView:
 
 
 def snapshot_document(snap, profile) -> dict:
-    """The ``bpfmem/snapshot/v1`` document of a scan, with the model's figures for
-    ``profile`` (None: no model)."""
+    """The ``bpfmem/snapshot/v2`` document of a scan, with the model's figures for
+    ``profile`` (None: no model); report.documents.snapshot_document says which keys a map
+    leaves out."""
     return document(view_of(snap, profile))
 
 
 def load_snapshot(path: str, *, profile=None):
-    """A saved ``bpfmem snapshot`` or ``bpftool -j map show`` output, as a Snapshot; a
-    bpftool list has no kernel of its own: ``profile`` names it (release, CPUs)."""
+    """A saved ``bpfmem snapshot`` (schema v2 or v1) or ``bpftool -j map show`` output, as a
+    Snapshot; a bpftool list has no kernel of its own: ``profile`` names it (release,
+    CPUs)."""
     data = load_json(path, "snapshot")
     try:
         if isinstance(data, list):

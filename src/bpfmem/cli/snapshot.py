@@ -8,12 +8,25 @@ from . import args as a
 from .command import EXIT_OK, Command
 
 EPILOG = """examples:
-  bpfmem snapshot -o node.json                    save for later (schema bpfmem/snapshot/v1)
+  bpfmem snapshot -o node.json                    save for later (schema bpfmem/snapshot/v2)
   bpfmem snapshot --entries --format table        how full is every map, now
   bpfmem snapshot --entries --format html -o node.html    the same as a picture
   bpfmem advise agent.o --occupancy node.json     size maps from what they really hold
   bpfmem maps --from-bpftool bpftool.json         a node where only bpftool can run:
                                                   bpftool -j -f map show > bpftool.json
+
+the JSON (bpfmem/snapshot/v2; every reader also takes v1 files):
+  "processes" {"PID": {comm, cgroup}} and "programs" {"ID": {name, type}},
+  once each; a map's "owners" is [{pid}] (+ fds when more than one), its
+  "programs" a list of ids. Every map has id, name, type, key_size,
+  value_size, max_entries and memlock (null: the kernel gave none).
+  A key absent means its default: map_flags, map_extra, btf_id 0; flags,
+  owners, programs, pins []; frozen false; entries, entries_complete,
+  entries_method: not counted (pressure also absent for arrays); fds 1;
+  in "model", memlock_full/charged_full: the same as memlock/charged;
+  delta (written only for a mismatch): 0; note: none.
+  jq '.processes as $p | .maps[] | [.name, .memlock,
+      (.owners[]? | $p[.pid|tostring].comm)]' node.json
 """
 
 

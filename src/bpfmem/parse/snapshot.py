@@ -1,5 +1,5 @@
 """The node's input documents, decoded: a saved ``bpfmem snapshot`` (schema
-``bpfmem/snapshot/v1``) and the output of ``bpftool -j map show`` become a
+``bpfmem/snapshot/v2``, or the older ``v1``) and the output of ``bpftool -j map show`` become a
 :class:`~bpfmem.records.Snapshot` of :class:`~bpfmem.records.LiveMap` records; an occupancy file
 (``{map name: entries}``, or a snapshot) becomes ``{map name: entries}``.
 
@@ -18,7 +18,7 @@ from ..records import LiveMap, Owner, ProgRef, Snapshot
 from ..uapi import MapType, ProgType
 
 __all__ = ["snapshot_from_dict", "snapshot_from_bpftool", "occupancy_from",
-           "looks_like_snapshot", "SNAPSHOT_SCHEMA_PREFIX"]
+           "looks_like_snapshot", "SNAPSHOT_SCHEMA_PREFIX", "SNAPSHOT_VERSIONS"]
 
 SNAPSHOT_SCHEMA_PREFIX = "bpfmem/snapshot/"
 
@@ -44,30 +44,112 @@ def _prog_type_id(value: Any) -> int:
 U32 = 32
 
 
+SNAPSHOT_VERSIONS = ("v1", "v2")
+
+
+def _version(doc: Any) -> str:
+    """``v1`` or ``v2`` of a snapshot document; ValueError for anything else."""
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(schema, str) or not schema.startswith(SNAPSHOT_SCHEMA_PREFIX):
+        raise ValueError("not a bpfmem snapshot (no \"schema\": \"bpfmem/snapshot/v2\")")
+    version = schema[len(SNAPSHOT_SCHEMA_PREFIX):]
+    if version not in SNAPSHOT_VERSIONS:
+        raise ValueError(f"schema: {schema!r:.60} is not one this bpfmem reads "
+                         f"(bpfmem/snapshot/v1 or v2)")
+    return version
+
+
+def _pid_key(key: str, where: str) -> int:
+    if not (key.isascii() and key.isdigit()) or not 0 <= int(key) < 1 << U32:
+        raise ValueError(f"{where}: key {key!r:.40} is not a pid or id (a decimal number)")
+    return int(key)
+
+
+def _processes(d: Fields) -> dict[int, tuple[str, str | None]]:
+    """v2's ``processes``: pid -> (comm, cgroup)."""
+    out = {}
+    table = d.object("processes")
+    for key, raw in table.value.items():
+        where = table._name(key)
+        p = Fields(raw, where)
+        out[_pid_key(key, "processes")] = (p.text("comm", ""), p.text("cgroup", None))
+    return out
+
+
+def _programs(d: Fields) -> dict[int, ProgRef]:
+    """v2's ``programs``: id -> ProgRef."""
+    out = {}
+    table = d.object("programs")
+    for key, raw in table.value.items():
+        p = Fields(raw, table._name(key))
+        pid = _pid_key(key, "programs")
+        out[pid] = _prog_ref(p, pid)
+    return out
+
+
+def _prog_ref(p: Fields, prog_id: int) -> ProgRef:
+    t = (p.uint("type_id", bits=U32) if p.has("type_id") and p.value["type_id"] is not None
+         else _prog_type_id(p.value.get("type")))
+    return ProgRef(prog_id, p.text("name", ""), t)
+
+
+def _frozen(r: Fields, v2: bool) -> bool | None:
+    """v2 leaves ``frozen`` out when false and writes null when the kernel did not say;
+    v1 wrote it always (a missing one: not known)."""
+    if "frozen" in r.value and r.value["frozen"] is None:
+        return None
+    return r.flag("frozen", False if v2 else None)
+
+
 def snapshot_from_dict(doc: Any) -> Snapshot:
-    """A :class:`Snapshot` from a ``bpfmem/snapshot/v1`` document (as written by snapshot).
-    ValueError names the field that is missing or of the wrong type (``maps[3].key_size``)."""
-    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith(
-            SNAPSHOT_SCHEMA_PREFIX):
-        raise ValueError("not a bpfmem snapshot (no \"schema\": \"bpfmem/snapshot/v1\")")
+    """A :class:`Snapshot` from a ``bpfmem/snapshot/v2`` or ``v1`` document (as written by
+    snapshot; v2's keys left out at their defaults are read back as those, see
+    :func:`bpfmem.report.documents.snapshot_document`). ValueError names the field that is
+    missing or of the wrong type (``maps[3].key_size``)."""
+    v2 = _version(doc) == "v2"
     d = Fields(doc)
+    procs = _processes(d) if v2 else {}
+    progs = _programs(d) if v2 else {}
+    owners_seen: dict[tuple, Owner] = {}   # one Owner per (pid, comm, cgroup, fds), shared
+
+    def owner(o: Fields) -> Owner:
+        pid = o.uint("pid", bits=U32)
+        known = procs.get(pid)
+        if known is None:
+            if v2 and not (o.has("comm") or o.has("cgroup")):
+                raise ValueError(f"{o._name('pid')}: {pid} is not in processes")
+            known = ("", None)
+        comm = o.text("comm", known[0]) if o.has("comm") else known[0]
+        cgroup = o.text("cgroup", None) if o.has("cgroup") else known[1]
+        key = (pid, comm, cgroup, o.uint("fds", 1, U32))
+        got = owners_seen.get(key)
+        if got is None:
+            got = owners_seen[key] = Owner(*key)
+        return got
+
+    def program(r: Fields, i: int, raw: Any) -> ProgRef:
+        where = f"{r._name('programs')}[{i}]"
+        if isinstance(raw, int) and not isinstance(raw, bool) and v2:
+            if raw not in progs:
+                raise ValueError(f"{where}: program {raw} is not in programs")
+            return progs[raw]
+        p = Fields(raw, where)
+        return _prog_ref(p, p.uint("id", bits=U32))
+
     maps = []
     for r in d.objects("maps"):
-        owners = tuple(Owner(o.uint("pid", bits=U32), o.text("comm", ""),
-                             o.text("cgroup", None), o.uint("fds", 1, U32))
-                       for o in r.objects("owners"))
-        programs = tuple(ProgRef(p.uint("id", bits=U32), p.text("name", ""),
-                                 _prog_type_id(p.value.get("type")))
-                         for p in r.objects("programs"))
+        counted = r.uint("entries", None, U32)
         maps.append(LiveMap(
             id=r.uint("id", bits=U32), name=r.text("name", ""),
-            type=(r.uint("type_id", bits=U32) if r.has("type_id") else _type_id(r, "type")),
+            type=(r.uint("type_id", bits=U32) if r.has("type_id") and
+                  r.value["type_id"] is not None else _type_id(r, "type")),
             key_size=r.uint("key_size", bits=U32), value_size=r.uint("value_size", bits=U32),
             max_entries=r.uint("max_entries", bits=U32),
             map_flags=r.uint("map_flags", 0, U32), map_extra=r.uint("map_extra", 0),
             btf_id=r.uint("btf_id", 0, U32), memlock=r.uint("memlock", None),
-            frozen=r.flag("frozen", None), owners=owners, programs=programs,
-            pins=tuple(r.texts("pins")), entries=r.uint("entries", None, U32),
+            frozen=_frozen(r, v2), owners=tuple(owner(o) for o in r.objects("owners")),
+            programs=tuple(program(r, i, p) for i, p in enumerate(r.items("programs"))),
+            pins=tuple(r.texts("pins")), entries=counted,
             entries_complete=r.flag("entries_complete", None),
             entries_method=r.text("entries_method", None)))
     host = d.object("host")
@@ -126,8 +208,9 @@ def looks_like_snapshot(head: str) -> bool:
 
 def occupancy_from(data: Any) -> dict[str, int]:
     """``{map name: entries}`` from a decoded occupancy file: that mapping itself, or a bpfmem
-    snapshot's maps with their entry counts (a name seen on several maps, one per pod...:
-    the fullest). ValueError names the field that is wrong."""
+    snapshot's maps with their entry counts (v1 or v2: a map whose entries were not counted
+    has none; a name seen on several maps, one per pod...: the fullest). ValueError names the
+    field that is wrong."""
     if isinstance(data, dict) and str(data.get("schema", "")).startswith("bpfmem/snapshot"):
         peaks: dict[str, int] = {}
         for m in Fields(data).objects("maps"):

@@ -23,7 +23,8 @@ DIFF = "bpfmem/diff/v1"
 ADVISE = "bpfmem/advise/v1"
 MEASURE = "bpfmem/measure/v1"
 MATRIX = "bpfmem/matrix/v1"
-SNAPSHOT = "bpfmem/snapshot/v1"
+SNAPSHOT = "bpfmem/snapshot/v2"
+SNAPSHOT_V1 = "bpfmem/snapshot/v1"   # still written by `maps --from-bpftool`, read everywhere
 SNAPSHOT_DIFF = "bpfmem/snapshot-diff/v1"
 POD = "bpfmem/pod/v1"
 POD_TRACE = "bpfmem/pod-trace/v1"
@@ -541,12 +542,71 @@ def trace_document(t) -> dict[str, Any]:
 # -- snapshot (the live node) ---------------------------------------------------------------
 @maker("SnapshotView")
 def snapshot_document(v) -> dict[str, Any]:
-    """``bpfmem/snapshot/v1``: the scan's host and totals, the sums per cgroup and every map
-    (by id) with the model's figures when a profile was given (``model``)."""
+    """``bpfmem/snapshot/v2``: the scan's host and totals, the sums per cgroup, every process
+    that holds a map and every program that uses one (once each) and every map (by id) with
+    the model's figures when a profile was given (``model``).
+
+    ``processes`` maps a pid (as a decimal string, JSON's only key type) to ``{"comm",
+    "cgroup"}``; ``programs`` maps a program id to ``{"name", "type"}`` (and ``type_id`` for a
+    type bpfmem has no name for). A map refers to them: ``owners`` is a list of ``{"pid"}``
+    (with ``"fds"`` when the process holds more than one fd of it), ``programs`` a list of
+    program ids. With jq: ``.processes as $p | .maps[] | [.name, (.owners[]? |
+    $p[.pid|tostring].comm)]``.
+
+    Per map, ``id``, ``name``, ``type``, ``key_size``, ``value_size``, ``max_entries`` and
+    ``memlock`` (null: the kernel gave none) are always there. Every other key is left out
+    when it has its default, so **a key absent means**:
+
+    - ``type_id``: the number of ``type`` (written only for a type that reads
+      ``unknown(N)``);
+    - ``map_flags``: 0 and ``flags``: [] (both written when any flag is set);
+    - ``map_extra``, ``btf_id``: 0;
+    - ``frozen``: false (written true, or null when the kernel does not say);
+    - ``entries``, ``entries_complete``, ``entries_method``: entries were not counted (the
+      three come together); ``pressure``: not counted, or an array (whose slots always
+      exist);
+    - ``owners``, ``programs``, ``pins``: [] (nobody holds it / no program uses it / not
+      pinned); an owner's ``fds``: 1;
+    - ``model``: no model was asked for. Inside it ``memlock_full`` / ``charged_full``
+      absent: the same as ``memlock`` / ``charged`` (the map does not grow with entries:
+      jq ``.model.memlock_full // .model.memlock``); ``memlock``, ``charged``: the model has
+      no figure; ``note``: none; ``delta`` (kernel memlock - model memlock) is written only
+      for a ``mismatch`` (``match`` means 0).
+
+    The document is written compact (no blank after ``,`` and ``:``).
+
+    An owner may carry its own ``comm``/``cgroup``, which then win over ``processes``
+    (never written by a single scan, where a pid has one of each); likewise a program given
+    as an object (``id``, ``name``, ``type``) instead of an id. Every reader takes v1 too
+    (:func:`snapshot_document_v1`: every key on every map, owners and programs inline):
+    :func:`bpfmem.parse.snapshot.snapshot_from_dict` reads either.
+    """
+    procs: dict[int, tuple[str, str | None]] = {}
+    progs: dict[int, tuple[str, int]] = {}
+    maps = [_live_map(m, c, procs, progs) for m, c in zip(v.maps, v.checks)]
+    doc = _snapshot_head(v, SNAPSHOT)
+    doc["processes"] = {str(pid): {"comm": comm, "cgroup": cg}
+                        for pid, (comm, cg) in sorted(procs.items())}
+    doc["programs"] = {str(i): _program_ref(name, t) for i, (name, t) in sorted(progs.items())}
+    doc["maps"] = maps
+    return doc
+
+
+def snapshot_document_v1(v) -> dict[str, Any]:
+    """``bpfmem/snapshot/v1``, the first snapshot schema: every key on every map, each owner's
+    ``comm`` and ``cgroup`` and each program's name inline. ``maps --from-bpftool`` still
+    writes it (its golden output is v1); readers take both."""
+    doc = _snapshot_head(v, SNAPSHOT_V1)
+    doc["maps"] = [_live_map_v1(m, c) for m, c in zip(v.maps, v.checks)]
+    return doc
+
+
+def _snapshot_head(v, schema: str) -> dict[str, Any]:
+    """Everything of a snapshot document before its tables and maps (the same in v1 and
+    v2)."""
     s = v.snapshot
-    maps = [_live_map(m, c) for m, c in zip(v.maps, v.checks)]
     return {
-        "schema": SNAPSHOT,
+        "schema": schema,
         "taken_at": iso_time(s.taken_at),
         "host": {"hostname": s.hostname, "kernel": s.kernel, "possible_cpus": s.possible_cpus},
         "model_kernel": v.model_kernel,
@@ -556,11 +616,10 @@ def snapshot_document(v) -> dict[str, Any]:
         "errors": list(s.errors),
         "bpffs": list(s.bpffs),
         "owners_from": s.owners_from,
-        "totals": {"maps": len(maps), "memlock": v.memlock, "charged_model": v.charged_model,
+        "totals": {"maps": len(v.maps), "memlock": v.memlock, "charged_model": v.charged_model,
                    "model_status": dict(v.model_status)},
         "cgroups": [{"cgroup": c.cgroup, "maps": c.maps, "memlock": c.memlock}
                     for c in v.cgroups],
-        "maps": maps,
     }
 
 
@@ -576,12 +635,109 @@ def _map_type(t: int) -> str:
     return uapi.map_type_name(t)
 
 
+@lru_cache(maxsize=256)
+def _named_map_type(t: int) -> bool:
+    """Whether map type ``t`` has a name that reads back as ``t``."""
+    try:
+        return int(uapi.MapType.from_name(uapi.map_type_name(t))) == t
+    except (KeyError, ValueError):
+        return False
+
+
 @lru_cache(maxsize=1024)
 def _flag_list(value: int) -> tuple[str, ...]:
     return tuple(uapi.flag_names(value))
 
 
-def _live_map(m, check) -> dict[str, Any]:
+@lru_cache(maxsize=256)
+def _program_ref(name: str, t: int) -> dict[str, Any]:
+    # shared between equal programs (the document is never mutated)
+    ref: dict[str, Any] = {"name": name, "type": uapi.prog_type_name(t)}
+    try:
+        known = int(uapi.ProgType.from_name(ref["type"])) == t
+    except (KeyError, ValueError):
+        known = False
+    if not known:
+        ref["type_id"] = t
+    return ref
+
+
+@lru_cache(maxsize=1 << 12)
+def _owner_ref(pid: int, fds: int) -> dict[str, Any]:
+    return {"pid": pid} if fds == 1 else {"pid": pid, "fds": fds}
+
+
+def _live_map(m, check, procs: dict, progs: dict) -> dict[str, Any]:
+    """One map of ``bpfmem/snapshot/v2`` (the keys left out are listed in
+    :func:`snapshot_document`); its owners and programs are added to ``procs``/``progs``."""
+    rec: dict[str, Any] = {"id": m.id, "name": m.name, "type": _map_type(m.type)}
+    if not _named_map_type(m.type):
+        rec["type_id"] = m.type
+    rec["key_size"] = m.key_size
+    rec["value_size"] = m.value_size
+    rec["max_entries"] = m.max_entries
+    if m.map_flags:
+        rec["map_flags"] = m.map_flags
+        rec["flags"] = list(_flag_list(m.map_flags))
+    if m.map_extra:
+        rec["map_extra"] = m.map_extra
+    if m.btf_id:
+        rec["btf_id"] = m.btf_id
+    rec["memlock"] = m.memlock
+    if m.frozen is not False:
+        rec["frozen"] = m.frozen
+    if m.entries is not None:
+        rec["entries"] = m.entries
+        rec["entries_complete"] = m.entries_complete
+        rec["entries_method"] = m.entries_method
+        if (p := m.pressure) is not None:
+            rec["pressure"] = round(p, 6)
+    if m.owners:
+        owners = []
+        for o in m.owners:
+            seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
+            if seen == (o.comm, o.cgroup):
+                owners.append(_owner_ref(o.pid, o.fds))
+            else:   # the same pid seen with another comm or cgroup: said inline
+                owners.append({**_owner_ref(o.pid, o.fds), "comm": o.comm,
+                               "cgroup": o.cgroup})
+        rec["owners"] = owners
+    if m.programs:
+        ids = []
+        for p in m.programs:
+            seen = progs.setdefault(p.id, (p.name, p.type))
+            ids.append(p.id if seen == (p.name, p.type) else
+                       {"id": p.id, **_program_ref(p.name, p.type)})
+        rec["programs"] = ids
+    if m.pins:
+        rec["pins"] = list(m.pins)
+    if check is not None:
+        rec["model"] = _model_check(check)
+    return rec
+
+
+@lru_cache(maxsize=1 << 14)
+def _model_check(c) -> dict[str, Any]:
+    # shared between maps with the same check (nodes run many maps of one shape and fill;
+    # the document is never mutated)
+    rec: dict[str, Any] = {}
+    if c.memlock is not None:
+        rec["memlock"] = c.memlock
+    if c.memlock_full is not None and c.memlock_full != c.memlock:
+        rec["memlock_full"] = c.memlock_full
+    if c.charged is not None:
+        rec["charged"] = c.charged
+    if c.charged_full is not None and c.charged_full != c.charged:
+        rec["charged_full"] = c.charged_full
+    rec["status"] = c.status
+    if c.status == "mismatch" and c.delta is not None:
+        rec["delta"] = c.delta
+    if c.note is not None:
+        rec["note"] = c.note
+    return rec
+
+
+def _live_map_v1(m, check) -> dict[str, Any]:
     prog_type_name = uapi.prog_type_name
     rec: dict[str, Any] = {
         "id": m.id, "name": m.name, "type": _map_type(m.type), "type_id": m.type,
@@ -598,17 +754,11 @@ def _live_map(m, check) -> dict[str, Any]:
         "pins": list(m.pins),
     }
     if check is not None:
-        rec["model"] = _model_check(check)
+        c = check
+        rec["model"] = {"memlock": c.memlock, "memlock_full": c.memlock_full,
+                        "charged": c.charged, "charged_full": c.charged_full,
+                        "status": c.status, "delta": c.delta, "note": c.note}
     return rec
-
-
-@lru_cache(maxsize=1 << 14)
-def _model_check(c) -> dict[str, Any]:
-    # shared between maps with the same check (nodes run many maps of one shape and fill;
-    # the document is never mutated)
-    return {"memlock": c.memlock, "memlock_full": c.memlock_full, "charged": c.charged,
-            "charged_full": c.charged_full, "status": c.status, "delta": c.delta,
-            "note": c.note}
 
 
 @maker("SnapshotDiff")

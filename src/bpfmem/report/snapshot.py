@@ -1,5 +1,5 @@
 """The snapshot family drawn: a node's maps (:class:`~bpfmem.analysis.live.SnapshotView`) as
-a terminal table or its ``bpfmem/snapshot/v1`` JSON, and what changed between two snapshots
+a terminal table or its ``bpfmem/snapshot/v2`` JSON, and what changed between two snapshots
 (:class:`~bpfmem.analysis.live.SnapshotDiff`) as a table, markdown or JSON. The HTML page is
 :mod:`.node_html`, the ``top`` frame :mod:`.top`; the documents are made in :mod:`.documents`.
 
@@ -10,6 +10,7 @@ shown because it means that either the model or the map's state is not what we t
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import IO
 
 from .documents import document
@@ -18,20 +19,42 @@ from ..uapi import map_type_name
 from ..units import format_delta, format_size
 
 
-def render_json(result, out: IO[str], indent: int | None = 2) -> None:
-    """Write the result's document. With ``indent`` the top level is indented and every map
-    is one line (readable, diffable with line tools, and fast: each line goes through the C
-    encoder); without, one compact line."""
-    doc = document(result)
+def render_json(result, out: IO[str], indent: int | None = 2, schema: str = "v2") -> None:
+    """Write the result's document (a SnapshotView's in ``schema`` v2, or v1 as
+    ``maps --from-bpftool`` still writes it). With ``indent`` the top level is indented and
+    every map (and every entry of v2's processes and programs tables) is one line (readable,
+    diffable with line tools, and fast: each line goes through the C encoder); without, one
+    compact line."""
+    if schema == "v1":
+        from .documents import snapshot_document_v1
+        doc = snapshot_document_v1(result)
+    else:
+        doc = document(result)
+    # v2 (and every newer document of this family) is written compact, as bpftool -j is
+    compact = not str(doc.get("schema", "")).endswith("/v1")
+    dumps = partial(json.dumps, separators=(",", ":")) if compact else json.dumps
     if indent is None:
-        out.write(json.dumps(doc))
+        out.write(dumps(doc))
         out.write("\n")
         return
     pad = " " * indent
-    parts = [f"{pad}{json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items() if k != "maps"]
-    maps = f",\n{pad}{pad}".join(json.dumps(m) for m in doc.get("maps", []))
-    parts.append(f"{pad}\"maps\": [" + (f"\n{pad}{pad}{maps}\n{pad}" if maps else "") + "]")
+    inner = pad + pad
+    parts = []
+    for k, v in doc.items():
+        if k == "maps":
+            body = f",\n{inner}".join(dumps(m) for m in v)
+            parts.append(f"{pad}\"maps\": [" + (f"\n{inner}{body}\n{pad}" if body else "")
+                         + "]")
+        elif k in _TABLES and isinstance(v, dict):
+            body = f",\n{inner}".join(f"{dumps(i)}: {dumps(e)}" for i, e in v.items())
+            parts.append(f"{pad}{dumps(k)}: {{" + (f"\n{inner}{body}\n{pad}" if body else "")
+                         + "}")
+        else:
+            parts.append(f"{pad}{dumps(k)}: {dumps(v)}")
     out.write("{\n" + ",\n".join(parts) + "\n}\n")
+
+
+_TABLES = ("processes", "programs")   # snapshot/v2's tables: one entry a line
 
 
 # ---- table ----
