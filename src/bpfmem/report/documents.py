@@ -583,7 +583,9 @@ def snapshot_document(v) -> dict[str, Any]:
     """
     procs: dict[int, tuple[str, str | None]] = {}
     progs: dict[int, tuple[str, int]] = {}
-    maps = [_live_map(m, c, procs, progs) for m, c in zip(v.maps, v.checks)]
+    models: dict[int, dict[str, Any]] = {}   # id(check) -> its block: maps of one shape and
+    #                                          fill share one check (analysis.live caches it)
+    maps = [_live_map(m, c, procs, progs, models) for m, c in zip(v.maps, v.checks)]
     doc = _snapshot_head(v, SNAPSHOT)
     doc["processes"] = {str(pid): {"comm": comm, "cgroup": cg}
                         for pid, (comm, cg) in sorted(procs.items())}
@@ -667,7 +669,7 @@ def _owner_ref(pid: int, fds: int) -> dict[str, Any]:
     return {"pid": pid} if fds == 1 else {"pid": pid, "fds": fds}
 
 
-def _live_map(m, check, procs: dict, progs: dict) -> dict[str, Any]:
+def _live_map(m, check, procs: dict, progs: dict, models: dict) -> dict[str, Any]:
     """One map of ``bpfmem/snapshot/v2`` (the keys left out are listed in
     :func:`snapshot_document`); its owners and programs are added to ``procs``/``progs``."""
     rec: dict[str, Any] = {"id": m.id, "name": m.name, "type": _map_type(m.type)}
@@ -712,14 +714,14 @@ def _live_map(m, check, procs: dict, progs: dict) -> dict[str, Any]:
     if m.pins:
         rec["pins"] = list(m.pins)
     if check is not None:
-        rec["model"] = _model_check(check)
+        model = models.get(id(check))
+        if model is None:
+            model = models[id(check)] = _model_check(check)
+        rec["model"] = model     # shared between maps of one check: never mutated
     return rec
 
 
-@lru_cache(maxsize=1 << 14)
 def _model_check(c) -> dict[str, Any]:
-    # shared between maps with the same check (nodes run many maps of one shape and fill;
-    # the document is never mutated)
     rec: dict[str, Any] = {}
     if c.memlock is not None:
         rec["memlock"] = c.memlock
