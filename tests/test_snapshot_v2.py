@@ -26,13 +26,52 @@ from bpfmem.model.shape import MapShape
 from bpfmem.parse.snapshot import occupancy_from, snapshot_from_dict
 from bpfmem.records import LiveMap, Owner, ProgRef, Snapshot
 from bpfmem.report import snapshot as report
-from bpfmem.report.documents import document, snapshot_document_v1
+from bpfmem.report.documents import document, iso_time
+from bpfmem.uapi import flag_names, map_type_name, prog_type_name
 from bpfmem.uapi import MapType as T
 
 PROF = KernelProfile.for_release("6.18", 4)
 REPO = Path(__file__).resolve().parent.parent
 V1_FIXTURE = REPO / "tests" / "data" / "inputs" / "snapshot.json"
 ALWAYS = {"id", "name", "type", "key_size", "value_size", "max_entries", "memlock"}
+
+
+def snapshot_document_v1(v) -> dict:
+    """A view as ``bpfmem/snapshot/v1``, the schema bpfmem wrote before v2 (every key on every
+    map, owners and programs inline): the documents saved by older releases, which every
+    reader still takes."""
+    s = v.snapshot
+    maps = []
+    for m, c in zip(v.maps, v.checks):
+        rec = {
+            "id": m.id, "name": m.name, "type": map_type_name(m.type), "type_id": m.type,
+            "key_size": m.key_size, "value_size": m.value_size, "max_entries": m.max_entries,
+            "map_flags": m.map_flags, "flags": list(flag_names(m.map_flags)),
+            "map_extra": m.map_extra, "btf_id": m.btf_id, "memlock": m.memlock,
+            "frozen": m.frozen, "entries": m.entries, "entries_complete": m.entries_complete,
+            "entries_method": m.entries_method,
+            "pressure": None if m.pressure is None else round(m.pressure, 6),
+            "owners": [{"pid": o.pid, "comm": o.comm, "cgroup": o.cgroup, "fds": o.fds}
+                       for o in m.owners],
+            "programs": [{"id": p.id, "name": p.name, "type": prog_type_name(p.type)}
+                         for p in m.programs],
+            "pins": list(m.pins)}
+        if c is not None:
+            rec["model"] = {"memlock": c.memlock, "memlock_full": c.memlock_full,
+                            "charged": c.charged, "charged_full": c.charged_full,
+                            "status": c.status, "delta": c.delta, "note": c.note}
+        maps.append(rec)
+    return {"schema": "bpfmem/snapshot/v1", "taken_at": iso_time(s.taken_at),
+            "host": {"hostname": s.hostname, "kernel": s.kernel,
+                     "possible_cpus": s.possible_cpus},
+            "model_kernel": v.model_kernel, "duration_s": round(s.duration, 3),
+            "entries_counted": s.entries_counted, "skipped": s.skipped,
+            "errors": list(s.errors), "bpffs": list(s.bpffs), "owners_from": s.owners_from,
+            "totals": {"maps": len(v.maps), "memlock": v.memlock,
+                       "charged_model": v.charged_model, "model_status": dict(v.model_status)},
+            "cgroups": [{"cgroup": c.cgroup, "maps": c.maps, "memlock": c.memlock}
+                        for c in v.cgroups],
+            "maps": maps}
 AGENT = Owner(100, "agent", "/kubepods/pod1/c1")
 
 

@@ -118,9 +118,7 @@ class Maps(Command):
                  "(this host; --kernel/--cpus for the node's)")
         view = api.snapshot_view(snap, profile)
         if args.format == "json":
-            # schema bpfmem/snapshot/v1 as before (its golden output); `snapshot` writes v2
-            render(view, "json", sys.stdout, indent=2 if sys.stdout.isatty() else None,
-                   schema="v1")
+            render(view, "json", sys.stdout, indent=2 if sys.stdout.isatty() else None)
         else:
             render(view, "table", sys.stdout, width=args.width)
         return EXIT_OK

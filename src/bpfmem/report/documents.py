@@ -24,7 +24,6 @@ ADVISE = "bpfmem/advise/v1"
 MEASURE = "bpfmem/measure/v1"
 MATRIX = "bpfmem/matrix/v1"
 SNAPSHOT = "bpfmem/snapshot/v2"
-SNAPSHOT_V1 = "bpfmem/snapshot/v1"   # still written by `maps --from-bpftool`, read everywhere
 SNAPSHOT_DIFF = "bpfmem/snapshot-diff/v1"
 POD = "bpfmem/pod/v1"
 POD_TRACE = "bpfmem/pod-trace/v1"
@@ -578,7 +577,7 @@ def snapshot_document(v) -> dict[str, Any]:
     An owner may carry its own ``comm``/``cgroup``, which then win over ``processes``
     (never written by a single scan, where a pid has one of each); likewise a program given
     as an object (``id``, ``name``, ``type``) instead of an id. Every reader takes v1 too
-    (:func:`snapshot_document_v1`: every key on every map, owners and programs inline):
+    (every key on every map, owners and programs inline, as bpfmem wrote snapshots before):
     :func:`bpfmem.parse.snapshot.snapshot_from_dict` reads either.
     """
     procs: dict[int, tuple[str, str | None]] = {}
@@ -591,15 +590,6 @@ def snapshot_document(v) -> dict[str, Any]:
                         for pid, (comm, cg) in sorted(procs.items())}
     doc["programs"] = {str(i): _program_ref(name, t) for i, (name, t) in sorted(progs.items())}
     doc["maps"] = maps
-    return doc
-
-
-def snapshot_document_v1(v) -> dict[str, Any]:
-    """``bpfmem/snapshot/v1``, the first snapshot schema: every key on every map, each owner's
-    ``comm`` and ``cgroup`` and each program's name inline. ``maps --from-bpftool`` still
-    writes it (its golden output is v1); readers take both."""
-    doc = _snapshot_head(v, SNAPSHOT_V1)
-    doc["maps"] = [_live_map_v1(m, c) for m, c in zip(v.maps, v.checks)]
     return doc
 
 
@@ -736,30 +726,6 @@ def _model_check(c) -> dict[str, Any]:
         rec["delta"] = c.delta
     if c.note is not None:
         rec["note"] = c.note
-    return rec
-
-
-def _live_map_v1(m, check) -> dict[str, Any]:
-    prog_type_name = uapi.prog_type_name
-    rec: dict[str, Any] = {
-        "id": m.id, "name": m.name, "type": _map_type(m.type), "type_id": m.type,
-        "key_size": m.key_size, "value_size": m.value_size, "max_entries": m.max_entries,
-        "map_flags": m.map_flags, "flags": list(_flag_list(m.map_flags)),
-        "map_extra": m.map_extra, "btf_id": m.btf_id, "memlock": m.memlock,
-        "frozen": m.frozen, "entries": m.entries, "entries_complete": m.entries_complete,
-        "entries_method": m.entries_method,
-        "pressure": None if m.pressure is None else round(m.pressure, 6),
-        "owners": [{"pid": o.pid, "comm": o.comm, "cgroup": o.cgroup, "fds": o.fds}
-                   for o in m.owners],
-        "programs": [{"id": p.id, "name": p.name, "type": prog_type_name(p.type)}
-                     for p in m.programs],
-        "pins": list(m.pins),
-    }
-    if check is not None:
-        c = check
-        rec["model"] = {"memlock": c.memlock, "memlock_full": c.memlock_full,
-                        "charged": c.charged, "charged_full": c.charged_full,
-                        "status": c.status, "delta": c.delta, "note": c.note}
     return rec
 
 

@@ -19,18 +19,14 @@ from ..uapi import map_type_name
 from ..units import format_delta, format_size
 
 
-def render_json(result, out: IO[str], indent: int | None = 2, schema: str = "v2") -> None:
-    """Write the result's document (a SnapshotView's in ``schema`` v2, or v1 as
-    ``maps --from-bpftool`` still writes it). With ``indent`` the top level is indented and
+def render_json(result, out: IO[str], indent: int | None = 2) -> None:
+    """Write the result's document. With ``indent`` the top level is indented and
     every map (and every entry of v2's processes and programs tables) is one line (readable,
     diffable with line tools, and fast: each line goes through the C encoder); without, one
     compact line."""
-    if schema == "v1":
-        from .documents import snapshot_document_v1
-        doc = snapshot_document_v1(result)
-    else:
-        doc = document(result)
-    # v2 (and every newer document of this family) is written compact, as bpftool -j is
+    doc = document(result)
+    # snapshot/v2 (and every newer schema of the family) is compact, as bpftool -j is; the
+    # snapshot-diff/v1 document keeps the blanks it was first written with
     compact = not str(doc.get("schema", "")).endswith("/v1")
     dumps = partial(json.dumps, separators=(",", ":")) if compact else json.dumps
     if indent is None:
