@@ -7,7 +7,7 @@ Only what a BPF loader needs; 64-bit ELF only (a BPF object is always ELFCLASS64
 from __future__ import annotations
 
 import sys
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import NamedTuple
 
 from ..errors import ParseError
@@ -54,6 +54,11 @@ _MACHINES = {3: "x86 (EM_386)", 62: "x86-64 (EM_X86_64)", 40: "ARM (EM_ARM)",
              21: "PowerPC64 (EM_PPC64)", 22: "s390 (EM_S390)"}
 _TYPES = {0: "ET_NONE", 1: "ET_REL (relocatable)", 2: "ET_EXEC (executable)",
           3: "ET_DYN (shared object or PIE executable)", 4: "ET_CORE (core dump)"}
+
+
+_HIGH_NIBBLE = bytes(b >> 4 for b in range(256))
+_LOW_NIBBLE = bytes(b & 0xF for b in range(256))
+_LOW_TWO_BITS = bytes(b & 0x3 for b in range(256))
 
 
 class Section(NamedTuple):
@@ -167,6 +172,8 @@ class ElfFile:
         for s in self.sections:
             self._by_name.setdefault(s.name, s)
         self._symbols: list[Symbol] | None = None
+        self._symtab: list[Section] | None = None
+        self._relocation_sections: list[Section] | None = None
 
     def _section_bytes(self, index: int, name: str, typ: int, off: int, size: int) -> Bytes:
         if typ == SHT_NOBITS:
@@ -191,7 +198,9 @@ class ElfFile:
     # -- symbols ----------------------------------------------------------------------------
     @property
     def symtab(self) -> Section | None:
-        tabs = [s for s in self.sections if s.type == SHT_SYMTAB]
+        tabs = self._symtab
+        if tabs is None:   # asked for several times per parse: found once
+            tabs = self._symtab = [s for s in self.sections if s.type == SHT_SYMTAB]
         if len(tabs) > 1:
             raise ParseError("more than one symbol table", section=tabs[1].name,
                              offset=tabs[1].offset)
@@ -251,11 +260,10 @@ class ElfFile:
                         raise ParseError(f"symbol {i} uses SHN_XINDEX without an index table",
                                          section=tab.name, offset=tab.offset + 24 * i)
                     shndxs[i] = xindex[i]
-        new = tuple.__new__
-        out = [new(Symbol, r) for r in zip(range(count), sym_names, values, sizes,
-                                           [i >> 4 for i in infos], [i & 0xF for i in infos],
-                                           [o & 0x3 for o in others], shndxs)]
-        return out
+        # st_info's binding and type, st_other's visibility: byte tables applied in C
+        return list(map(tuple.__new__, repeat(Symbol), zip(
+            range(count), sym_names, values, sizes, infos.translate(_HIGH_NIBBLE),
+            infos.translate(_LOW_NIBBLE), others.translate(_LOW_TWO_BITS), shndxs)))
 
     def symbol(self, index: int, what: str = "symbol index") -> Symbol:
         syms = self.symbols
@@ -265,7 +273,10 @@ class ElfFile:
 
     # -- relocations ------------------------------------------------------------------------
     def relocation_sections(self) -> list[Section]:
-        return [s for s in self.sections if s.type in (SHT_REL, SHT_RELA)]
+        if self._relocation_sections is None:   # asked for by several passes of a parse
+            self._relocation_sections = [s for s in self.sections
+                                         if s.type in (SHT_REL, SHT_RELA)]
+        return list(self._relocation_sections)
 
     def relocations(self, sec: Section) -> list[Relocation]:
         """The relocations of an SHT_REL or SHT_RELA section."""

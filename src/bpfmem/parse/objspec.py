@@ -625,7 +625,8 @@ class _ObjectParser:
         inner_spec: MapSpec | None = None
 
         L = self.L
-        who = f"cilium/ebpf {L.release}: " if L.is_cilium else ""
+        cilium = L.is_cilium   # once: a property, read for every member of every map
+        who = f"cilium/ebpf {L.release}: " if cilium else ""
 
         def err(what: str) -> ParseError:
             return ParseError(f"{who}map '{name}': {what}", section=".maps")
@@ -666,21 +667,21 @@ class _ObjectParser:
         given: set[str] = set()
         for i, m in enumerate(members):
             n = m.name
-            if L.is_cilium and n not in L.btf_map_fields:
+            if cilium and n not in L.btf_map_fields:
                 raise err(f"unrecognized field {n} in BTF map definition")
-            if L.is_cilium and n in ("key", "value", "key_size", "value_size"):
+            if cilium and n in ("key", "value", "key_size", "value_size"):
                 base = n.replace("_size", "")
                 if base in given or f"{base}_size" in given:
                     raise err(f"both {base} and {base}_size given")
                 given.add(n)
             if n in ("type", "max_entries", "map_flags", "numa_node", "pinning"):
-                f[n] = int_field(m) if not L.is_cilium else long_field(m)
+                f[n] = int_field(m) if not cilium else long_field(m)
                 if n == "pinning" and inner:
                     raise err("inner map definitions can't be pinned")
                 if n == "pinning" and L.pin_values is not None and f[n] not in L.pin_values:
                     raise err(f"invalid pinning value {f[n]}")
             elif n in ("key_size", "value_size"):
-                v = int_field(m) if not L.is_cilium else long_field(m)
+                v = int_field(m) if not cilium else long_field(m)
                 if f[n] and f[n] != v:
                     raise err(f"conflicting {n.replace('_', ' ')} {f[n]} != {v}")
                 f[n] = v
@@ -728,7 +729,7 @@ class _ObjectParser:
         max_entries = f["max_entries"]
         notes: list[str] = []
         refused = None
-        if L.is_cilium:
+        if cilium:
             if value_type is not None and f["type"] in L.no_value_size:
                 # types.go canHaveValueSize; elf_reader.go mapSpecFromBTF drops the size
                 if f["value_size"]:
@@ -760,7 +761,7 @@ class _ObjectParser:
                              f"power-of-2 multiple of the page size: {adjusted} "
                              f"(with {PAGE_SIZE}-byte pages)")
                 max_entries = adjusted
-        spec = MapSpec(sanitize_name(name) if L.is_cilium else name, f["type"], f["key_size"],
+        spec = MapSpec(sanitize_name(name) if cilium else name, f["type"], f["key_size"],
                        f["value_size"], max_entries,
                        f["map_flags"], f["map_extra"], f["numa_node"], f["pinning"],
                        kind=KIND_BTF, section=".maps", inner=inner_spec,
