@@ -6,7 +6,10 @@ end, also on Ctrl-C), then in the same run times, as a user would run them:
   - bpftool -j map show              (Debian's bpftool: ids, info, memlock; no owners)
   - bpfmem snapshot                  (the same, plus owners, cgroups, pins, programs, model)
   - bpfmem snapshot --no-owners      (no process walk: the same work bpftool does)
-  - bpfmem snapshot --owners-from proc  (owners from the /proc walk instead of the iterator)
+  - bpfmem snapshot --owners-from iterator  (owners from the kernel's task_file iterator)
+  - bpfmem snapshot --owners-from proc      (owners from the /proc walk, in this process)
+(the default, auto, walks /proc in a forked child beside the map walk on more than one CPU,
+and uses the iterator on one CPU and in the exporter)
 and prints medians, the ratios and bpfmem's peak RSS; then runs `bpfmem export` against the
 same maps, scrapes it for a while as Prometheus does (gzip) and prints its steady RSS.
 Goals (issue 6): snapshot no slower than bpftool (ratio <= 1.0), peak RSS < 80 MiB,
@@ -120,6 +123,7 @@ def main() -> int:
         bt, bt_rss = median_of(["bpftool", "-j", "map", "show"], args.runs)
         bm, bm_rss = median_of(bpfmem, args.runs)
         bn, bn_rss = median_of(bpfmem + ["--no-owners"], args.runs)
+        bi, bi_rss = median_of(bpfmem + ["--owners-from", "iterator"], args.runs)
         bp, bp_rss = median_of(bpfmem + ["--owners-from", "proc"], args.runs)
         start, _ = median_of([sys.executable, "-m", "bpfmem", "--version"], args.runs)
         print(f"  bpftool -j map show          {bt * 1000:7.0f} ms   RSS {bt_rss / 1024:5.1f} MiB")
@@ -127,9 +131,12 @@ def main() -> int:
               f"   ratio {bm / bt:.2f}")
         print(f"  bpfmem snapshot --no-owners  {bn * 1000:7.0f} ms   RSS {bn_rss / 1024:5.1f} MiB"
               f"   ratio {bn / bt:.2f}")
-        print(f"  bpfmem snapshot --owners-from proc  {bp * 1000:7.0f} ms   RSS "
-              f"{bp_rss / 1024:5.1f} MiB   ratio {bp / bt:.2f}  (owners by the /proc walk; "
-              f"the default above uses the kernel's task_file iterator)")
+        print(f"  bpfmem snapshot --owners-from iterator  {bi * 1000:7.0f} ms   RSS "
+              f"{bi_rss / 1024:5.1f} MiB   ratio {bi / bt:.2f}")
+        print(f"  bpfmem snapshot --owners-from proc      {bp * 1000:7.0f} ms   RSS "
+              f"{bp_rss / 1024:5.1f} MiB   ratio {bp / bt:.2f}")
+        print(f"  (the default, auto, walks /proc in a forked child beside the map walk on "
+              f"{os.cpu_count()} CPUs; the iterator on one CPU and in the exporter)")
         print(f"  (bpfmem --version: {start * 1000:.0f} ms of interpreter start and CLI import "
               f"in every bpfmem figure)")
         first, last, scrapes, full, inc = exporter_rss(args.export_seconds)
