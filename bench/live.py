@@ -7,9 +7,10 @@ end, also on Ctrl-C), then in the same run times, as a user would run them:
   - bpfmem snapshot                  (the same, plus owners, cgroups, pins, programs, model)
   - bpfmem snapshot --no-owners      (no process walk: the same work bpftool does)
   - bpfmem snapshot --owners-from iterator  (owners from the kernel's task_file iterator)
-  - bpfmem snapshot --owners-from proc      (owners from the /proc walk, in this process)
-(the default, auto, walks /proc in a forked child beside the map walk on more than one CPU,
-and uses the iterator on one CPU and in the exporter)
+  - bpfmem snapshot --owners-from proc      (owners from the /proc walk, in a forked child
+                                             beside the map walk where there are 2+ CPUs)
+(the default, auto, is that /proc walk on more than one CPU, and the iterator on one CPU and
+in the exporter)
 and prints medians, the ratios and bpfmem's peak RSS; then runs `bpfmem export` against the
 same maps, scrapes it for a while as Prometheus does (gzip) and prints its steady RSS.
 Goals (issue 6): snapshot no slower than bpftool (ratio <= 1.0), peak RSS < 80 MiB,
