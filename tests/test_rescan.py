@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 
 import pytest
 
@@ -15,7 +16,7 @@ from conftest import bpffs, is_root
 from bpfmem import api
 from bpfmem.analysis.live import memlock_behaviour
 from bpfmem.host import bpfsys
-from bpfmem.host.rescan import ScanMemo
+from bpfmem.host.rescan import SETTLE_NS, ScanMemo, settled
 from bpfmem.uapi import MapType as T
 
 pytestmark = [pytest.mark.kernel,
@@ -87,9 +88,12 @@ def test_incremental_scans_equal_full_scans_as_maps_change(maps):
 
 
 def test_pins_are_walked_again_only_when_a_directory_changed(maps):
+    """A pin and an unpin in one directory, as fast as they come: each is seen. (Both can
+    fall in one tick of the clock that stamps mtimes: fresh stamps are not trusted.)"""
     prof = api.profile()
     memo = api.scan_memo(prof, full_every=1000)
     with bpffs() as d:
+        time.sleep(SETTLE_NS / 1e9 + 0.05)      # the new mount's root: settled
         before = _scan(memo, entries=False)
         stamps = memo.stamps
         _scan(memo, entries=False)
@@ -101,9 +105,20 @@ def test_pins_are_walked_again_only_when_a_directory_changed(maps):
         assert pinned == _scan(entries=False)
         arr = next(m for m in pinned.values() if m.name == PREFIX + "array")
         assert path in arr.pins and not before[arr.id].pins
-        os.unlink(path)
+        assert memo.stamps is None              # "sub" just changed: not trusted yet
+        os.unlink(path)                         # (perhaps within the same tick)
         gone = _scan(memo, entries=False)
         assert path not in gone[arr.id].pins
+
+
+def test_fresh_stamps_are_not_settled():
+    """Stamps are trusted only when every directory changed at least SETTLE_NS before."""
+    now = 10 * SETTLE_NS
+    old = ("/sys/fs/bpf", 1, now - SETTLE_NS)
+    assert settled((old,), now)
+    assert settled((), now)
+    assert not settled((old, ("/sys/fs/bpf/x", 2, now - SETTLE_NS + 1)), now)
+    assert not settled((("/sys/fs/bpf", 1, now + 5),), now)   # a clock ahead of ours
 
 
 def test_memlock_behaviour_is_the_kernels(maps):

@@ -103,10 +103,13 @@ def _pins(mount_points: list[str], errors: list[str], memo) -> dict[int, list[st
     """:func:`walk_pins`, or the last walk's pins while no bpffs directory changed."""
     if memo is None:
         return walk_pins(mount_points, errors)
-    from bpfmem.host.rescan import pin_stamps
+    from bpfmem.host.rescan import pin_stamps, settled
     stamps = pin_stamps(mount_points)
     if stamps != memo.stamps:
-        memo.pins, memo.stamps = walk_pins(mount_points, errors), stamps
+        memo.pins = walk_pins(mount_points, errors)
+    # stamps of a directory that just changed are not kept: a second change within the
+    # clock's tick would leave its mtime as it is (the next scan walks again)
+    memo.stamps = stamps if settled(stamps) else None
     return memo.pins
 
 

@@ -13,7 +13,10 @@ INT_MAX, so an id names one object while the kernel runs):
   hash maps (6.6+, :mod:`.count_iter`) is unchanged (the map is not opened at all);
 - a program's name, type and map ids;
 - the bpffs pins, while no directory under the mounts changed (each directory's inode and
-  mtime; a pin or unpin changes its directory's mtime).
+  mtime; a pin or unpin changes its directory's mtime). A directory changed less than a
+  second before it was looked at is not trusted: the kernel stamps mtimes with a clock that
+  ticks every few milliseconds, so a second change within the same tick would leave the
+  same mtime (the next scan walks the pins again).
 Owners are read every scan (the kernel's iterator gives them in one stream). A map whose
 figures, owners, programs and pins are all as before keeps the last scan's record object, so
 an idle node's scan allocates almost nothing (the exporter's memory stays flat).
@@ -25,10 +28,15 @@ stale a map's frozen flag or a program's bound maps (``BPF_PROG_BIND_MAP``) can 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["ScanMemo", "pin_stamps"]
+__all__ = ["ScanMemo", "pin_stamps", "settled"]
+
+# How long after its last change a directory's mtime is trusted to change with the next
+# one: far more than the coarse clock's tick (a jiffy, at most 10 ms) the kernel stamps with
+SETTLE_NS = 1_000_000_000
 
 
 def _never(_info) -> bool:
@@ -93,3 +101,11 @@ def pin_stamps(mount_points: list[str]) -> tuple:
                 continue
             stamps.append((dirpath, st.st_ino, st.st_mtime_ns))
     return tuple(stamps)
+
+
+def settled(stamps: tuple, now_ns: int | None = None) -> bool:
+    """Whether every directory of ``stamps`` (taken just now, or at ``now_ns``) was last
+    changed long enough before that its next change is sure to move its mtime. A change
+    within the same clock tick as the one seen would keep the mtime, and be missed."""
+    now = time.time_ns() if now_ns is None else now_ns
+    return all(now - mtime >= SETTLE_NS for _path, _ino, mtime in stamps)
