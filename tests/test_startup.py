@@ -149,8 +149,8 @@ def test_check_builds_only_its_own_parser(tmp_path):
 
 
 def test_usage_errors_still_list_every_command(tmp_path):
-    """An unknown command, or options before any, get the whole parser: the error names
-    every command, as `bpfmem --help` lists them."""
+    """An unknown command gets the whole parser: the error names every command, as
+    `bpfmem --help` lists them; a known command's bad option is still reported."""
     from bpfmem.cli import NAMES
     env = dict(os.environ, PYTHONPATH=str(SRC))
     p = subprocess.run([sys.executable, "-m", "bpfmem", "mapz"], cwd=tmp_path, env=env,

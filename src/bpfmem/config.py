@@ -115,11 +115,13 @@ def find_config(start: str | os.PathLike = ".") -> Path | None:
 def load_config(path: str | os.PathLike | None = None) -> Config:
     """The configuration at ``path`` (or found from the current directory); an empty one if
     there is none. ConfigError names the file and what is wrong."""
-    p = find_config() if path is None else None
-    if path is None and p is None:
-        return Config()
-    from pathlib import Path
-    p = p or Path(path)
+    if path is None:
+        p = find_config()
+        if p is None:
+            return Config()
+    else:
+        from pathlib import Path
+        p = Path(path)
     try:
         data = load_toml(p)
     except InputError as e:

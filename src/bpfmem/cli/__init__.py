@@ -76,11 +76,9 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     """The command ``argv`` runs, when it names one before anything the top-level parser
     itself answers (``--help``, ``--version``, no command, an unknown one): None then, and
     ``main`` builds the whole parser for the help or the error."""
-    for arg in argv:
-        if arg.startswith("-"):
-            return None          # bpfmem's own options come before the command and exit
-        return arg if arg in NAMES else None
-    return None
+    if not argv or argv[0].startswith("-"):   # bpfmem's own options come first, and exit
+        return None
+    return argv[0] if argv[0] in NAMES else None
 
 
 _parser = build_parser      # (the name tests and the README check use)

@@ -13,7 +13,7 @@ import json
 from functools import partial
 from typing import IO
 
-from .documents import document
+from .documents import SNAPSHOT, document
 from .escape import markup, md_code, md_text, term
 from ..uapi import map_type_name
 from ..units import format_delta, format_size
@@ -25,9 +25,9 @@ def render_json(result, out: IO[str], indent: int | None = 2) -> None:
     diffable with line tools, and fast: each line goes through the C encoder); without, one
     compact line."""
     doc = document(result)
-    # snapshot/v2 (and every newer schema of the family) is compact, as bpftool -j is; the
-    # snapshot-diff/v1 document keeps the blanks it was first written with
-    compact = not str(doc.get("schema", "")).endswith("/v1")
+    # the snapshot is written compact, as bpftool -j is; the snapshot diff keeps the blanks
+    # it was first written with
+    compact = doc.get("schema") == SNAPSHOT
     dumps = partial(json.dumps, separators=(",", ":")) if compact else json.dumps
     if indent is None:
         out.write(dumps(doc))
