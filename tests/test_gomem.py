@@ -24,7 +24,7 @@ from bpfmem.host.goproc import Endpoints, GoProber, ProcDetail
 from bpfmem.host.listeners import parse_proc_net_tcp
 from bpfmem.records import PodSample, ProcMem
 from bpfmem.host.smaps import classify_mappings, parse_environ, parse_smaps
-from bpfmem.parse.gobuildinfo import GoBuildInfo, MAGIC, parse_go_buildinfo
+from bpfmem.parse.gobin import GoBuildInfo, MAGIC, parse_go_buildinfo
 from bpfmem.parse.gometrics import parse_go_metrics
 from bpfmem.parse.pprof import parse_pprof, top_functions
 from bpfmem.units import format_size, parse_gomemlimit

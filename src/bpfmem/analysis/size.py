@@ -22,8 +22,8 @@ from .imports import WhyLinked, why_linked
 from ..units import format_size
 from ..parse.elfimage import (SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage,
                               parse_image)
-from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of,
-                           parse_buildinfo, parse_pclntab)
+from ..parse.gobin import (BUILDINFO_MAGIC, C_CODE, TYPES, BuildInfo, Module, Pclntab,
+                           module_of, package_of, parse_buildinfo, parse_pclntab)
 
 _START = operator.itemgetter(0)
 GROUPS = ("package", "module", "section", "symbol")
@@ -181,7 +181,7 @@ def size_report(data, *, path: str,
     try:
         img = parse_image(data, path=path)
         is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
-            not img.sections and data.find(b"\xff Go buildinf:") >= 0)
+            not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
         pcln = parse_pclntab(img) if is_go else None
         info = parse_buildinfo(img) if is_go else None
         return analyse_image(img, path=path, pcln=pcln, buildinfo=info,

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import BpfmemError
-from ..parse.gobuildinfo import GoBuildInfo, parse_go_buildinfo
+from ..parse.gobin import GoBuildInfo, parse_go_buildinfo
 from ..parse.gometrics import HINT, GoRuntimeFigures, have_parser, parse_go_metrics
 from ..parse.pprof import TopFunction, parse_pprof, top_functions
 from . import httpget

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ParseError, UnsupportedError
 from .elfimage import ElfImage
@@ -25,7 +25,6 @@ from .elfimage import ElfImage
 MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1: "1.20"}
 #: the fixed part of a _func record, after its leading entry field, per layout
 _FUNC_FIXED = {"1.16": 36, "1.18": 36, "1.20": 40}
-BUILDINFO_MAGIC = b"\xff Go buildinf:"
 #: a pclntab header's first six bytes, either byte order: magic, then two zero pad bytes
 _HEADER_RE = re.compile(rb"[\xf0\xf1\xfa\xfb]\xff\xff\xff\x00\x00|"
                         rb"\xff\xff\xff[\xf0\xf1\xfa\xfb]\x00\x00")
@@ -78,7 +77,7 @@ class Module:
 
 @dataclass(frozen=True)
 class BuildInfo:
-    go_version: str
+    go_version: str | None             # None: a pre-1.18 blob read without its ELF
     path: str                          # the main package's import path
     main: Module | None
     deps: tuple[Module, ...]
@@ -432,35 +431,62 @@ def package_of(name: str) -> str:
 
 
 # --- build info -------------------------------------------------------------------------------
+# The Go linker writes a build-info blob into every binary (the ``.go.buildinfo`` section on
+# ELF; ``debug/buildinfo`` reads it): a 32-byte header starting with BUILDINFO_MAGIC at a
+# 16-byte aligned offset, a pointer size byte and a flags byte (bit 0: big-endian pointers,
+# bit 1: strings inline). Since Go 1.18 the header is followed by two varint-prefixed
+# strings, the Go version (``go1.19.8``) and the module info (``path``, ``mod``, ``dep`` and
+# ``build`` lines between two 16-byte sentinels: what ``go version -m`` prints); older
+# binaries store two pointers to Go strings there, which only an ELF's address map resolves.
 
-def parse_buildinfo(img: ElfImage) -> BuildInfo | None:
-    """The build info of a Go binary (``.go.buildinfo``), None when there is none."""
-    sec = img.section(".go.buildinfo")
-    data = img.data
-    if sec is not None and sec.in_file and sec.size >= 32:
-        off, end = sec.offset, sec.offset + sec.size
-        if bytes(data[off:off + 14]) != BUILDINFO_MAGIC:
-            raise ParseError(".go.buildinfo does not start with its magic",
-                             section=".go.buildinfo", offset=off)
-    else:
-        off = data.find(BUILDINFO_MAGIC)
-        while off >= 0 and off % 16:
-            off = data.find(BUILDINFO_MAGIC, off + 1)
-        if off < 0:
-            return None
-        end = min(img.file_size, off + (1 << 20))
-    if off + 32 > len(data):
-        raise ParseError("build info header is cut short", offset=off)
+BUILDINFO_MAGIC = b"\xff Go buildinf:"
+MAGIC = BUILDINFO_MAGIC
+_BI_HEADER = 32
+_BI_BIG_ENDIAN, _BI_INLINE = 1, 2
+_BI_MAX = 1 << 20                  # module info is a few KiB, never MiBs
+
+
+@dataclass(frozen=True)
+class GoBuildInfo:
+    """What a process view needs of a build info (:func:`parse_go_buildinfo`)."""
+    version: str | None          # "go1.19.8"; None for a pre-1.18 binary read without its ELF
+    path: str | None             # the main package ("github.com/prometheus/prometheus/cmd/...")
+    module: str | None           # the main module and its version ("github.com/x/y v1.2.3")
+    settings: dict = field(default_factory=dict)   # "build" lines: CGO_ENABLED, GOARCH...
+    offset: int = 0              # of the magic in the bytes given
+    ptr_size: int = 8
+    big_endian: bool = False
+
+
+def find_buildinfo(data, start: int = 0) -> int:
+    """Offset of the build-info header in ``data`` (bytes or an mmap), -1 when absent.
+    The magic sits at a 16-byte aligned offset; an unaligned match is skipped."""
+    i = data.find(BUILDINFO_MAGIC, start)
+    while i >= 0 and i % 16:
+        i = data.find(BUILDINFO_MAGIC, i + 1)
+    return i
+
+
+def _read_buildinfo(data, off: int, end: int, img: ElfImage | None, sized: int | None):
+    """The one build-info decoder: (BuildInfo, pointer size, big endian) of the header at
+    ``off`` in ``data`` (the blob ends by ``end``). Pointer-format (pre-1.18) strings are
+    read through ``img``'s address map; without one the version is None."""
+    if off + _BI_HEADER > len(data) or off + _BI_HEADER > end:
+        raise ParseError("build info header is cut short", section=".go.buildinfo", offset=off)
     ptr, flags = data[off + 14], data[off + 15]
-    if flags & 2:   # Go 1.18+: two varint-prefixed strings after the 32-byte header
-        pos = off + 32
+    if ptr not in (4, 8):
+        raise ParseError(f"build info: pointer size {ptr}", section=".go.buildinfo",
+                         offset=off + 14)
+    big = bool(flags & _BI_BIG_ENDIAN)
+    if flags & _BI_INLINE:   # Go 1.18+: two varint-prefixed strings after the header
+        pos = off + _BI_HEADER
         version, pos = _varint_string(data, pos, end, off)
         modinfo, pos = _varint_string(data, pos, end, off)
         size = pos - off
-    else:           # older: pointers to two Go strings
-        if ptr not in (4, 8):
-            raise ParseError(f"build info: pointer size {ptr}", offset=off + 14)
-        e = ">" if flags & 1 else "<"
+    elif img is None:
+        return BuildInfo(None, "", None, (), (), off, _BI_HEADER if sized is None else sized), ptr, big
+    else:            # older: pointers to two Go strings
+        e = ">" if big else "<"
         w = "Q" if ptr == 8 else "I"
         vp, mp = struct.unpack_from(e + w + w, data, off + 16)
         version = _go_string(img, vp, e, w, ptr)
@@ -469,8 +495,43 @@ def parse_buildinfo(img: ElfImage) -> BuildInfo | None:
     if len(modinfo) >= 33 and modinfo[-17] == "\n":
         modinfo = modinfo[16:-16]
     path, main, deps, settings = _modinfo(modinfo)
-    return BuildInfo(version, path, main, tuple(deps), tuple(settings), off,
-                     sec.size if sec is not None else size)
+    return (BuildInfo(version, path, main, tuple(deps), tuple(settings), off,
+                      size if sized is None else sized),
+            ptr, big)
+
+
+def parse_buildinfo(img: ElfImage) -> BuildInfo | None:
+    """The build info of a Go binary (``.go.buildinfo``), None when there is none."""
+    sec = img.section(".go.buildinfo")
+    data = img.data
+    if sec is not None and sec.in_file and sec.size >= _BI_HEADER:
+        off, end = sec.offset, sec.offset + sec.size
+        if bytes(data[off:off + 14]) != BUILDINFO_MAGIC:
+            raise ParseError(".go.buildinfo does not start with its magic",
+                             section=".go.buildinfo", offset=off)
+        sized = sec.size
+    else:
+        off = find_buildinfo(data)
+        if off < 0:
+            return None
+        end, sized = min(img.file_size, off + _BI_MAX), (sec.size if sec is not None else None)
+    return _read_buildinfo(data, off, end, img, sized)[0]
+
+
+def parse_go_buildinfo(data, offset: int | None = None) -> GoBuildInfo | None:
+    """The build info in an executable's bytes (or mmap), found by its magic without
+    reading the ELF: None when it is not a Go binary; ParseError when the header is there
+    but broken. A pre-1.18 binary's version is not read (None)."""
+    i = find_buildinfo(data) if offset is None else offset
+    if i < 0:
+        return None
+    info, ptr, big = _read_buildinfo(data, i, min(len(data), i + _BI_HEADER + _BI_MAX),
+                                     None, None)
+    if info.go_version is None:
+        return GoBuildInfo(None, None, None, {}, i, ptr, big)
+    module = f"{info.main.path} {info.main.version}" if info.main is not None else None
+    return GoBuildInfo(info.go_version or None, info.path or None, module,
+                       dict(info.settings), i, ptr, big)
 
 
 def _varint_string(data, pos: int, end: int, base: int) -> tuple[str, int]:
