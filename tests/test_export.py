@@ -24,7 +24,8 @@ from conftest import is_root
 from mapfarm import MapFarm, MapPlan, uniform_plans
 
 from bpfmem.errors import HostError
-from bpfmem.exporter import METRIC_NAMES, ScanCache, make_registry
+from prom_peer import make_registry
+from bpfmem.api.export import METRIC_NAMES, ScanCache
 from bpfmem.records import LiveMap, Owner, Snapshot
 from bpfmem.model.kernel import KernelProfile
 from bpfmem.uapi import MapType as T

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import is_root
-from bpfmem.exporter import ScanCache, serve
+from bpfmem.api.export import ScanCache, serve
 from bpfmem.records import LiveMap, Owner, Snapshot
 from bpfmem.uapi import MapType as T
 

@@ -16,7 +16,8 @@ from prometheus_client.utils import floatToGoString  # noqa: E402
 from prometheus_client.openmetrics.exposition import generate_latest as om_latest  # noqa: E402
 
 from bpfmem import api  # noqa: E402
-from bpfmem.exporter import Exposition, ScanCache, make_registry  # noqa: E402
+from prom_peer import make_registry  # noqa: E402
+from bpfmem.api.export import Exposition, ScanCache  # noqa: E402
 from bpfmem.report.prometheus import go_float, negotiate  # noqa: E402
 from bpfmem.host.live import LiveMap, Owner, Snapshot  # noqa: E402
 
@@ -123,7 +124,7 @@ def test_the_page_is_made_without_prometheus_client(monkeypatch):
 
 
 def test_request_heads():
-    from bpfmem.exporter import parse_request_head
+    from bpfmem.host.httpd import parse_request_head
     assert parse_request_head(b"GET /metrics?x=1 HTTP/1.1\r\nAccept-Encoding: gzip\r\n"
                               b"Accept: text/plain\r\n\r\n") == (
         "GET", "/metrics", {"accept-encoding": "gzip", "accept": "text/plain"})
@@ -135,7 +136,7 @@ def test_request_heads():
 
 def test_post_and_garbage_get_one_line_answers():
     import socket
-    from bpfmem.exporter import serve
+    from bpfmem.api.export import serve
     cache = ScanCache(lambda: _snap([_map(1, "m")]), 3600)
     server, _t = serve("127.0.0.1", 0, cache, api.profile("6.18", cpus=2))
     try:

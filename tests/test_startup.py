@@ -91,7 +91,7 @@ MAPS_JSON_FORBIDDEN = (COMMAND_MODULES - {"bpfmem.cli.maps"}) | {
     # when a config file is found, glob only for a pattern, shutil's terminal width is
     # read from os, and threading is not needed to install signal handlers
     "pathlib", "urllib.parse", "ipaddress", "glob", "shutil", "threading",
-    "bpfmem.exporter", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
+    "bpfmem.api.export", "bpfmem.host.httpd", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
     "bpfmem.host.procfs", "bpfmem.host.cgroup", "bpfmem.host.vm", "bpfmem.host.probe",
     "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",
     "bpfmem.report.snapshot", "bpfmem.report.top", "bpfmem.analysis.advise",

@@ -42,16 +42,8 @@ def boot_seconds() -> float:
 
 
 def _start_time(pid: int, root: str) -> float | None:
-    try:
-        with open(os.path.join(root, "proc", str(pid), "stat"), "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    rest = raw[raw.rfind(b")") + 2:].split()
-    try:  # field 22 (starttime) is the 20th after "pid (comm)"
-        return int(rest[19]) / _CLK_TCK
-    except (IndexError, ValueError):
-        return None
+    stat = procfs.read_pid_stat(pid, root)
+    return stat.starttime / _CLK_TCK if stat is not None else None
 
 
 def read_proc_mem(pid: int, root: str = "/", smaps: bool = True) -> ProcMem | None:

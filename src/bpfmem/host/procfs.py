@@ -13,7 +13,8 @@ from pathlib import Path
 
 __all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type", "bpffs_mounts",
            "parse_fdinfo", "parse_smaps_rollup", "read_smaps_rollup", "read_comm",
-           "list_pids", "MapFd", "scan_map_fds"]
+           "list_pids", "MapFd", "scan_map_fds", "PidStat", "parse_pid_stat", "read_pid_stat",
+           "parse_btime", "ProcessStats", "read_process_stats"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,94 @@ def read_comm(pid: int, root: str | os.PathLike = "/") -> str:
 def list_pids(root: str | os.PathLike = "/") -> list[int]:
     """Process ids (not threads) in /proc, ascending."""
     return sorted(int(n) for n in os.listdir(Path(root) / "proc") if n.isdigit())
+
+
+@dataclass(frozen=True)
+class PidStat:
+    """The fields of /proc/PID/stat that bpfmem reads (proc(5): clock ticks and pages)."""
+    utime: int          # field 14, clock ticks
+    stime: int          # field 15
+    starttime: int      # field 22, clock ticks after boot
+    vsize: int          # field 23, bytes
+    rss: int            # field 24, pages
+
+
+def parse_pid_stat(raw: bytes) -> PidStat | None:
+    """/proc/PID/stat, or None when it is not one. The fields are counted after the last
+    ``)``: a comm may hold spaces and parentheses."""
+    rest = raw[raw.rfind(b")") + 1:].split()    # rest[0] is field 3 (state)
+    try:
+        return PidStat(utime=int(rest[11]), stime=int(rest[12]), starttime=int(rest[19]),
+                       vsize=int(rest[20]), rss=int(rest[21]))
+    except (IndexError, ValueError):
+        return None
+
+
+def read_pid_stat(pid: int | str = "self", root: str | os.PathLike = "/") -> PidStat | None:
+    """``pid``'s /proc/PID/stat; None when it has gone or cannot be read."""
+    try:
+        with open(os.path.join(os.fspath(root), "proc", str(pid), "stat"), "rb") as f:
+            return parse_pid_stat(f.read())
+    except OSError:
+        return None
+
+
+def parse_btime(raw: bytes) -> int | None:
+    """The boot time (seconds since the epoch) of /proc/stat's ``btime`` line."""
+    for line in raw.splitlines():
+        if line.startswith(b"btime "):
+            try:
+                return int(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def parse_max_fds(raw: bytes) -> int | None:
+    """The soft limit of /proc/PID/limits' ``Max open files`` line (None when unlimited)."""
+    for line in raw.splitlines():
+        if line.startswith(b"Max open files"):
+            try:
+                return int(line.split()[3])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+@dataclass(frozen=True)
+class ProcessStats:
+    """What every Prometheus client exports about its own process (``process_*``); a figure
+    is None when it could not be read."""
+    virtual: int | None          # bytes
+    resident: int | None         # bytes
+    start_time: float | None     # seconds since the epoch
+    cpu_seconds: float | None    # user + system
+    open_fds: int | None
+    max_fds: int | None
+
+
+def read_process_stats(pid: int | str = "self", root: str | os.PathLike = "/") -> ProcessStats:
+    """A process's memory, CPU time, start time and fds, from ``root``'s /proc."""
+    base = os.path.join(os.fspath(root), "proc")
+    ticks, page = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+    stat = read_pid_stat(pid, root)
+    try:
+        with open(os.path.join(base, "stat"), "rb") as f:
+            btime = parse_btime(f.read())
+    except OSError:
+        btime = None
+    try:
+        with open(os.path.join(base, str(pid), "limits"), "rb") as f:
+            max_fds = parse_max_fds(f.read())
+        open_fds = len(os.listdir(os.path.join(base, str(pid), "fd")))
+    except OSError:
+        max_fds = open_fds = None
+    return ProcessStats(
+        virtual=stat.vsize if stat else None,
+        resident=stat.rss * page if stat else None,
+        start_time=stat.starttime / ticks + btime if stat and btime is not None else None,
+        cpu_seconds=(stat.utime + stat.stime) / ticks if stat else None,
+        open_fds=open_fds if max_fds is not None else None, max_fds=max_fds)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,15 @@ MAP_FAMILIES = (
 )
 MAP_LABELS = ("id", "name", "type", "owner_comm", "cgroup")
 
+# every bpfmem family a page has (deploy/ and the dashboard use these names)
+METRIC_NAMES = (
+    "bpfmem_map_memlock_bytes", "bpfmem_map_charged_bytes", "bpfmem_map_max_entries",
+    "bpfmem_map_entries", "bpfmem_map_pressure_ratio", "bpfmem_cgroup_map_memlock_bytes",
+    "bpfmem_cgroup_maps", "bpfmem_cgroup_memory_usage_bytes",
+    "bpfmem_cgroup_memory_limit_bytes", "bpfmem_cgroup_map_share_ratio", "bpfmem_node_maps",
+    "bpfmem_node_map_memlock_bytes", "bpfmem_scan_duration_seconds", "bpfmem_scans_total",
+    "bpfmem_scan_errors_total", "bpfmem_maps_skipped_total", "bpfmem_build_info")
+
 
 @dataclass(frozen=True)
 class Family:
@@ -39,6 +48,86 @@ class Family:
     type: str = "gauge"
     labels: tuple[str, ...] = ()
     samples: tuple[tuple[tuple[str, ...], float], ...] = ()
+
+
+@dataclass(frozen=True)
+class ScanStats:
+    """The exporter's own counters: the last scan's duration, scans made, failed scans, and
+    maps or processes that vanished during scans."""
+    duration: float
+    scans: int
+    errors: int
+    skipped: int
+
+
+def map_families(rows) -> list[Family]:
+    """The per-map families of ``rows`` (:func:`bpfmem.analysis.metrics.map_rows`) as
+    :class:`Family` values (a page writes them with :class:`MapFamilies`)."""
+    rows = list(rows)
+    return [Family(name, doc, labels=MAP_LABELS, samples=tuple(
+                (row[0], row[column]) for row in rows if row[column] is not None))
+            for column, (name, doc) in enumerate(MAP_FAMILIES, start=1)]
+
+
+def node_families(cgroups, node: tuple[int, int] | None, stats: ScanStats,
+                  build: tuple[str, str, str]) -> list[Family]:
+    """The families after the per-map ones, in page order: per cgroup (``cgroups``:
+    :class:`~bpfmem.analysis.metrics.CgroupRow`), the node's (maps, memlock), or None before
+    a first good scan), the scan counters and the build info (version, python,
+    prometheus_client)."""
+    cg = ("cgroup",)
+    node_samples = (((), node[0]),) if node else ()
+    node_memlock = (((), node[1]),) if node else ()
+    return [
+        Family("bpfmem_cgroup_map_memlock_bytes", "memlock of the maps whose lowest-pid holder "
+               "is in the cgroup", labels=cg,
+               samples=tuple(((r.cgroup,), r.memlock) for r in cgroups)),
+        Family("bpfmem_cgroup_maps", "maps whose lowest-pid holder is in the cgroup",
+               labels=cg, samples=tuple(((r.cgroup,), r.maps) for r in cgroups)),
+        Family("bpfmem_cgroup_memory_usage_bytes", "memory cgroup usage", labels=cg,
+               samples=tuple(((r.cgroup,), r.usage) for r in cgroups if r.usage is not None)),
+        Family("bpfmem_cgroup_memory_limit_bytes", "memory cgroup limit (absent when "
+               "unlimited)", labels=cg,
+               samples=tuple(((r.cgroup,), r.limit) for r in cgroups if r.usage is not None
+                             and r.limit is not None)),
+        Family("bpfmem_cgroup_map_share_ratio", "map memlock / cgroup usage", labels=cg,
+               samples=tuple(((r.cgroup,), r.share) for r in cgroups if r.share is not None)),
+        Family("bpfmem_node_maps", "maps on the node", samples=node_samples),
+        Family("bpfmem_node_map_memlock_bytes", "memlock of every map on the node",
+               samples=node_memlock),
+        Family("bpfmem_scan_duration_seconds", "seconds the last scan took",
+               samples=(((), stats.duration),)),
+        Family("bpfmem_scans", "scans made", "counter", samples=(((), stats.scans),)),
+        Family("bpfmem_scan_errors", "scans that failed (the previous result was served)",
+               "counter", samples=(((), stats.errors),)),
+        Family("bpfmem_build_info", "bpfmem's version, and the Python and "
+               "prometheus_client it runs on (always 1)",
+               labels=("version", "python", "prometheus_client"), samples=((build, 1),)),
+        Family("bpfmem_maps_skipped", "maps or processes that vanished during scans",
+               "counter", samples=(((), stats.skipped),)),
+    ]
+
+
+def process_families(p) -> list[Family]:
+    """The standard ``process_*`` families (the names and meanings every Prometheus client
+    library exports) of a :class:`~bpfmem.host.procfs.ProcessStats`; a figure not read is
+    left out."""
+    out = []
+    for value, name, doc, kind in (
+            (p.virtual, "process_virtual_memory_bytes", "Virtual memory size in bytes.",
+             "gauge"),
+            (p.resident, "process_resident_memory_bytes", "Resident memory size in bytes.",
+             "gauge"),
+            (p.start_time, "process_start_time_seconds", "Start time of the process since "
+             "unix epoch in seconds.", "gauge"),
+            (p.cpu_seconds, "process_cpu_seconds", "Total user and system CPU time spent in "
+             "seconds.", "counter"),
+            (p.open_fds, "process_open_fds", "Number of open file descriptors.", "gauge"),
+            (p.max_fds, "process_max_fds", "Maximum number of open file descriptors.",
+             "gauge")):
+        if value is not None:
+            out.append(Family(name, doc, kind, samples=(((), float(value)),)))
+    return out
 
 
 def negotiate(accept: str | None) -> tuple[bool, str]:

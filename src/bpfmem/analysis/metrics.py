@@ -1,0 +1,67 @@
+"""The exporter's figures of one scan, as rows (pure: a snapshot and the cgroups' memory in,
+tuples out; :mod:`bpfmem.report.prometheus` writes them as metric families)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Iterator
+
+from .live import cgroup_sums, check_map, primary_owner
+from ..uapi import map_type_name
+
+__all__ = ["map_rows", "CgroupRow", "cgroup_rows"]
+
+
+def map_rows(snap, profile=None, charged_of: dict | None = None) -> Iterator[tuple]:
+    """Per map of ``snap``, one at a time: (label values, memlock, charged, max_entries,
+    entries, pressure), a value None where the map has none. The label values are the map's
+    id, name, type, and its primary owner's comm and cgroup. ``charged_of`` caches the
+    model's charge by map shape and entries across scans (maps of one shape are common)."""
+    for m in snap.maps:
+        o = primary_owner(m)
+        labels = (str(m.id), m.name, _type(m.type), o.comm if o else "",
+                  (o.cgroup or "") if o else "")
+        charged = None
+        if profile is not None:
+            key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
+                   m.entries)
+            if charged_of is not None and key in charged_of:
+                charged = charged_of[key]
+            else:
+                charged = check_map(m, profile).charged
+                if charged_of is not None:
+                    charged_of[key] = charged
+        yield (labels, m.memlock, charged, m.max_entries, m.entries, m.pressure)
+
+
+@functools.lru_cache(maxsize=None)
+def _type(t: int) -> str:
+    return map_type_name(t)
+
+
+@dataclass(frozen=True)
+class CgroupRow:
+    """One cgroup holding maps (through their primary owner; "" for maps nobody holds): the
+    maps' memlock and count, and the memory cgroup's usage, limit and the maps' share of the
+    usage (None where the cgroup's memory is not known, the limit None when unlimited)."""
+    cgroup: str
+    memlock: int
+    maps: int
+    usage: int | None
+    limit: int | None
+    share: float | None
+
+
+def cgroup_rows(snap, cgroups: dict) -> list[CgroupRow]:
+    """The cgroups of ``snap``'s maps, largest memlock first; ``cgroups`` maps a cgroup path
+    to its :class:`~bpfmem.records.CgroupMemory`."""
+    out = []
+    for s in cgroup_sums(snap.maps):
+        mem = cgroups.get(s.cgroup)
+        usage = mem.usage if mem is not None else None
+        out.append(CgroupRow(
+            cgroup=s.cgroup or "", memlock=s.memlock, maps=s.maps, usage=usage,
+            limit=mem.limit if mem is not None else None,
+            share=s.memlock / usage if usage else None))
+    return out
