@@ -386,6 +386,42 @@ def test_pod_view_carves_go_parts_and_still_adds_up():
     assert "GOGC=75: the heap may grow to 1.75x" in text   # go_gc_gogc_percent
 
 
+def test_pod_go_parts_are_resident_and_binary_pages_by_who_is_charged():
+    """The runtime counts 150 MiB in use but the arenas hold 100 MiB resident: at pod level
+    the heap is the resident 100 - 10 (free) - 1 (stacks), the rest named once as never
+    written; the stacks and runtime metadata are not squeezed out. With pagemap read, the
+    binary is the pages charged here only, the rest shared, charged elsewhere."""
+    from dataclasses import replace
+    from bpfmem.host.pagemap import PageOwners
+    d = detail(heap_inuse=150 * MiB)
+    cg = cg_v1(usage=300 * MiB, anon=150 * MiB, cache=60 * MiB, kmem=20 * MiB)
+    procs = [ProcMem(7, "agent", d.classes.rss, d.classes.rss, d.classes.rss, None, None,
+                     None, 0, 100.0)]
+    pages = PageOwners(frozenset(range(100)), frozenset(range(100, 5000)), 3, 4096)
+    files = PageOwners(frozenset(), frozenset(range(9000, 9256)), 0, 4096)
+    for owners in (None, pages):
+        dd = d if owners is None else replace(d, binary_pages=owners, file_pages=files)
+        v = ap.pod_view(PodSample(0.0, 0.0, 0.0, cg, tuple(procs), (), {},
+                                  details={7: dd}), PROF)
+        parts = {c.key: c.bytes for c in v.components}
+        assert sum(parts.values()) == 300 * MiB
+        unexplained = dict(v.go[0].parts)["unexplained"]
+        assert unexplained == 100 * MiB - 150 * MiB - 10 * MiB - MiB
+        assert parts["go_heap"] == 150 * MiB + unexplained == 89 * MiB
+        assert parts["go_free"] == 10 * MiB and parts["go_stacks"] == MiB + 96 * KiB
+        assert parts["go_runtime"] == 3 * MiB
+        assert [n for n in v.notes if "allocated but never written: 61Mi" in n]
+        if owners is None:
+            assert parts["binary"] == 12 * MiB + 9 * MiB + 256 * KiB
+            assert [n for n in v.notes if "Go binary pages are an estimate" in n]
+            assert v.shared_elsewhere == {}
+        else:
+            assert parts["binary"] == 100 * 4096
+            assert v.shared_elsewhere == {"binary": 4900 * 4096, "mapped_files": MiB}
+            assert [n for n in v.notes if n.startswith("shared, charged elsewhere")]
+            assert docs.build_pod_report(v, None)["shared_elsewhere"]["binary"] == 4900 * 4096
+
+
 def test_peak_explained():
     doc = {"summary": {"peak": {"t": 4.12, "usage": 612 * MiB, "parts": {
         "go_heap": 230 * MiB, "go_free": 180 * MiB, "go_stacks": 2 * MiB,

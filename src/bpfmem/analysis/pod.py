@@ -12,12 +12,18 @@ kernel          the cgroup's kernel memory minus the maps below: v2 ``kernel`` (
 maps            the model's memcg charge (:func:`bpfmem.model.estimate.estimate`) of the maps
                 that the cgroup's processes hold and that were (probably) created here
 sock            v2 only (v1 counts TCP buffers apart from usage)
-go_*, binary    for Go processes (:mod:`bpfmem.analysis.gosplit`), taken out of the two
-                above: heap in use, freed not returned (or the heap arenas whole, without
-                the runtime's figures), stacks and runtime metadata out of "processes";
-                the executables' resident text/rodata/data out of "page cache" (once per
-                executable file). Each is capped at what is left of the part it comes from,
-                so the parts still add up to usage.
+go_*            for Go processes (:mod:`bpfmem.analysis.gosplit`), out of "processes": heap
+                in use, freed not returned (or the heap arenas whole, without the runtime's
+                figures), stacks and runtime metadata, as *resident* memory: what the runtime
+                counts in use but never wrote (not in RSS, not charged) comes off the heap
+                and is named once in a note ("allocated but never written")
+binary          out of "page cache": the Go executables' resident file pages that the kernel
+                charges to this cgroup (``/proc/PID/pagemap`` + ``/proc/kpagecgroup``; once
+                per page frame). A page cache page is charged to the cgroup that read it
+                first: the binary's pages charged elsewhere are "shared, charged elsewhere"
+                (``shared_elsewhere``, not in usage), like other files the Go processes map.
+                Without pagemap (no root), a stated estimate: the binaries' resident pages.
+                Each part is capped at what is left of the one it comes from (said in a note)
 unexplained     usage minus all of the above: the cgroup's counters are per-CPU batched, so
                 usage and memory.stat disagree by up to a few pages per CPU; and maps whose
                 model charge exceeds the kernel figure push it below zero
@@ -130,6 +136,8 @@ class PodView:
     details: dict = field(default_factory=dict)   # pid -> ProcDetail read with the view
     kernel: KernelProfile | None = None   # what the maps' charges were modelled on
     upgrade: "Upgrade | None" = None      # what an upgrade would make of it (pod --after)
+    shared_elsewhere: dict = field(default_factory=dict)   # bytes its processes map that
+    #       another cgroup is charged for (not in usage): "binary", "mapped_files"
 
     def component(self, key: str) -> int | None:
         return next((c.bytes for c in self.components if c.key == key), None)
@@ -217,7 +225,8 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     oldest = min(starts) if starts else None
     rows = _map_rows(sample, prof, oldest)
     here = sum(r.charged for r in rows if r.charged_here and r.charged is not None)
-    elsewhere = sum(r.charged for r in rows if not r.charged_here and r.charged is not None)
+    elsewhere_maps = sum(r.charged for r in rows
+                         if not r.charged_here and r.charged is not None)
     unknown = sum(1 for r in rows if r.charged is None)
     notes: list[str] = []
     kernel_other = None
@@ -245,7 +254,8 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     details = dict(getattr(sample, "details", None) or {})
     splits = sorted((x for x in (go_split(d) for d in details.values()) if x is not None),
                     key=lambda x: -x.rss)
-    go_keys = _carve_go(parts, splits, details) if splits else ()
+    elsewhere: dict = {}
+    go_keys = _carve_go(parts, splits, details, notes, elsewhere) if splits else ()
     known = sum(v for v in parts.values() if v is not None)
     parts["unexplained"] = cg.usage - known
     comps = tuple(Component(k, label, parts[k]) for k, label in COMPONENTS
@@ -261,7 +271,7 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     if any(not r.charged_here for r in rows):
         notes.append(
             f"{sum(1 for r in rows if not r.charged_here)} held map(s) "
-            f"({format_size(elsewhere)}) were pinned before this cgroup's processes started: "
+            f"({format_size(elsewhere_maps)}) were pinned before this cgroup's processes started: "
             "charged to the cgroup that created them, not here")
     procs = []
     held_by: dict[int, int] = {}
@@ -278,38 +288,96 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
         None if cg.limit is None else cg.limit - cg.usage, cg.peak, comps,
         tuple(_kernel_kinds(cg)), tuple(procs),
         tuple(sorted(rows, key=lambda r: (not r.charged_here, -(r.charged or 0), r.id))),
-        here, elsewhere, unknown, totals, tuple(notes), tuple(splits), details, prof)
+        here, elsewhere_maps, unknown, totals, tuple(notes), tuple(splits), details, prof,
+        shared_elsewhere=elsewhere)
 
 
-def _carve_go(parts: dict, splits: list[GoSplit], details: dict) -> tuple[str, ...]:
+def _resident_go(x: GoSplit) -> tuple[dict, int]:
+    """One Go process's heap parts as resident memory: the runtime counts spans it allocated
+    but never wrote (a fresh large allocation, a freshly grown heap), which are not in RSS
+    (the split's negative "unexplained"); they come off heap in use, then freed, then the
+    goroutine stacks. Returns (part -> bytes, bytes allocated but never written)."""
+    out = {"go_heap": x.part("heap_inuse") or 0, "go_free": x.part("heap_free") or 0,
+           "go_arenas": x.part("go_arenas") or 0, "go_stacks": x.part("stacks") or 0,
+           "go_runtime": x.part("runtime") or 0}
+    unwritten = max(0, -(x.part("unexplained") or 0)) if x.part("heap_inuse") is not None \
+        else 0
+    left = unwritten
+    for k in ("go_heap", "go_free", "go_stacks"):
+        take = min(left, out[k])
+        out[k] -= take
+        left -= take
+    return out, unwritten - left
+
+
+def _carve_go(parts: dict, splits: list[GoSplit], details: dict, notes: list[str],
+              elsewhere: dict) -> tuple[str, ...]:
     """Take the Go processes' parts out of "processes" and "page cache" (in place); the
-    keys added. A part is capped at what is left of the one it comes from."""
+    keys added. The heap parts are what is resident (:func:`_resident_go`); the binary's
+    pages are those charged to this cgroup (pagemap + kpagecgroup), else an estimate."""
     sums = {"go_heap": 0, "go_free": 0, "go_arenas": 0, "go_stacks": 0, "go_runtime": 0}
+    unwritten = 0
     for x in splits:
-        sums["go_heap"] += x.part("heap_inuse") or 0
-        sums["go_free"] += x.part("heap_free") or 0
-        sums["go_arenas"] += x.part("go_arenas") or 0
-        sums["go_stacks"] += x.part("stacks") or 0
-        sums["go_runtime"] += x.part("runtime") or 0
-    binary: dict = {}      # one executable file mapped by several processes: counted once
-    for x in splits:
-        c = details[x.pid].classes
-        key = details[x.pid].exe or x.pid
-        binary[key] = max(binary.get(key, 0), c.binary_text + c.binary_rodata + c.binary_data)
+        res, nw = _resident_go(x)
+        unwritten += nw
+        for k in sums:
+            sums[k] += res[k]
+    if unwritten >= (1 << 20):
+        notes.append(f"Go heap allocated but never written: {format_size(unwritten)} the "
+                     "runtime counts in use (HeapInuse/StackInuse) is not resident, so not "
+                     "charged: the Go parts here are resident memory (the process blocks "
+                     "show the runtime's own figures)")
     keys = [k for k in sums if k != "go_arenas" or sums[k]]
     if not any(x.part("heap_inuse") is not None for x in splits):
         keys = [k for k in keys if k not in ("go_heap", "go_free", "go_runtime")]
     if parts["processes"] is not None:
         left = parts["processes"]
+        short = 0
         for k in keys:
             take = max(0, min(sums[k], left))
+            short += sums[k] - take
             parts[k] = take
             left -= take
         parts["processes"] = left
+        if short > (1 << 20):
+            notes.append(f"the Go processes' resident parts exceed the cgroup's anonymous "
+                         f"memory by {format_size(short)}: the last ones are cut to fit "
+                         "(the readings moved apart, or memory charged to another cgroup)")
     else:
         keys = []
     if parts["page_cache"] is not None:
-        take = max(0, min(sum(binary.values()), parts["page_cache"]))
+        ds = [details[x.pid] for x in splits]
+        if ds and all(getattr(d, "binary_pages", None) is not None for d in ds):
+            here = frozenset().union(*(d.binary_pages.here for d in ds))
+            other = frozenset().union(*(d.binary_pages.elsewhere for d in ds)) - here
+            files = frozenset().union(*(d.file_pages.elsewhere for d in ds
+                                        if d.file_pages is not None))
+            page = ds[0].binary_pages.page_size
+            binary = len(here) * page
+            elsewhere["binary"] = len(other) * page
+            elsewhere["mapped_files"] = len(files) * page
+            if other or files:
+                notes.append(
+                    f"shared, charged elsewhere: {format_size(len(other) * page)} of the Go "
+                    f"binaries' resident pages and {format_size(len(files) * page)} of other "
+                    "files the Go processes map are charged to the cgroup that read them "
+                    "first (/proc/kpagecgroup), not to this one: not in its usage")
+        else:
+            binary = 0
+            seen: dict = {}    # one executable file mapped by several processes: counted once
+            for x in splits:
+                c = details[x.pid].classes
+                key = details[x.pid].exe or x.pid
+                seen[key] = max(seen.get(key, 0),
+                                c.binary_text + c.binary_rodata + c.binary_data)
+            binary = sum(seen.values())
+            why = next((d.pages_unread for d in ds if getattr(d, "pages_unread", None)),
+                       None)
+            notes.append("Go binary pages are an estimate (at most the binaries' resident "
+                         "pages, at most the page cache): who is charged for them is "
+                         f"unknown ({why or 'pagemap not read'}); pages read first by another "
+                         "cgroup are charged there")
+        take = max(0, min(binary, parts["page_cache"]))
         parts["binary"] = take
         parts["page_cache"] -= take
         keys.append("binary")

@@ -25,7 +25,10 @@ what you see:
   For Go processes (found from the binary's build info; Go version shown) the parts go
   further: Go heap in use, Go heap freed but not yet returned to the OS (heap_idle -
   heap_released), Go stacks and Go runtime metadata come out of processes (anon), the
-  binary's resident text/rodata/data out of page cache. Per Go process, the same split of
+  binary's resident pages out of page cache, as far as the kernel charges them to this cgroup
+  (/proc/kpagecgroup: a binary another cgroup read first is "shared, charged elsewhere").
+  The Go parts of the pod are resident memory: heap the runtime counts but never wrote is
+  named in a note. Per Go process, the same split of
   its RSS (from /proc/PID/smaps and the runtime's /metrics, go_memstats_*), adding up to it
   with the unexplained rest; GOGC, GOMEMLIMIT, GODEBUG=madvdontneed and what they imply; the
   top allocation sites of /debug/pprof/heap. Endpoints: the ones named with --metrics-url /

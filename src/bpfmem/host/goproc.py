@@ -24,6 +24,7 @@ from ..parse.gometrics import HINT, GoRuntimeFigures, have_parser, parse_go_metr
 from ..parse.pprof import TopFunction, parse_pprof, top_functions
 from . import httpget
 from .listeners import read_listeners, same_netns
+from .pagemap import PageOwners, PageReader
 from .smaps import MemClasses, classify_mappings, read_environ, read_exe, read_smaps
 
 __all__ = ["Endpoints", "ProcDetail", "GoProber", "read_go_buildinfo", "GO_ENV"]
@@ -55,6 +56,10 @@ class ProcDetail:
     pprof_url: str | None = None
     pprof_total: int | None = None       # inuse_space over all samples
     notes: tuple[str, ...] = ()
+    binary_pages: PageOwners | None = None   # the executable's present file pages, by who
+    #                                          is charged (None: pagemap/kpagecgroup unread)
+    file_pages: PageOwners | None = None     # the same for its other file mappings
+    pages_unread: str | None = None          # why they are None
 
 
 def read_go_buildinfo(path: str) -> GoBuildInfo | None:
@@ -92,6 +97,7 @@ class GoProber:
         self._failed: dict[tuple, tuple[float, str]] = {}   # (netns pid, url) -> when, why
         self._netns: dict[int, bool] = {}     # pid -> its endpoint is in its own netns
         self._have_parser: bool | None = None
+        self._pages: PageReader | None = None
 
     # ---- pieces ----
 
@@ -177,8 +183,11 @@ class GoProber:
 
     # ---- readings ----
 
-    def read_all(self, procs, *, smaps: bool = True) -> dict:
-        """pid -> ProcDetail for ``procs`` (ProcMem-like: pid, rss); gone ones left out."""
+    def read_all(self, procs, *, smaps: bool = True,
+                 inodes: frozenset[int] | None = None) -> dict:
+        """pid -> ProcDetail for ``procs`` (ProcMem-like: pid, rss); gone ones left out.
+        ``inodes``: the pod's memory cgroups (:func:`bpfmem.host.pagemap.cgroup_inodes`), to
+        say who is charged for each Go process's file pages."""
         if self.default is not None and self.default_pid is None:
             for p in sorted(procs, key=lambda p: -(p.rss or 0)):
                 if self._build(p.pid, [])[1] is not None:
@@ -186,17 +195,29 @@ class GoProber:
                     break
         out = {}
         for p in procs:
-            d = self.read(p.pid, smaps=smaps)
+            d = self.read(p.pid, smaps=smaps, inodes=inodes)
             if d is not None:
                 out[p.pid] = d
         return out
 
-    def read(self, pid: int, *, smaps: bool = True) -> ProcDetail | None:
+    def _owners(self, pid: int, maps, kinds, inodes) -> tuple:
+        if self._pages is None:
+            self._pages = PageReader(self.root)
+        exe = [(m.start, m.end) for m, k in zip(maps, kinds)
+               if k in ("binary_text", "binary_rodata", "binary_data")]
+        files = [(m.start, m.end) for m, k in zip(maps, kinds) if k == "files" and m.rss]
+        b = self._pages.owners(pid, exe, inodes)
+        f = self._pages.owners(pid, files, inodes) if b is not None else None
+        return b, f, (self._pages.why_not if b is None or f is None else None)
+
+    def read(self, pid: int, *, smaps: bool = True,
+             inodes: frozenset[int] | None = None) -> ProcDetail | None:
         """``pid`` in detail (smaps and the runtime only for a Go program: the split is
         made for those); None when it has gone."""
         notes: list[str] = []
         exe, build = self._build(pid, notes)
         classes = None
+        pages: tuple = (None, None, None)
         if smaps and build is not None:
             try:
                 maps = read_smaps(pid, self.root)
@@ -205,9 +226,11 @@ class GoProber:
             except OSError as e:
                 notes.append(f"smaps unreadable: {e.strerror or e}")
             else:
-                classes, _ = classify_mappings(
+                classes, kinds = classify_mappings(
                     maps, exe.path if exe else None, (exe.dev, exe.inode) if exe else None,
                     go=build is not None)
+                if inodes is not None:
+                    pages = self._owners(pid, maps, kinds, inodes)
         env: dict = {}
         if build is not None:
             try:
@@ -257,4 +280,4 @@ class GoProber:
                 except BpfmemError as e:
                     notes.append(f"{pprof_url}: {e}")
         return ProcDetail(pid, exe.path if exe else None, build, classes, env, figures,
-                          metrics_url, top, pprof_url, pprof_total, tuple(notes))
+                          metrics_url, top, pprof_url, pprof_total, tuple(notes), *pages)

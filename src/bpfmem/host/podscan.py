@@ -28,6 +28,7 @@ from bpfmem.host.cgroup import (ScratchCgroup, read_cgroup_memory,
                                 read_subtree_procs, scratch_cgroup)
 from bpfmem.host.goproc import GoProber
 from bpfmem.host.live import walk_pins, maps_held_by
+from bpfmem.host.pagemap import cgroup_inodes
 from bpfmem.records import LiveMap, Pin, PodSample, ProcMem
 
 __all__ = ["ProcMem", "Pin", "PodSample", "PodSampler", "read_proc_mem", "boot_seconds",
@@ -135,7 +136,9 @@ class PodSampler:
                 skipped += 1
             else:
                 procs.append(pm)
-        details = self.go.read_all(procs, smaps=self.smaps) if self.go is not None else {}
+        details = (self.go.read_all(procs, smaps=self.smaps,
+                                    inodes=cgroup_inodes(self.fs_path))
+                   if self.go is not None else {})
         pins: dict = {}
         if self.pins and maps:
             ids = frozenset(m.id for m in maps)

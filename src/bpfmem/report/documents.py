@@ -470,6 +470,7 @@ def view_record(view) -> dict[str, Any]:
                  for m in view.maps],
         "maps_charged_here": view.maps_here, "maps_charged_elsewhere": view.maps_elsewhere,
         "maps_not_modelled": view.maps_unknown,
+        "shared_elsewhere": dict(view.shared_elsewhere),
         "go": [go_record(x, view.details[x.pid]) for x in view.go],
         "notes": list(view.notes),
     }

@@ -1,0 +1,141 @@
+"""Which memory cgroup the kernel charges for the pages a process has mapped.
+
+``/proc/PID/pagemap`` gives, per virtual page, whether it is present and (to a reader with
+CAP_SYS_ADMIN) its page frame number; ``/proc/kpagecgroup`` gives, per page frame, the inode
+number of the memory cgroup the page is charged to (the nearest online ancestor of a removed
+one). A page cache page is charged to the cgroup that first read it in, whoever maps it
+later: a binary started in a fresh cgroup after another cgroup read it pays for none of it.
+
+Pagemap bits (Documentation/admin-guide/mm/pagemap.rst): 63 present, 62 swapped, 61
+file-page or shared-anon, 0-54 the PFN (zero without CAP_SYS_ADMIN).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable
+
+__all__ = ["PageOwners", "PageReader", "PAGE_SIZE", "cgroup_inodes"]
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_PRESENT = 1 << 63
+_FILE = 1 << 61
+_PFN = (1 << 55) - 1
+_CHUNK = 1 << 16          # pagemap entries per read (512 KiB)
+
+
+@dataclass(frozen=True)
+class PageOwners:
+    """The present file pages of some mappings of one process, by who is charged for them.
+    Page frames are kept (not only counted) so that processes mapping the same file are
+    counted once."""
+    here: frozenset[int]          # charged to one of the given cgroups
+    elsewhere: frozenset[int]     # charged to another cgroup (or to none: the root's)
+    anon: int                     # present private (COW-written) pages: anonymous memory
+    page_size: int = PAGE_SIZE
+
+    @property
+    def resident(self) -> int:
+        return len(self.here) + len(self.elsewhere)
+
+
+def cgroup_inodes(fs_path: str) -> frozenset[int]:
+    """The inode numbers of a cgroup directory and every cgroup below it (what
+    /proc/kpagecgroup names them by)."""
+    out = set()
+    for d, dirs, _files in os.walk(fs_path):
+        try:
+            out.add(os.stat(d).st_ino)
+        except OSError:
+            continue
+    return frozenset(out)
+
+
+class PageReader:
+    """Reads pagemap and kpagecgroup (root only); :attr:`why_not` says why it cannot."""
+
+    def __init__(self, root: str = "/"):
+        self.root = root
+        self.why_not: str | None = None
+        self._kpc: int | None = None
+        try:
+            self._kpc = os.open(os.path.join(root, "proc", "kpagecgroup"), os.O_RDONLY)
+        except OSError as e:
+            self.why_not = f"/proc/kpagecgroup unreadable ({e.strerror or e})"
+
+    def close(self) -> None:
+        if self._kpc is not None:
+            os.close(self._kpc)
+            self._kpc = None
+
+    def __del__(self):
+        self.close()
+
+    def _entries(self, fd: int, start: int, end: int):
+        first = start // PAGE_SIZE
+        n = (end - start + PAGE_SIZE - 1) // PAGE_SIZE
+        done = 0
+        while done < n:
+            k = min(_CHUNK, n - done)
+            raw = os.pread(fd, k * 8, (first + done) * 8)
+            if not raw:
+                return
+            yield from memoryview(raw).cast("Q")
+            done += len(raw) // 8
+
+    def owners(self, pid: int, ranges: Iterable[tuple[int, int]],
+               inodes: frozenset[int]) -> PageOwners | None:
+        """Who is charged for the present file pages of ``ranges`` ((start, end) virtual
+        addresses) of ``pid``; None when the kernel does not say (no root: PFNs read 0, or
+        the process has gone), with :attr:`why_not` set."""
+        if self._kpc is None:
+            return None
+        try:
+            fd = os.open(os.path.join(self.root, "proc", str(pid), "pagemap"), os.O_RDONLY)
+        except OSError as e:
+            self.why_not = f"/proc/{pid}/pagemap unreadable ({e.strerror or e})"
+            return None
+        pfns: set[int] = set()
+        anon = 0
+        try:
+            for start, end in ranges:
+                for e in self._entries(fd, start, end):
+                    if not e & _PRESENT:
+                        continue
+                    if not e & _FILE:
+                        anon += 1
+                        continue
+                    pfn = e & _PFN
+                    if pfn == 0:
+                        self.why_not = "pagemap gives no page frame numbers (needs CAP_SYS_ADMIN)"
+                        return None
+                    pfns.add(pfn)
+        except OSError as e:
+            self.why_not = f"/proc/{pid}/pagemap: {e.strerror or e}"
+            return None
+        finally:
+            os.close(fd)
+        here, elsewhere = set(), set()
+        for pfn, ino in self._cgroups(sorted(pfns)):
+            (here if ino in inodes else elsewhere).add(pfn)
+        return PageOwners(frozenset(here), frozenset(elsewhere), anon)
+
+    def _cgroups(self, pfns: list[int]):
+        """(pfn, memcg inode) for sorted ``pfns``, reading runs of neighbours at once."""
+        i = 0
+        while i < len(pfns):
+            j = i
+            while j + 1 < len(pfns) and pfns[j + 1] - pfns[i] < 512 and j - i < 4096:
+                j += 1
+            lo, hi = pfns[i], pfns[j]
+            raw = os.pread(self._kpc, (hi - lo + 1) * 8, lo * 8)
+            vals = memoryview(raw).cast("Q")
+            for p in pfns[i:j + 1]:
+                k = p - lo
+                yield p, (vals[k] if k < len(vals) else 0)
+            i = j + 1
+
+    def charged_to(self, pfns: Iterable[int]) -> dict[int, int]:
+        """pfn -> the inode of the memory cgroup charged for it (0: none)."""
+        return dict(self._cgroups(sorted(set(pfns)))) if self._kpc is not None else {}
