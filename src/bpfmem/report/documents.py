@@ -9,7 +9,6 @@ its ``*_document`` function here.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -436,6 +435,30 @@ def binary_check_document(r) -> dict[str, Any]:
 
 
 # -- one pod: a reading (with an upgrade's headroom), a trace ---------------------------------
+# Written key by key (a field added to a result is not a key added to the schema).
+def smaps_record(c) -> dict[str, Any]:
+    """A process's resident memory by class (:class:`~bpfmem.host.smaps.MemClasses`)."""
+    return {"rss": c.rss, "anonymous": c.anonymous, "swap": c.swap,
+            "binary_text": c.binary_text, "binary_rodata": c.binary_rodata,
+            "binary_data": c.binary_data, "binary_bss": c.binary_bss, "files": c.files,
+            "stack": c.stack, "thread_stacks": c.thread_stacks, "go_arenas": c.go_arenas,
+            "go_arenas_mapped": c.go_arenas_mapped,
+            "go_arenas_reserved": c.go_arenas_reserved, "anon_other": c.anon_other,
+            "special": c.special, "mappings": c.mappings}
+
+
+def runtime_record(f) -> dict[str, Any]:
+    """What a Go runtime's /metrics says (:class:`~bpfmem.parse.gometrics.GoRuntimeFigures`)."""
+    return {"heap_inuse": f.heap_inuse, "heap_idle": f.heap_idle,
+            "heap_released": f.heap_released, "heap_alloc": f.heap_alloc,
+            "heap_sys": f.heap_sys, "stack_inuse": f.stack_inuse, "stack_sys": f.stack_sys,
+            "mspan_sys": f.mspan_sys, "mcache_sys": f.mcache_sys,
+            "buck_hash_sys": f.buck_hash_sys, "gc_sys": f.gc_sys, "other_sys": f.other_sys,
+            "sys": f.sys, "next_gc": f.next_gc, "gc_cycles": f.gc_cycles,
+            "gogc_percent": f.gogc_percent, "gomemlimit": f.gomemlimit,
+            "goroutines": f.goroutines, "threads": f.threads, "version": f.version}
+
+
 def go_record(split, detail) -> dict[str, Any]:
     """One Go process: its split (parts add up to rss), settings, runtime figures, top
     allocation sites, where it all came from."""
@@ -448,13 +471,29 @@ def go_record(split, detail) -> dict[str, Any]:
                      "GOMEMLIMIT": st.memlimit, "GOMEMLIMIT_from": st.memlimit_source,
                      "madvdontneed": st.madvdontneed, "env": dict(detail.env),
                      "implications": list(st.implications)},
-        "smaps": asdict(detail.classes) if detail.classes is not None else None,
-        "runtime": asdict(detail.figures) if detail.figures is not None else None,
+        "smaps": smaps_record(detail.classes) if detail.classes is not None else None,
+        "runtime": runtime_record(detail.figures) if detail.figures is not None else None,
         "heap_profile": None if detail.top is None else {
             "url": detail.pprof_url, "inuse_space": detail.pprof_total,
-            "top": [asdict(t) for t in detail.top]},
+            "top": [{"name": t.name, "flat": t.flat, "cum": t.cum} for t in detail.top]},
         "notes": list(split.notes) + list(detail.notes),
     }
+
+
+def process_record(p) -> dict[str, Any]:
+    """One process of the pod (:class:`~bpfmem.analysis.pod.ProcRow`)."""
+    return {"pid": p.pid, "comm": p.comm, "rss": p.rss, "pss": p.pss, "uss": p.uss,
+            "pss_anon": p.pss_anon, "swap": p.swap, "maps": p.maps}
+
+
+def held_map_record(m) -> dict[str, Any]:
+    """A map the pod's processes hold (:class:`~bpfmem.analysis.pod.MapRow`)."""
+    return {"id": m.id, "name": m.name, "type": m.type, "key_size": m.key_size,
+            "value_size": m.value_size, "max_entries": m.max_entries,
+            "map_flags": m.map_flags, "map_extra": m.map_extra, "memlock": m.memlock,
+            "charged": m.charged, "charged_full": m.charged_full, "tolerance": m.tolerance,
+            "entries": m.entries, "holders": list(m.holders), "pins": list(m.pins),
+            "charged_here": m.charged_here, "why": m.why}
 
 
 def view_record(view) -> dict[str, Any]:
@@ -464,10 +503,9 @@ def view_record(view) -> dict[str, Any]:
         "share_of_limit": view.share, "peak": view.peak,
         "components": {c.key: c.bytes for c in view.components},
         "kernel_kinds": dict(view.kernel_kinds),
-        "processes": [asdict(p) for p in view.processes],
+        "processes": [process_record(p) for p in view.processes],
         "process_totals": view.totals,
-        "maps": [asdict(m) | {"holders": list(m.holders), "pins": list(m.pins)}
-                 for m in view.maps],
+        "maps": [held_map_record(m) for m in view.maps],
         "maps_charged_here": view.maps_here, "maps_charged_elsewhere": view.maps_elsewhere,
         "maps_not_modelled": view.maps_unknown,
         "shared_elsewhere": dict(view.shared_elsewhere),
@@ -480,7 +518,9 @@ def headroom_record(h, after: list[str], before: list[str] | None) -> dict[str, 
     return {"after": after, "before": before, "usage_now": h.usage, "limit": h.limit,
             "upgrade_charge": h.upgrade_charge, "diff_upgrade_charge": h.diff_upgrade_charge,
             "released": h.released, "projected": h.projected, "share_of_limit": h.share,
-            "headroom": h.headroom, "lines": [asdict(x) for x in h.lines],
+            "headroom": h.headroom,
+            "lines": [{"map": x.map, "action": x.action, "bytes": x.bytes, "why": x.why}
+                      for x in h.lines],
             "notes": list(h.notes)}
 
 
@@ -498,9 +538,14 @@ def point_record(p) -> dict[str, Any]:
 
 
 def summary_record(s) -> dict[str, Any]:
-    d = asdict(s)
-    d["notes"] = list(s.notes)
-    return d
+    """A trace's :class:`~bpfmem.analysis.pod.TraceSummary`."""
+    p = s.peak
+    return {"samples": s.samples, "duration": s.duration, "interval": s.interval,
+            "peak": None if p is None else {"t": p.t, "usage": p.usage, "index": p.index,
+                                            "parts": dict(p.parts)},
+            "kernel_peak": s.kernel_peak, "kernel_peak_between": s.kernel_peak_between,
+            "start": s.start, "settled": s.settled, "above_settled": s.above_settled,
+            "limit": s.limit, "peak_share": s.peak_share, "notes": list(s.notes)}
 
 
 def build_trace_report(points, summary, *, cgroup: dict, kernel: dict | None,
