@@ -1,4 +1,5 @@
-"""The ``bpfmem/pod/v1`` and ``bpfmem/pod-trace/v1`` documents (and the trace's JSON lines) of
+"""The ``bpfmem/pod/v1`` and ``bpfmem/pod-trace/v1`` documents (the trace's JSON lines, and the
+tables of both) of
 fixed samples, byte for byte against tests/data/golden/ (as test_golden_json.py does for the
 file commands): a pod reading with a Go process (its smaps classes, runtime figures and heap
 profile), a held map and an upgrade's headroom; a trace of readings with and without it.
@@ -73,6 +74,8 @@ RUNS = {   # golden name -> (sample, format)
     "pod-view": (_pod, "json"),
     "pod-trace": (_trace, "json"),
     "pod-trace-jsonl": (_trace, "jsonl"),
+    "pod-view-text": (_pod, "text"),       # the tables too: drawn from the results
+    "pod-trace-text": (_trace, "text"),
 }
 
 
