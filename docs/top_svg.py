@@ -14,6 +14,7 @@ from rich.console import Console  # noqa: E402
 from mapfarm import MapFarm, MapPlan  # noqa: E402
 from bpfmem import api  # noqa: E402
 from bpfmem.host.profile import host_profile  # noqa: E402
+from bpfmem.report.documents import document  # noqa: E402
 from bpfmem.report.top import top_view  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
@@ -35,7 +36,7 @@ if __name__ == "__main__":
         snap = api.scan_node(entries=True)
         snap = replace(snap, maps=tuple(m for m in snap.maps if m.name in names),
                        hostname="node-a")
-        doc = api.snapshot_document(snap, host_profile())
+        doc = document(api.snapshot_view(snap, host_profile()))
         console = Console(record=True, width=118, force_terminal=True)
         console.print(top_view(doc, total_maps=len(snap.maps), rows=12, filters={},
                                interval=2.0))

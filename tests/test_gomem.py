@@ -380,7 +380,7 @@ def test_pod_view_carves_go_parts_and_still_adds_up():
     assert parts["binary"] == 5 * MiB and sum(parts.values()) == 30 * MiB
     import io
     out = io.StringIO()
-    rp.render_table(docs.build_pod_report(v, PROF.describe()), out, width=140)
+    rp.render_table(v, out, width=140)
     text = out.getvalue()
     assert "Go process 7" in text and "Go heap freed, not returned" in text
     assert "GOGC=75: the heap may grow to 1.75x" in text   # go_gc_gogc_percent

@@ -25,6 +25,7 @@ from conftest import is_root
 from bpfmem import api
 from bpfmem.host import httpget
 from bpfmem.host.podscan import launched
+from bpfmem.report.documents import document
 
 MiB = 1 << 20
 HERE = Path(__file__).resolve().parent
@@ -239,10 +240,11 @@ def test_trace_shows_the_go_parts_and_explains_the_peak(memdemo, tmp_path):
     sampler's requests' garbage from triggering other collections."""
     exe, _tmp = memdemo
     ready = tmp_path / "ready"
-    doc = api.trace_pod(command=["env", "GOGC=off", str(exe), "-ready", str(ready),
-                                 "-script", "hold:0.6,free:1.6,return:2.4"],
-                        duration=3.2, interval=0.1, limit=512 * MiB, stop_on_exit=False,
-                        command_output=subprocess.DEVNULL, profile=HOST)
+    doc = document(api.pod_trace(
+        command=["env", "GOGC=off", str(exe), "-ready", str(ready),
+                 "-script", "hold:0.6,free:1.6,return:2.4"],
+        duration=3.2, interval=0.1, limit=512 * MiB, stop_on_exit=False,
+        command_output=subprocess.DEVNULL, profile=HOST))
     samples = doc["samples"]
     assert all(sum(v for v in s["parts"].values() if v is not None) == s["usage"]
                for s in samples)

@@ -200,6 +200,7 @@ def test_seed_upgrade_headroom_matches_diff():
     view, old_maps = _pod_running(V054, int(51.8 * MiB))
     assert abs(old_maps / MiB - 11.8) < 0.05
     h, diff = api.pod_headroom(view, [BEFORE], [V054], profile=PROF)
+    diff = document(diff)
     assert h.upgrade_charge == diff["upgrade_charge"] == h.diff_upgrade_charge
     assert abs(h.upgrade_charge / MiB - 59.6) < 0.05
     assert h.released == old_maps == diff["old"]["charged_at_create"]
@@ -284,7 +285,7 @@ def test_pod_table_and_json():
     json.loads(json.dumps(doc))
     assert doc["schema"] == "bpfmem/pod/v1" and doc["maps"][0]["charged_here"]
     out = io.StringIO()
-    rp.render_table(doc, out, width=120)
+    rp.render_table(v, out, width=120)
     text = out.getvalue()
     assert "BPF maps" in text and "unexplained" in text and "this cgroup" in text
 
@@ -515,9 +516,10 @@ def test_trace_finds_a_spike_at_its_size_and_time(tmp_path):
     cgroup's own high-water mark agrees with the sampled peak. Asserted: 2 MiB, and the
     peak's time within [allocated, freed] +- one interval."""
     state = tmp_path / "times"
-    doc = api.trace_pod(command=[sys.executable, "-c", SPIKE, str(state), "96", "0.6", "0.8"],
-                        duration=15, interval=0.05, limit=256 * MiB,
-                        command_output=subprocess.DEVNULL, profile=api.profile())
+    doc = document(api.pod_trace(
+        command=[sys.executable, "-c", SPIKE, str(state), "96", "0.6", "0.8"],
+        duration=15, interval=0.05, limit=256 * MiB, command_output=subprocess.DEVNULL,
+        profile=api.profile()))
     t1, t2, t3, t4 = (t - doc["t0_monotonic"] for t in json.loads(state.read_text()))
     s = doc["summary"]
     pk = s["peak"]
@@ -612,6 +614,7 @@ def test_upgrade_headroom_matches_a_real_upgrade(tmp_path):
         try:
             view = view_of(pod.fs_path)
             h, diff = api.pod_headroom(view, [BEFORE], [V054], profile=api.profile())
+            diff = document(diff)
         finally:
             old.kill()
             old.wait()
@@ -657,9 +660,9 @@ def demo_trace(path: str = BEFORE) -> dict:
         sh, _ = shape_of_spec(m, PROF)
         plan.append([sh.type, sh.key_size, sh.value_size, sh.max_entries, sh.map_flags,
                      m.name[:15]])
-    return api.trace_pod(command=[sys.executable, "-c", DEMO, json.dumps(plan)],
-                         duration=10, interval=0.05, limit=128 * MiB,
-                         command_output=subprocess.DEVNULL, profile=api.profile())
+    return document(api.pod_trace(command=[sys.executable, "-c", DEMO, json.dumps(plan)],
+                                  duration=10, interval=0.05, limit=128 * MiB,
+                                  command_output=subprocess.DEVNULL, profile=api.profile()))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ def _comment(command: str) -> str:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     from bpfmem import api
+    from bpfmem.report.documents import document
     d = tmp_path_factory.mktemp("readme")
     shutil.copy(api.example_object_path(), d / "agent.bpf.o")
     for sub, src in (("build", "cni_v060_before"), ("base/build", "cni_v054"),
@@ -100,7 +101,7 @@ def project(tmp_path_factory):
     (d / "before.json").write_text(json.dumps(dump(1, 131072)))
     (d / "after.json").write_text(json.dumps(dump(3, 262144)))
     snap = api.load_snapshot(str(d / "bpftool.json"), profile=api.profile("6.18", cpus=2))
-    (d / "node.json").write_text(json.dumps(api.snapshot_document(snap, None)))
+    (d / "node.json").write_text(json.dumps(document(api.snapshot_view(snap, None))))
     go = shutil.which("go")       # `bpfmem size`: the ENISpec pair of tests/gobuild.py
     if go:
         from gobuild import GoBuilder, write_enispec_project

@@ -22,6 +22,7 @@ import pytest
 
 from bpfmem import api
 from bpfmem.analysis.size import diff_reports
+from bpfmem.report.documents import document
 from bpfmem.parse.gobin import C_CODE, RUNTIME_DATA, package_of
 from gobuild import GoBuilder, alloc_sizes, go_new, strip_copy
 
@@ -150,7 +151,7 @@ def test_enispec_pair_diff_and_culprit(go119, monkeypatch):
     for k, v in b.env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("BPFMEM_GO", GO)
-    doc = api.size_diff_document(bins["light"], bins["heavy"], go_src=str(heavy_src))
+    doc = document(api.binary_size_diff(bins["light"], bins["heavy"], go_src=str(heavy_src)))
     savings = {(s["importer"], s["imported"]): s for s in doc["why"]["savings"]}
     cut = savings[("example.com/apis/types", "net/http")]
     weights = new.package_bytes()
@@ -165,7 +166,7 @@ def test_enispec_pair_diff_and_culprit(go119, monkeypatch):
     share = sum(real[p] for p in expected if p in real) / sum(real.values())
     print(f"culprit share of the package growth: {share:.1%}")
     assert share >= 0.75
-    md = api.size_diff_document(bins["light"], bins["heavy"])
+    md = document(api.binary_size_diff(bins["light"], bins["heavy"]))
     assert md["why"] is None and "--go-src" in md["why_note"]
 
 

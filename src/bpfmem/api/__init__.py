@@ -26,16 +26,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "measure": ("measure_object",),
     "gate": ("make_whatif", "check_objects", "diff_objects"),
     "advise": ("advise_objects", "load_occupancy", "occupancy_from"),
-    "snapshots": ("is_snapshot_file", "load_snapshot", "snapshot_view", "snapshot_document",
-                  "diff_snapshots", "filter_snapshot"),
+    "snapshots": ("is_snapshot_file", "load_snapshot", "snapshot_view", "diff_snapshots",
+                  "filter_snapshot"),
     "node": ("scan_node", "scan_memo", "cgroup_memory_of"),
     "session": ("sweep_leftovers", "signals_interrupt"),
     "export": ("metrics_cache", "serve_metrics"),
     "pod": ("pod_cgroup", "go_prober", "pod_view", "pod_headroom", "pod_result",
-            "pod_document", "pod_trace", "trace_pod", "write_trace_plot", "parse_container_id",
-            "go_endpoints"),
+            "pod_trace", "write_trace_plot", "parse_container_id", "go_endpoints"),
     "size": ("load_binary_size", "why_linked", "binary_size", "binary_size_diff",
-             "size_document", "size_diff_document", "check_binaries", "split_binaries"),
+             "check_binaries", "split_binaries"),
 }
 
 __all__ = [name for names in FAMILIES.values() for name in names]

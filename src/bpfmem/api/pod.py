@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from ..analysis.pod import (Headroom, PodTrace, PodView, TraceBuilder, TraceCgroup, Upgrade,
                             headroom_after)
+from ..analysis.diff import DiffResult
 from ..analysis.pod import pod_view as split
 from ..host import httpget
 from ..host.browser import screenshot_html
@@ -57,24 +58,20 @@ def pod_view(*, cgroup: str | None = None, pid: int | None = None,
 
 
 def pod_headroom(view: PodView, after, before=None, *, profile,
-                 whatif=None) -> tuple[Headroom, dict]:
+                 whatif=None) -> tuple[Headroom, DiffResult]:
     """What the pod's usage becomes when its processes are replaced by the objects ``after``
     (OLD ``before``, when given, decides which pinned maps are reused, as ``bpfmem diff``
-    does). Returns (Headroom, the diff document it used)."""
+    does). Returns (Headroom, the :class:`~bpfmem.analysis.diff.DiffResult` it used)."""
     result = diff_objects(list(before or []), list(after), profile=profile, whatif=whatif,
                           limit=view.limit)
-    return headroom_after(view, result, before_given=bool(before)), document(result)
-
-
-def pod_document(view: PodView, profile, *, headroom=None, after=None, before=None) -> dict:
-    """The ``bpfmem/pod/v1`` document of a view (and of an upgrade's headroom)."""
-    return document(pod_result(view, profile, headroom=headroom, after=after, before=before))
+    return headroom_after(view, result, before_given=bool(before)), result
 
 
 def pod_result(view: PodView, profile, *, headroom: Headroom | None = None, after=None,
                before=None) -> PodView:
     """The view as modelled on ``profile``, with the upgrade to ``after`` (from ``before``)
-    that ``headroom`` (:func:`pod_headroom`) measured: what the pod commands render."""
+    that ``headroom`` (:func:`pod_headroom`) measured: what the pod commands render (its
+    document is ``bpfmem/pod/v1``)."""
     up = None if headroom is None else Upgrade(
         headroom, tuple(str(p) for p in after or []),
         tuple(str(p) for p in before) if before else None)
@@ -95,7 +92,9 @@ def pod_trace(*, cgroup: str | None = None, pid: int | None = None,
     (``stop_on_exit``). Whatever it left running is killed and the cgroup removed on the way
     out, also on errors and Ctrl-C (which ends the trace early, keeping the samples).
     ``on_sample(PodView, t)`` is called after each sample. Go processes are split at every
-    sample as in :func:`pod_view` (``go``, ``endpoints``, ``discover``; no heap profile)."""
+    sample as in :func:`pod_view` (``go``, ``endpoints``, ``discover``; no heap profile).
+    Its document is ``bpfmem/pod-trace/v1`` (``t0_monotonic``: t = 0 on this host's
+    CLOCK_MONOTONIC)."""
     trace = TraceBuilder(profile, on_sample)
     prober = go_prober(endpoints, go=go, discover=discover)
     if command:
@@ -113,24 +112,13 @@ def pod_trace(*, cgroup: str | None = None, pid: int | None = None,
                         t0_monotonic=run.origin)
 
 
-def trace_pod(*, cgroup: str | None = None, pid: int | None = None,
-              container: str | None = None, command=None, duration: float = 60.0,
-              interval: float = 0.1, limit: int | None = None, entries: bool = False,
-              stop_on_exit: bool = True, command_output=None, on_sample=None,
-              profile, go: bool = True, endpoints=None, discover: bool = True) -> dict:
-    """The ``bpfmem/pod-trace/v1`` document of :func:`pod_trace` (samples, the peak and when
-    it happened, what it settled at; ``t0_monotonic``: t = 0 on this host's
-    CLOCK_MONOTONIC)."""
-    return document(pod_trace(
-        cgroup=cgroup, pid=pid, container=container, command=command, duration=duration,
-        interval=interval, limit=limit, entries=entries, stop_on_exit=stop_on_exit,
-        command_output=command_output, on_sample=on_sample, profile=profile, go=go,
-        endpoints=endpoints, discover=discover))
-
-
-def write_trace_plot(doc: dict, path: str, *, width: int = 1100, height: int = 560) -> None:
+def write_trace_plot(trace: PodTrace | dict, path: str, *, width: int = 1100,
+                     height: int = 560) -> None:
     """The trace's stacked chart: ``.html`` a self-contained interactive page, ``.png`` the
-    same chart rendered by headless Chromium."""
+    same chart rendered by headless Chromium. ``trace``: a :class:`PodTrace`, or the
+    ``bpfmem/pod-trace/v1`` document of one saved before (JSON, or JSON lines read back by
+    :func:`bpfmem.parse.jsonlines.parse_trace_jsonl`): the chart is drawn from the document."""
+    doc = trace if isinstance(trace, dict) else document(trace)
     p = os.fspath(path)
     fmt = plot_format(p)
     page = render_trace_html(doc, width=width, height=height, static=fmt == "png")

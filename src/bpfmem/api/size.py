@@ -14,7 +14,6 @@ from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, judg
 from ..host.gotool import cxxfilt, go_list_deps
 from ..inputs import split_binaries as _split_binaries
 from ..parse.golist import parse_go_list
-from ..report.documents import document
 
 
 @contextmanager
@@ -58,7 +57,7 @@ def binary_size(paths, *, by: str = "package", top: int = 30, go_src: str | None
                 demangle: bool = True) -> SizeResult:
     """One or more binaries, each grouped ``by`` package, module, section or kind (the
     ``top`` largest groups; 0: all); with ``go_src`` (the first one's main package
-    directory), why its packages are linked."""
+    directory), why its packages are linked. Its document is ``bpfmem/size/v1``."""
     reps = [load_binary_size(p, demangle=demangle) for p in paths]
     return size_result(reps, by=by, top=top,
                        why=why_linked(reps[0], go_src) if go_src else None)
@@ -66,21 +65,10 @@ def binary_size(paths, *, by: str = "package", top: int = 30, go_src: str | None
 
 def binary_size_diff(old, new, *, by: str = "package", top: int = 30,
                      go_src: str | None = None) -> SizeDiff:
-    """What grew and shrank between two builds (``go_src``: NEW's source, for why)."""
+    """What grew and shrank between two builds (``go_src``: NEW's source, for why); its
+    document is ``bpfmem/size-diff/v1``."""
     a, b = load_binary_size(old), load_binary_size(new)
     return size_diff(a, b, by=by, top=top, why=why_linked(b, go_src) if go_src else None)
-
-
-def size_document(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,
-                  demangle: bool = True) -> dict:
-    """The ``bpfmem/size/v1`` document of one or more binaries (:func:`binary_size`)."""
-    return document(binary_size(paths, by=by, top=top, go_src=go_src, demangle=demangle))
-
-
-def size_diff_document(old, new, *, by: str = "package", top: int = 30,
-                       go_src: str | None = None) -> dict:
-    """The ``bpfmem/size-diff/v1`` document of two builds (:func:`binary_size_diff`)."""
-    return document(binary_size_diff(old, new, by=by, top=top, go_src=go_src))
 
 
 def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int],

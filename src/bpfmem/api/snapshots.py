@@ -10,7 +10,6 @@ from ..analysis.live import diff_snapshots as diff
 from ..analysis.live import snapshot_view as view_of
 from ..inputs import InputError, load_json, peek_input
 from ..parse.snapshot import looks_like_snapshot, snapshot_from_bpftool, snapshot_from_dict
-from ..report.documents import document
 
 
 def is_snapshot_file(path: str) -> bool:
@@ -25,15 +24,10 @@ def is_snapshot_file(path: str) -> bool:
 
 def snapshot_view(snap, profile) -> SnapshotView:
     """A scan's maps with the model's check of each on ``profile`` (None: no model): a
-    :class:`~bpfmem.analysis.live.SnapshotView`, drawn by report.formats.render."""
+    :class:`~bpfmem.analysis.live.SnapshotView`, drawn by report.formats.render (its document
+    is ``bpfmem/snapshot/v2``: report.documents.snapshot_document says which keys a map
+    leaves out)."""
     return view_of(snap, profile)
-
-
-def snapshot_document(snap, profile) -> dict:
-    """The ``bpfmem/snapshot/v2`` document of a scan, with the model's figures for
-    ``profile`` (None: no model); report.documents.snapshot_document says which keys a map
-    leaves out."""
-    return document(view_of(snap, profile))
 
 
 def load_snapshot(path: str, *, profile=None):

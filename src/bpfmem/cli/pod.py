@@ -129,9 +129,9 @@ class Pod(Command):
             args.before = expand_objects(args.before) if args.before else None
             with as_usage():
                 headroom, _diff = api.pod_headroom(view, args.after, args.before, profile=prof)
-        doc = api.pod_document(view, prof, headroom=headroom, after=args.after,
-                               before=args.before)
-        _emit(doc, args, table="view")
+        result = api.pod_result(view, prof, headroom=headroom, after=args.after,
+                                before=args.before)
+        _emit(result, args)
         if headroom is not None and headroom.limit is not None \
                 and headroom.projected > headroom.limit:
             return EXIT_ERROR
@@ -205,22 +205,17 @@ def endpoints(args) -> dict:
     return {pid: api.go_endpoints(**v) for pid, v in found.items()}
 
 
-def _emit(doc: dict, args, table: str) -> None:
-    """A pod document to -o FILE (JSON; with --trace, FILE.jsonl one line per sample) or
-    to stdout (--format)."""
-    from ..report import pod as report
-    from .output import emit
-
-    def render(out) -> None:
-        if args.output and args.output.endswith(".jsonl") and table == "trace":
-            report.render_jsonl(doc, out)
-        elif args.format == "json" or args.output:
-            report.render_json(doc, out, indent=2)
-        elif table == "trace":
-            report.render_trace_table(doc, out)
-        else:
-            report.render_table(doc, out)
-    emit(args.output, render)
+def _emit(result, args, trace: bool = False) -> None:
+    """A pod reading or trace, through the renderer table: to -o FILE as JSON (a trace to
+    FILE.jsonl one line per sample), or to stdout as --format asks."""
+    from .output import emit_result
+    if args.output and trace and args.output.endswith(".jsonl"):
+        fmt = "jsonl"
+    elif args.format == "json" or args.output:
+        fmt = "json"
+    else:
+        fmt = "table"
+    emit_result(result, fmt, args.output)
 
 
 def trace(args, cmd: list[str]) -> int:
@@ -242,30 +237,26 @@ def trace(args, cmd: list[str]) -> int:
     if cmd:
         note_leftovers()
     try:   # SIGTERM ends the trace like Ctrl-C (cli/exits.py's one mechanism): clean up, report
-        doc = api.trace_pod(cgroup=args.cgroup, pid=args.pid, container=args.container,
-                            command=cmd or None, duration=args.trace, interval=interval,
-                            limit=limit, entries=False, command_output=_stderr_fd(),
-                            on_sample=say if status is not None else None,
-                            profile=api.profile(), go=not args.no_go,
-                            endpoints=endpoints(args), discover=not args.no_discover)
+        result = api.pod_trace(cgroup=args.cgroup, pid=args.pid, container=args.container,
+                               command=cmd or None, duration=args.trace, interval=interval,
+                               limit=limit, entries=False, command_output=_stderr_fd(),
+                               on_sample=say if status is not None else None,
+                               profile=api.profile(), go=not args.no_go,
+                               endpoints=endpoints(args), discover=not args.no_discover)
     finally:
         if status is not None:
             status.stop()
     if args.output:
-        _emit(doc, args, table="trace")
-        from ..report.pod import trace_headline
-        note(f"{trace_headline(doc)} -> {args.output}")
+        _emit(result, args, trace=True)
+        from ..report.pod import headline
+        note(f"{headline(result)} -> {args.output}")
     if not args.output or args.format == "table":
-        if args.format == "json" and not args.output:
-            from ..report.pod import render_json
-            render_json(doc, sys.stdout)
-        else:
-            from ..report.pod import render_trace_table
-            render_trace_table(doc, sys.stdout)
+        from .output import emit_result
+        emit_result(result, args.format, None)   # (with -o FILE: the table, on stdout too)
     if args.plot:
-        api.write_trace_plot(doc, args.plot)
+        api.write_trace_plot(result, args.plot)
         note(f"plot -> {args.plot}")
-    return command_status(doc.get("exit_code"))
+    return command_status(result.exit_code)
 
 
 def command_status(code: int | None) -> int:

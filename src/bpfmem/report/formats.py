@@ -39,9 +39,9 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("Matrix", "markdown"): "markdown:matrix_markdown",
     # the pod and size families (analysis/pod.py, analysis/size.py)
     ("PodView", "text"): "pod:pod_text",
-    ("PodView", "json"): "pod:pod_json",
+    ("PodView", "json"): "documents:render_json",
     ("PodTrace", "text"): "pod:trace_text",
-    ("PodTrace", "json"): "pod:pod_json",
+    ("PodTrace", "json"): "documents:render_json",
     ("PodTrace", "jsonl"): "pod:trace_jsonl",
     ("PodTrace", "html"): "pod:trace_html",
     ("SizeResult", "text"): "size:size_text",

@@ -33,11 +33,6 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{x * 100:.0f}%"
 
 
-def render_json(doc: dict, out: IO[str], indent: int | None = 2) -> None:
-    json.dump(doc, out, indent=indent, sort_keys=False, default=str)
-    out.write("\n")
-
-
 def render_jsonl(doc: dict, out: IO[str]) -> None:
     """A trace as JSON lines: a header, one line per sample, the summary last."""
     head = {k: v for k, v in doc.items() if k not in ("samples", "summary", "at_peak")}
@@ -56,17 +51,17 @@ def _console(out: IO[str], width: int | None = None):
                    highlight=False, soft_wrap=False)
 
 
-def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
-    """One reading: header, the parts of usage, processes, maps, and the upgrade."""
+def render_table(view, out: IO[str], width: int | None = None) -> None:
+    """One reading (a :class:`~bpfmem.analysis.pod.PodView`): header, the parts of usage,
+    processes, maps, and the upgrade."""
     from rich.table import Table
     con = _console(out, width)
-    cg = doc["cgroup"]
-    lim = doc["limit"]
-    head = (f"{cg['path']}  (cgroup v{cg['version']}, {cg['dir']})\n"
-            f"usage {format_size(doc['usage'])}"
-            + (f" of {format_size(lim)} limit = {_pct(doc['share_of_limit'])}, headroom "
-               f"{format_size(doc['headroom'])}" if lim is not None else " (no limit)")
-            + (f"; peak so far {format_size(doc['peak'])}" if doc.get("peak") is not None else ""))
+    lim = view.limit
+    head = (f"{view.path}  (cgroup v{view.version}, {view.fs_path})\n"
+            f"usage {format_size(view.usage)}"
+            + (f" of {format_size(lim)} limit = {_pct(view.share)}, headroom "
+               f"{format_size(view.headroom)}" if lim is not None else " (no limit)")
+            + (f"; peak so far {format_size(view.peak)}" if view.peak is not None else ""))
     con.print(head)
     t = Table(title="where the usage goes", title_justify="left", box=None, pad_edge=False)
     t.add_column("part")
@@ -74,97 +69,99 @@ def render_table(doc: dict, out: IO[str], width: int | None = None) -> None:
     t.add_column("size", justify="right")
     t.add_column("of usage", justify="right")
     labels = dict(COMPONENTS)
-    for key, val in doc["components"].items():
-        share = None if val is None or not doc["usage"] else val / doc["usage"]
-        t.add_row(labels.get(key, key), format_bytes(val), format_size(val), _pct(share))
-    t.add_row("[b]usage[/b]", f"[b]{format_bytes(doc['usage'])}[/b]",
-              f"[b]{format_size(doc['usage'])}[/b]",
+    for c in view.components:
+        val = c.bytes
+        share = None if val is None or not view.usage else val / view.usage
+        t.add_row(labels.get(c.key, c.key), format_bytes(val), format_size(val), _pct(share))
+    t.add_row("[b]usage[/b]", f"[b]{format_bytes(view.usage)}[/b]",
+              f"[b]{format_size(view.usage)}[/b]",
               "100%")
     con.print(t)
-    if doc["kernel_kinds"]:
+    if view.kernel_kinds:
         con.print("kernel memory by kind: " + ", ".join(
-            f"{k} {format_size(v)}" for k, v in doc["kernel_kinds"].items()))
+            f"{k} {format_size(v)}" for k, v in view.kernel_kinds))
     p = Table(title="processes (smaps_rollup)", title_justify="left", box=None,
               pad_edge=False)
     for c, j in (("pid", "right"), ("comm", "left"), ("RSS", "right"), ("PSS", "right"),
                  ("USS", "right"), ("anon PSS", "right"), ("maps", "right")):
         p.add_column(c, justify=j)
-    for r in doc["processes"][:30]:
-        p.add_row(str(r["pid"]), term(r["comm"]), format_size(r["rss"]), format_size(r["pss"]),
-                  format_size(r["uss"]), format_size(r["pss_anon"]), str(r["maps"]))
-    if len(doc["processes"]) > 30:
-        p.add_row("", f"... {len(doc['processes']) - 30} more", "", "", "", "", "")
-    tot = doc["process_totals"]
+    for r in view.processes[:30]:
+        p.add_row(str(r.pid), term(r.comm), format_size(r.rss), format_size(r.pss),
+                  format_size(r.uss), format_size(r.pss_anon), str(r.maps))
+    if len(view.processes) > 30:
+        p.add_row("", f"... {len(view.processes) - 30} more", "", "", "", "", "")
+    tot = view.totals
     p.add_row("", "[b]total[/b]", format_size(tot.get("rss")), format_size(tot.get("pss")),
               format_size(tot.get("uss")), format_size(tot.get("pss_anon")), "")
     con.print(p)
-    for g in doc.get("go") or []:
-        _go_table(con, g)
-    if doc["maps"]:
+    for g in view.go:
+        _go_table(con, g, view.details[g.pid])
+    if view.maps:
         m = Table(title="BPF maps held by these processes", title_justify="left", box=None,
                   pad_edge=False)
         for c, j in (("id", "right"), ("name", "left"), ("type", "left"),
                      ("memlock", "right"), ("charged (model)", "right"),
                      ("charged to", "left")):
             m.add_column(c, justify=j)
-        for r in doc["maps"]:
-            m.add_row(str(r["id"]), term(r["name"]), r["type"], format_size(r["memlock"]),
-                      format_size(r["charged"]),
-                      "this cgroup" if r["charged_here"] else "[yellow]elsewhere[/yellow]")
+        for r in view.maps:
+            m.add_row(str(r.id), term(r.name), r.type, format_size(r.memlock),
+                      format_size(r.charged),
+                      "this cgroup" if r.charged_here else "[yellow]elsewhere[/yellow]")
         con.print(m)
-        con.print(f"maps charged here {format_size(doc['maps_charged_here'])}"
-                  + (f"; held but charged elsewhere {format_size(doc['maps_charged_elsewhere'])}"
-                     if doc["maps_charged_elsewhere"] else ""))
-        for r in doc["maps"]:
-            if not r["charged_here"]:
-                con.print(f"  [yellow]{r['name']}[/yellow] (id {r['id']}, "
-                          f"{', '.join(r['pins'])}): {r['why']}")
+        con.print(f"maps charged here {format_size(view.maps_here)}"
+                  + (f"; held but charged elsewhere {format_size(view.maps_elsewhere)}"
+                     if view.maps_elsewhere else ""))
+        for r in view.maps:
+            if not r.charged_here:
+                con.print(f"  [yellow]{r.name}[/yellow] (id {r.id}, "
+                          f"{', '.join(r.pins)}): {r.why}")
     else:
         con.print("no BPF maps held by these processes")
-    for n in doc["notes"]:
+    for n in view.notes:
         con.print(f"note: {n}")
-    up = doc.get("upgrade")
-    if up:
+    if view.upgrade:
+        up, h = view.upgrade, view.upgrade.headroom
         con.print()
-        con.print(f"[b]after upgrading to {', '.join(up['after'])}[/b]"
-                  + (f" (from {', '.join(up['before'])})" if up.get("before") else ""))
-        con.print(f"  usage now {format_size(up['usage_now'])} - maps released "
-                  f"{format_size(up['released'])} + charged at first start "
-                  f"{format_size(up['upgrade_charge'])} = [b]{format_size(up['projected'])}[/b]"
-                  + (f" = [b]{_pct(up['share_of_limit'])} of the {format_size(up['limit'])} "
-                     f"limit[/b], headroom {format_size(up['headroom'])}"
-                     if up["limit"] is not None else ""))
-        for n in up["notes"]:
+        con.print(f"[b]after upgrading to {', '.join(up.after)}[/b]"
+                  + (f" (from {', '.join(up.before)})" if up.before else ""))
+        con.print(f"  usage now {format_size(h.usage)} - maps released "
+                  f"{format_size(h.released)} + charged at first start "
+                  f"{format_size(h.upgrade_charge)} = [b]{format_size(h.projected)}[/b]"
+                  + (f" = [b]{_pct(h.share)} of the {format_size(h.limit)} "
+                     f"limit[/b], headroom {format_size(h.headroom)}"
+                     if h.limit is not None else ""))
+        for n in h.notes:
             con.print(f"  note: {n}")
 
 
-def _go_table(con, g: dict) -> None:
+def _go_table(con, g, detail) -> None:
+    """One Go process: its split (a :class:`~bpfmem.analysis.gosplit.GoSplit`) and what was
+    read of it (its :class:`~bpfmem.host.goproc.ProcDetail`)."""
     from rich.table import Table
     labels = dict(GO_PARTS)
-    t = Table(title=f"Go process {g['pid']} ({g.get('exe') or '?'}, "
-                    f"{g.get('go_version') or 'Go version unknown'}): RSS {format_size(g['rss'])}, "
-                    f"figures from {g['source']}",
+    t = Table(title=f"Go process {g.pid} ({detail.exe or '?'}, "
+                    f"{g.version or 'Go version unknown'}): RSS {format_size(g.rss)}, "
+                    f"figures from {g.source}",
               title_justify="left", box=None, pad_edge=False)
     t.add_column("part")
     t.add_column("bytes", justify="right")
     t.add_column("size", justify="right")
     t.add_column("of RSS", justify="right")
-    for k, v in g["parts"].items():
+    for k, v in g.parts:
         t.add_row(labels.get(k, k), format_bytes(v), format_size(v),
-                  _pct(v / g["rss"] if g["rss"] else None))
-    t.add_row("[b]RSS (smaps)[/b]", f"[b]{format_bytes(g['rss'])}[/b]",
-              f"[b]{format_size(g['rss'])}[/b]", "100%")
+                  _pct(v / g.rss if g.rss else None))
+    t.add_row("[b]RSS (smaps)[/b]", f"[b]{format_bytes(g.rss)}[/b]",
+              f"[b]{format_size(g.rss)}[/b]", "100%")
     con.print(t)
-    for line in g["settings"]["implications"]:
+    for line in g.settings.implications:
         con.print(f"  {line}")
-    hp = g.get("heap_profile")
-    if hp and hp["top"]:
-        con.print(f"  top allocation sites by inuse_space ({hp['url']}, "
-                  f"{format_size(hp['inuse_space'])} sampled):")
-        for f in hp["top"][:5]:
-            if f["flat"] > 0:
-                con.print(f"    {format_size(f['flat']):>7}  {f['name']}")
-    for n in g["notes"]:
+    if detail.top:
+        con.print(f"  top allocation sites by inuse_space ({detail.pprof_url}, "
+                  f"{format_size(detail.pprof_total)} sampled):")
+        for f in detail.top[:5]:
+            if f.flat > 0:
+                con.print(f"    {format_size(f.flat):>7}  {f.name}")
+    for n in g.notes + detail.notes:
         con.print(f"  note: {n}")
 
 
@@ -382,15 +379,12 @@ def render_trace_html(doc: dict, *, width: int = 1100, height: int = 560,
                         config=json.dumps(config))
 
 
-# ---- the renderers of the table (report/formats.py): a PodView or a PodTrace, drawn from its
-# document (the trace's chart also redraws a trace saved as JSON lines) ----
+# ---- the renderers of the table (report/formats.py). A PodView is drawn from the view; a
+# PodTrace from its document, the one pages of a trace are drawn from: a trace saved as JSON
+# or JSON lines is redrawn the same way (api.write_trace_plot) ----
 
 def pod_text(view, out: IO[str], *, width: int | None = None) -> None:
-    render_table(document(view), out, width)
-
-
-def pod_json(result, out: IO[str], *, indent: int | None = 2) -> None:
-    render_json(document(result), out, indent)
+    render_table(view, out, width)
 
 
 def trace_text(trace, out: IO[str], *, width: int | None = None) -> None:
@@ -404,3 +398,8 @@ def trace_jsonl(trace, out: IO[str]) -> None:
 def trace_html(trace, out: IO[str], *, width: int = 1100, height: int = 560) -> None:
     out.write(render_trace_html(document(trace), width=width, height=height))
     out.write("\n")
+
+
+def headline(trace) -> str:
+    """The one line that sums up a trace (:func:`trace_headline` of its document)."""
+    return trace_headline(document(trace))
