@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ParseError, UnsupportedError
 from .elfimage import ElfImage
+from .gosym import C_CODE, RUNTIME_DATA, TYPES, UNNAMED, package_of  # noqa: F401
 
 MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1: "1.20"}
 #: the fixed part of a _func record, after its leading entry field, per layout
@@ -383,52 +384,7 @@ def _text_segment(img: ElfImage) -> int:
     return 0
 
 
-# --- package of a symbol ----------------------------------------------------------------------
-
-#: buckets for what has no Go package of its own
-TYPES = "(Go types)"
-RUNTIME_DATA = "(Go linker data)"
-C_CODE = "(C / assembly)"
-UNNAMED = "(Go methods of unnamed types)"
-_TYPE_FUNCS = ("type..eq.", "type:.eq.", "type..hash.", "type:.hash.")
-#: a package path on a host named go.*: go.uber.org/zap, go.etcd.io/etcd (not linker data)
-_GO_DOT_HOST = re.compile(r"go\.[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+/")
-_ARRAY = re.compile(r"^(\[[^\]]*\])+")
-_UNNAMED_PREFIXES = ("struct {", "(*struct {", "interface {", "(*interface {", "func(",
-                     "map[", "[]", "*struct {")
-
-
-def package_of(name: str) -> str:
-    """The Go package a function or data symbol belongs to, from its linker name.
-
-    ``net/http.(*Client).Do`` -> ``net/http``; ``gopkg.in/yaml%2ev2.Marshal`` ->
-    ``gopkg.in/yaml.v2`` (the linker escapes dots of the last path element);
-    ``pkg.F[go.shape.int]`` -> ``pkg``; ``type:*``/``type.*`` -> the types bucket;
-    ``go:*``/``go.*`` -> the linker's bucket; a name with no dot (C, assembly) -> C_CODE.
-    """
-    c = name[:1]
-    if c == "t" and name.startswith(("type:", "type.")):
-        # the compiler's equality and hash functions of a type belong to its package
-        for pre in _TYPE_FUNCS:
-            if name.startswith(pre):
-                pkg = package_of(_ARRAY.sub("", name[len(pre):].lstrip("*")))
-                return pkg if not pkg.startswith("(") else TYPES
-        return TYPES
-    if c == "g" and name.startswith(("go:", "go.")) and not _GO_DOT_HOST.match(name):
-        if name.startswith(_UNNAMED_PREFIXES, 3):
-            return UNNAMED
-        return RUNTIME_DATA
-    if name.startswith(_UNNAMED_PREFIXES):
-        return UNNAMED
-    cut = name.find("[")
-    base = name if cut < 0 else name[:cut]
-    slash = base.rfind("/")
-    dot = base.find(".", slash + 1)
-    if dot <= 0:
-        return C_CODE
-    pkg = base[:dot]
-    return pkg.replace("%2e", ".") if "%" in pkg else pkg
-
+# --- package of a symbol: parse/gosym.py (re-exported here) ----------------------------------
 
 # --- build info -------------------------------------------------------------------------------
 # The Go linker writes a build-info blob into every binary (the ``.go.buildinfo`` section on

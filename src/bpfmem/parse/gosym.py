@@ -1,0 +1,146 @@
+"""The package of a Go linker symbol, by the grammar the Go toolchain names symbols with.
+
+A Go symbol is ``<import path>.<name>``; the import path's last element has its dots escaped
+(``gopkg.in/yaml%2ev2.Marshal``), so the path ends at the first dot after its last element
+starts. What makes that hard is what follows the dot, which may itself hold slashes:
+
+  ``net/http.(*Client).Do``                       a method (pointer receiver)
+  ``text/template.Template.text/template/parse.add``
+                                                  a wrapper for an unexported method promoted
+                                                  from an embedded type of another package
+  ``pkg.F[go.shape.int]``, ``pkg.(*T[...]).M``    generic instances (``[`` never in a path)
+  ``gopkg.in/square/go-jose.v2/jwt.Parse``        a dot in a middle element (not escaped)
+  ``go.uber.org/zap.New``                         a host named go.*
+  ``go.itab.*net/http.Header,io.Writer``          Go 1.19 linker data: ``go.`` + kind
+  ``go:itab.*net/http.Header,io.Writer``          the same from Go 1.20 on (``go:``)
+  ``type..eq.net/http.Cookie``, ``type:.eq.*``     the compiler's type functions
+  ``type.*net/http.Client``, ``type:net/http.Client``   type descriptors
+
+Pure string functions; the buckets for what has no package are the constants below.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: buckets for what has no Go package of its own
+TYPES = "(Go types)"
+RUNTIME_DATA = "(Go linker data)"
+C_CODE = "(C / assembly)"
+UNNAMED = "(Go methods of unnamed types)"
+FUNC_DATA = "(Go func data)"
+
+#: the linker's own ``go.``/``go:`` symbol kinds (cmd/link, cmd/compile objabi names): a
+#: name with one of these after the prefix is linker data, never a package on a go.* host
+_GO_KINDS = ("itab.", "string.", "func.", "importpath.", "shape.", "info.", "cuinfo.",
+             "map.", "weak.", "link.", "buildid", "builtin.", "interface", "constinfo.",
+             "track.", "loc.", "range.", "debuglines.", "debugranges.", "plugin.",
+             "typelink", "itablink", "fipsinfo")
+_TYPE_FUNCS = ("type..eq.", "type:.eq.", "type..hash.", "type:.hash.")
+#: the first element of a module path: lowercase ASCII, digits, dashes and at least one dot
+_HOST = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+")
+#: a middle path element's tail after a dot (``go-jose.v2/``): letters, digits, - _ ~ only
+_ELEM_TAIL = re.compile(r"[A-Za-z0-9_~-]+")
+_ARRAY = re.compile(r"^(\[[^\]]*\])+")
+_UNNAMED_PREFIXES = ("struct {", "(*struct {", "interface {", "(*interface {", "func(",
+                     "map[", "[]", "*struct {")
+
+
+def path_end(name: str) -> int:
+    """Index of the dot that ends the import path at the start of ``name``; -1 if none."""
+    cut = name.find("[")
+    end = len(name) if cut < 0 else cut
+    i = 0
+    first = True
+    find = name.find
+    while i < end:
+        slash = find("/", i, end)
+        elem_end = slash if slash >= 0 else end
+        dot = find(".", i, elem_end)
+        if dot < 0:
+            if slash < 0:
+                return -1
+            i, first = slash + 1, False
+            continue
+        if slash >= 0:
+            if first:
+                # a host (github.com/, go.uber.org/) starts a path; a std or GOPATH path's
+                # first element has no dot, so a dot there ends it (main.T.net/http.m)
+                if _HOST.fullmatch(name, i, slash) and not name.startswith("main.", i):
+                    i, first = slash + 1, False
+                    continue
+            elif _ELEM_TAIL.fullmatch(name, dot + 1, slash) and \
+                    _ELEM_TAIL.fullmatch(name, i, dot) or (
+                        name.endswith("/vendor/", 0, i) and _HOST.fullmatch(name, i, slash)):
+                # a middle element with a dot (go-jose.v2/jwt), or a host after vendor/:
+                # the path goes on; after a package a type name is followed by '.' or ')',
+                # never by '/'
+                i = slash + 1
+                continue
+        return dot
+    return -1
+
+
+def _unescape(path: str) -> str:
+    if "%" not in path:
+        return path
+    return re.sub(r"%([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), path)
+
+
+def package_of(name: str) -> str:
+    """The Go package a function or data symbol belongs to, from its linker name (see the
+    module docstring); a bucket name in parentheses for what has none."""
+    c = name[:1]
+    if c == "t" and name.startswith(("type:", "type.")):
+        # the compiler's equality and hash functions of a type belong to its package
+        for pre in _TYPE_FUNCS:
+            if name.startswith(pre):
+                pkg = package_of(_ARRAY.sub("", name[len(pre):].lstrip("*")))
+                return pkg if not pkg.startswith("(") else TYPES
+        return TYPES
+    if c == "g":
+        if name.startswith(("go:", "go.")):
+            rest = name[3:]
+            if rest.startswith("itab."):
+                # an itab belongs with its concrete type: go.itab.*T,I
+                pkg = package_of(_first_type(rest[5:]).lstrip("*"))
+                return pkg if not pkg.startswith("(") else TYPES
+            if rest.startswith("importpath."):
+                pkg = rest[11:].rstrip(".")
+                return _unescape(pkg) if pkg else RUNTIME_DATA
+            if rest.startswith(_GO_KINDS) or name[2] == ":" or not _on_go_host(name):
+                if rest.startswith(_UNNAMED_PREFIXES):
+                    return UNNAMED
+                return RUNTIME_DATA
+        elif name.startswith(("gclocals\u00b7", "gcargs\u00b7")):
+            return FUNC_DATA
+    elif c == "$":          # the compiler's constants: $f64.3ff0000000000000
+        return RUNTIME_DATA
+    if name.startswith(_UNNAMED_PREFIXES):
+        return UNNAMED
+    dot = path_end(name)
+    if dot <= 0:
+        return C_CODE
+    if dot == 1 and c == "_":   # the runtime's linknamed closures: _.goready.func1
+        return RUNTIME_DATA
+    return _unescape(name[:dot])
+
+
+def _on_go_host(name: str) -> bool:
+    """A package path on a host named go.* (go.uber.org/zap, go.etcd.io/bbolt)."""
+    slash = name.find("/")
+    return slash > 0 and _HOST.fullmatch(name, 0, slash) is not None
+
+
+def _first_type(s: str) -> str:
+    """The first of the comma-separated types of an itab name (commas inside brackets and
+    parentheses belong to the type)."""
+    depth = 0
+    for k, ch in enumerate(s):
+        if ch in "[({":
+            depth += 1
+        elif ch in "])}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return s[:k]
+    return s
