@@ -369,3 +369,72 @@ def test_cli_with_named_and_bad_endpoints(memdemo, tmp_path, capsys):
         rc, out, err = run_cli(["pod", "--pid", str(job.pid), "--metrics-url", dead,
                                 "--metrics-url", dead], capsys)
         assert rc == 2 and "PID=URL" in err
+
+
+def thp_mode() -> str | None:
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return None
+    m = re.search(r"\[(\w+)\]", text)
+    return m.group(1) if m else None
+
+
+def vmstat(key: str) -> int:
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        k, _, v = line.partition(" ")
+        if k == key:
+            return int(v)
+    return 0
+
+
+def test_huge_page_residue_is_named_then_reclaimed(memdemo, tmp_path):
+    """memdemo (GODEBUG=madvdontneed=1) writes 128 MiB of 64 KiB blocks on transparent huge
+    pages (THP "madvise" here: it asks with MADV_HUGEPAGE), keeps every other block and
+    returns the free half: each 64 KiB MADV_DONTNEED splits a huge page's mapping, the 2 MiB
+    pages stay charged. Measured here: 62.0 MiB charged and unmapped (usage 133 MiB, anon
+    70.3 MiB), named "huge-page residue"; lowering the limit by half of it reclaimed all of
+    it (usage 70.8 MiB) with no OOM kill and the process alive. Asserted: >= 48 MiB named,
+    |unexplained| <= 2 MiB, after the lower limit <= 4 MiB left, no OOM."""
+    mode = thp_mode()
+    if mode not in ("always", "madvise"):
+        pytest.skip(f"transparent huge pages not available on this kernel ({mode or 'no sysfs'})")
+    exe, _tmp = memdemo
+    ready = tmp_path / "ready"
+    with launched(["env", "GODEBUG=madvdontneed=1", str(exe), "-ready",
+                   str(ready)], limit=1024 * MiB) as job:
+        addr = wait_file(ready)
+        faults = vmstat("thp_fault_alloc")
+        get(f"http://{addr}/step?do=sparse")
+        if vmstat("thp_fault_alloc") - faults < 16:
+            pytest.skip("the kernel gave no transparent huge pages (memory too fragmented)")
+        fs = job.cgroup.fs_path
+        v = api.pod_view(cgroup=fs, profile=HOST, pprof=False)
+        comps = {c.key: c.bytes for c in v.components}
+        assert sum(comps.values()) == v.usage
+        assert comps["thp_residue"] >= 48 * MiB, comps
+        assert abs(comps["unexplained"]) <= 2 * MiB, comps
+        note = next(n for n in v.notes if n.startswith("huge-page residue"))
+        assert "Reclaimable" in note and "GODEBUG=disablethp=1" in note
+        cut = v.usage - comps["thp_residue"] // 2
+        # v1 answers EBUSY when a reclaim round freed no page it counts, although the
+        # deferred split it ran (a shrinker, not counted) freed the residue: seen here once
+        # in three; the second write finds usage below the limit
+        for attempt in range(3):
+            try:
+                Path(fs, "memory.limit_in_bytes").write_text(str(cut))
+                break
+            except OSError:
+                if attempt == 2:
+                    raise
+        after = api.pod_view(cgroup=fs, profile=HOST, pprof=False)
+        comps2 = {c.key: c.bytes for c in after.components}
+        oom = dict(line.split() for line in Path(fs, "memory.oom_control").read_text()
+                   .splitlines())
+        assert not job.exited() and int(oom.get("oom_kill", 0)) == 0
+        assert comps2["thp_residue"] <= 4 * MiB, comps2
+        assert after.usage <= v.usage - comps["thp_residue"] + 4 * MiB
+    print(f"\nresidue {comps['thp_residue'] / MiB:.1f} MiB of usage {v.usage / MiB:.1f} MiB "
+          f"(processes {comps['processes'] / MiB:.1f}, Go heap {comps['go_heap'] / MiB:.1f}); "
+          f"limit lowered to {cut / MiB:.1f} MiB: residue {comps2['thp_residue'] / MiB:.1f} "
+          f"MiB, usage {after.usage / MiB:.1f} MiB")

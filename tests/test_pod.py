@@ -108,6 +108,39 @@ def test_parts_add_up_to_usage_v2_with_sockets():
     assert v.peak == 31 * MiB
 
 
+def test_huge_page_residue_from_memory_stat_v1_and_v2():
+    """Anon on the LRU that is not mapped (less shmem and swap cache) is its own part, out
+    of what usage leaves over; the same rule on v1 (total_*) and v2 (memory.current,
+    memory.stat, memory.peak)."""
+    stat1 = (f"total_rss {70 * MiB}\ntotal_cache {4 * MiB}\ntotal_shmem {MiB}\n"
+             f"total_active_anon {MiB}\ntotal_inactive_anon {132 * MiB}\n"
+             f"total_swapcached 0\n")
+    v1 = parse_cgroup_memory(1, {"memory.usage_in_bytes": str(137 * MiB),
+                                 "memory.limit_in_bytes": str(1 << 30), "memory.stat": stat1,
+                                 "memory.kmem.usage_in_bytes": str(MiB)},
+                             path="/pod", fs_path="/sys/fs/cgroup/memory/pod")
+    stat2 = (f"anon {70 * MiB}\nfile {4 * MiB}\nkernel {MiB}\nsock 0\nshmem {MiB}\n"
+             f"active_anon {MiB}\ninactive_anon {132 * MiB}\nswapcached 0\n")
+    v2 = parse_cgroup_memory(2, {"memory.current": str(137 * MiB), "memory.max": "max",
+                                 "memory.stat": stat2, "memory.peak": str(140 * MiB)},
+                             path="/pod", fs_path="/sys/fs/cgroup/pod")
+    for cg in (v1, v2):
+        assert ap.anon_unmapped(cg) == 62 * MiB
+        v = ap.pod_view(sample(cg, [proc(1)]), PROF)
+        parts = {c.key: c.bytes for c in v.components}
+        assert parts["thp_residue"] == 62 * MiB and parts["unexplained"] == 0, parts
+        assert sum(parts.values()) == 137 * MiB
+        assert [n for n in v.notes if n.startswith("huge-page residue 62Mi")]
+    # never more than usage leaves over; absent when memory.stat lacks the LRU fields
+    small = parse_cgroup_memory(2, {"memory.current": str(100 * MiB), "memory.max": "max",
+                                    "memory.stat": stat2}, path="/p", fs_path="/x")
+    parts = {c.key: c.bytes for c in ap.pod_view(sample(small), PROF).components}
+    assert parts["thp_residue"] == 100 * MiB - 75 * MiB and parts["unexplained"] == 0
+    parts = {c.key: c.bytes for c in ap.pod_view(sample(cg_v1(90 * MiB, 50 * MiB, 30 * MiB,
+                                                              MiB)), PROF).components}
+    assert "thp_residue" not in parts
+
+
 def test_map_pinned_before_the_pod_started_is_charged_elsewhere():
     mine, old, fresh = live(1, "mine"), live(2, "pinned_old", n=8192), live(3, "pinned_new")
     pins = {2: (Pin("/sys/fs/bpf/pinned_old", 40.0),), 3: (Pin("/sys/fs/bpf/new", 100.5),)}

@@ -24,6 +24,9 @@ binary          out of "page cache": the Go executables' resident file pages tha
                 (``shared_elsewhere``, not in usage), like other files the Go processes map.
                 Without pagemap (no root), a stated estimate: the binaries' resident pages.
                 Each part is capped at what is left of the one it comes from (said in a note)
+thp_residue     anonymous memory charged here that no process maps (:func:`anon_unmapped`):
+                huge pages partly returned with MADV_DONTNEED; reclaimable (a note says so,
+                and the Go setting that avoids it); at most what is left of usage
 unexplained     usage minus all of the above: the cgroup's counters are per-CPU batched, so
                 usage and memory.stat disagree by up to a few pages per CPU; and maps whose
                 model charge exceeds the kernel figure push it below zero
@@ -61,7 +64,9 @@ __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS"
 COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not returned"),
               ("go_arenas", "Go heap arenas"), ("go_stacks", "Go stacks"),
               ("go_runtime", "Go runtime metadata"),
-              ("processes", "processes (anon)"), ("binary", "Go binary pages"),
+              ("processes", "processes (anon)"),
+              ("thp_residue", "huge-page residue (reclaimable)"),
+              ("binary", "Go binary pages"),
               ("page_cache", "page cache"),
               ("kernel", "kernel (not maps)"), ("maps", "BPF maps"), ("sock", "sockets"),
               ("unexplained", "unexplained"))
@@ -257,9 +262,16 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     elsewhere: dict = {}
     go_keys = _carve_go(parts, splits, details, notes, elsewhere) if splits else ()
     known = sum(v for v in parts.values() if v is not None)
+    residue = anon_unmapped(cg)
+    if residue is not None:
+        parts["thp_residue"] = max(0, min(residue, cg.usage - known))
+        known += parts["thp_residue"]
+        if parts["thp_residue"] >= (1 << 20):
+            notes.append(_residue_note(parts["thp_residue"], cg, splits))
     parts["unexplained"] = cg.usage - known
     comps = tuple(Component(k, label, parts[k]) for k, label in COMPONENTS
                   if not (k == "sock" and cg.version == 1)
+                  and (k != "thp_residue" or residue is not None)
                   and (not k.startswith("go_") and k != "binary" or k in go_keys))
     missing = [label for k, label in COMPONENTS if k in ("processes", "page_cache", "kernel")
                and parts[k] is None and not (k == "kernel" and here)]
@@ -308,6 +320,44 @@ def _resident_go(x: GoSplit) -> tuple[dict, int]:
         out[k] -= take
         left -= take
     return out, unwritten - left
+
+
+def anon_unmapped(cg) -> int | None:
+    """Anonymous memory the cgroup is charged for that no process maps: the anon LRU
+    (active_anon + inactive_anon, which also holds shmem and swap cache) less the mapped
+    anon (v2 ``anon``, v1 ``rss``, both NR_ANON_MAPPED), shmem and swap cache; None when
+    memory.stat lacks the fields. When a process returns part of a transparent huge page
+    (MADV_DONTNEED on 64 KiB of it, as Go's scavenger does), the kernel splits only the
+    page's mapping: the unmapped 4 KiB parts leave ``anon`` at once but the 2 MiB page stays
+    charged, on the LRU, until a deferred split (under memory pressure) or reclaim frees
+    them. (Pages being freed at the instant of the reading count too: a few.)"""
+    st = cg.stat
+
+    def get(key: str) -> int | None:
+        return st.get(f"total_{key}", st.get(key)) if cg.version == 1 else st.get(key)
+    active, inactive = get("active_anon"), get("inactive_anon")
+    if active is None or inactive is None or cg.anon is None:
+        return None
+    return max(0, active + inactive - cg.anon - (get("shmem") or 0)
+               - (get("swapcached") or 0))
+
+
+def _residue_note(residue: int, cg, splits) -> str:
+    v1 = cg.version == 1
+    how = ("total_active_anon + total_inactive_anon - total_rss - total_shmem" if v1
+           else "active_anon + inactive_anon - anon - shmem")
+    text = (f"huge-page residue {format_size(residue)}: anonymous memory charged here that no "
+            f"process maps any more (memory.stat {how}): transparent huge pages of which a "
+            "process returned parts (MADV_DONTNEED splits only the mapping; the 2 MiB page "
+            "stays charged). Reclaimable: the kernel frees it under memory pressure, before "
+            "this cgroup would reach its limit, without OOM")
+    vers = sorted({x.version for x in splits if x.version})
+    if vers:
+        text += ("; for Go: GODEBUG=disablethp=1 (Go 1.21.6 and later) keeps the heap off "
+                 "huge pages; before that, start it with THP disabled (prctl "
+                 "PR_SET_THP_DISABLE, inherited across exec) or THP 'never' "
+                 f"(here: {', '.join(vers)})")
+    return text
 
 
 def _carve_go(parts: dict, splits: list[GoSplit], details: dict, notes: list[str],

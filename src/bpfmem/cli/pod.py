@@ -17,6 +17,8 @@ what you see:
     page cache         files and shmem (v2 file, v1 total_cache)
     kernel (not maps)  the cgroup's kernel memory less the maps below
     BPF maps           the model's memcg charge of the maps its processes hold
+    huge-page residue  anon charged here that no process maps any more: huge pages partly
+                       returned (MADV_DONTNEED); reclaimable, freed under memory pressure
     unexplained        what the counters leave over (per-CPU batching: a few pages)
   each process with RSS, PSS and USS (smaps_rollup); kernel memory by kind; each held map
   with memlock and charge. A map is charged to the cgroup of the process that CREATED it:

@@ -181,7 +181,8 @@ def peak_explained(doc: dict) -> str | None:
             f" of which {format_size(free)} freed but not yet returned" if free else "")))
     names = {"maps": "maps", "processes": "other anon", "page_cache": "page cache",
              "kernel": "kernel", "go_stacks": "Go stacks", "go_runtime": "Go runtime",
-             "go_arenas": "Go heap arenas", "binary": "binary pages", "sock": "sockets"}
+             "go_arenas": "Go heap arenas", "binary": "binary pages", "sock": "sockets",
+             "thp_residue": "huge-page residue (reclaimable)"}
     for k, v in parts.items():
         if k == "unexplained" or not v or v <= 0:
             continue

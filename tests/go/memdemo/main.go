@@ -9,6 +9,12 @@
 //	                      the background scavenger returns it over time, slower the higher
 //	                      GOGC, not at all with GOGC=off)
 //	GET /step?do=return   debug.FreeOSMemory: return the free heap to the OS
+//	GET /step?do=sparse   allocate 128 MiB in 64 KiB blocks, asking the kernel for transparent
+//	                      huge pages under them (MADV_HUGEPAGE on the blocks' range before
+//	                      they are first written: what THP "always" does for every mapping),
+//	                      keep every other block, GC and return the free half
+//	                      (debug.FreeOSMemory): with GODEBUG=madvdontneed=1 each 64 KiB gap
+//	                      is MADV_DONTNEED'ed, which splits only the huge page's mapping
 //	GET /memstats         runtime.ReadMemStats as JSON
 //	GET /metrics          go_memstats_* in the Prometheus text format
 //	-script hold:0.5,free:1.5,return:2.5   the same steps by itself, at seconds after start
@@ -27,13 +33,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 var (
 	mu                  sync.Mutex
 	heldA, heldB, heldC [][]byte
 	sink                []byte
+	sparse              [][]byte
 )
 
 func touch(b []byte) {
@@ -96,6 +105,36 @@ func do(what string) bool {
 		return true
 	case "return":
 		debug.FreeOSMemory()
+	case "sparse":
+		all := make([][]byte, 0, 2048)
+		lo, hi := ^uintptr(0), uintptr(0)
+		for i := 0; i < 2048; i++ {
+			b := make([]byte, 64<<10)
+			p := uintptr(unsafe.Pointer(&b[0]))
+			if p < lo {
+				lo = p
+			}
+			if p+uintptr(len(b)) > hi {
+				hi = p + uintptr(len(b))
+			}
+			all = append(all, b)
+		}
+		const huge = 2 << 20
+		lo, hi = (lo+huge-1)&^(huge-1), hi&^(huge-1)
+		if hi > lo {
+			syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, 14) // MADV_HUGEPAGE
+		}
+		for _, b := range all {
+			touch(b)
+		}
+		sparse = sparse[:0]
+		for i := 0; i < len(all); i += 2 {
+			sparse = append(sparse, all[i])
+		}
+		all = nil
+		runtime.GC()
+		debug.FreeOSMemory()
+		return true
 	default:
 		return false
 	}
