@@ -81,8 +81,9 @@ def _with_why(result):
 RUNS = [(name, fmt) for name, fmts in (
     ("size-seed", ("text", "markdown")), ("size-go", ("text", "markdown")),
     ("size-go-why", ("text", "markdown")), ("size-go-modules", ("text",)),
-    ("size-diff-seed", ("text", "markdown")), ("size-diff-go", ("text", "markdown", "html")),
-    ("size-diff-go-why", ("text", "markdown")),
+    ("size-diff-seed", ("text", "markdown", "html")),
+    ("size-diff-go", ("text", "markdown", "html")),
+    ("size-diff-go-why", ("text", "markdown", "html")),
     ("size-check", ("text", "markdown", "junit")), ("size-check-go", ("text", "junit")))
     for fmt in fmts]
 
