@@ -328,10 +328,6 @@ def render_json(result: Any, out, *, indent: int | None = 2) -> None:
     out.write(json.dumps(document(result), indent=indent))
     out.write("\n")
 # -- binary size (size, size diff, the binary gate) ------------------------------------------
-NEEDS_GO_SRC = ("why it is linked needs the program's source: --go-src DIR (the main "
-                "package's directory; bpfmem runs `go list -deps -json` there)")
-
-
 def _binary(rep) -> dict[str, Any]:
     """A :class:`~bpfmem.analysis.size.SizeReport`'s summary: what the binary is."""
     return {
@@ -352,18 +348,15 @@ def _binary(rep) -> dict[str, Any]:
 
 
 def _size_rows(rep, by: str, top: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows = rep.group(by)
-    shown = rows if top <= 0 else rows[:top]
-    rest = rows[len(shown):]
+    from .size import shown_rows
+    shown, (count, file, vm) = shown_rows(rep, by, top)
     out = []
     for r in shown:
         d = {"name": r.name, "file": r.file, "vm": r.vm}
         if by == "package":
             d["module"] = r.module
         out.append(d)
-    other = {"count": len(rest), "file": sum(r.file for r in rest),
-             "vm": sum(r.vm for r in rest)}
-    return out, other
+    return out, {"count": count, "file": file, "vm": vm}
 
 
 def _why_linked(w) -> dict[str, Any]:
@@ -378,11 +371,13 @@ def _why_linked(w) -> dict[str, Any]:
 
 
 def _add_why(doc: dict[str, Any], why, rep) -> dict[str, Any]:
+    from .size import why_note
+    note = why_note(why, rep)
     if why is not None:
         doc["why"] = _why_linked(why)
-    elif rep is not None and rep.kind == "go":
+    elif note is not None:
         doc["why"] = None
-        doc["why_note"] = NEEDS_GO_SRC
+        doc["why_note"] = note
     return doc
 
 
@@ -402,12 +397,9 @@ def size_document(r) -> dict[str, Any]:
 
 @maker("SizeDiff")
 def size_diff_document(r) -> dict[str, Any]:
+    from .size import shown_deltas, treemap_rows
     old, new = r.old, r.new
-    shown = r.deltas if r.top <= 0 else r.deltas[:r.top]
-    rest = r.deltas[len(shown):]
-    o_pk = old.package_bytes()   # the new build's treemap: each package with its old size
-    tree = [{"package": p.name, "module": p.module, "file": p.file,
-             "old": o_pk.get(p.name, 0)} for p in new.group("package") if p.file > 0]
+    shown, (count, rest) = shown_deltas(r)
     doc: dict[str, Any] = {
         "schema": SIZE_DIFF, "by": r.by,
         "old": _binary(old), "new": _binary(new),
@@ -416,8 +408,8 @@ def size_diff_document(r) -> dict[str, Any]:
                   "vm_old": old.vm_size, "vm_new": new.vm_size},
         "rows": [{"name": d.name, "old": d.old, "new": d.new, "delta": d.delta}
                  for d in shown],
-        "other": {"count": len(rest), "delta": sum(d.delta for d in rest)},
-        "treemap": tree,
+        "other": {"count": count, "delta": rest},
+        "treemap": treemap_rows(r),   # the new build's packages, each with its old size
     }
     return _add_why(doc, r.why, new)
 

@@ -1,6 +1,6 @@
-"""A self-contained HTML page of a ``bpfmem size diff`` document: a treemap of the new build
-(module -> package, sized by file bytes, coloured by growth since the old build) and the table
-of changes. Pure: it renders a ``bpfmem/size-diff/v1`` document, nothing else."""
+"""A self-contained HTML page of a ``bpfmem size diff`` (a
+:class:`~bpfmem.analysis.size.SizeDiff`): a treemap of the new build (module -> package, sized
+by file bytes, coloured by growth since the old build) and the table of changes."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from ..units import format_delta, format_size
 from .html import _esc, _layout, _plot_div, _plotly, page
+from .size import shown_deltas, treemap_rows, why_note
 
 __all__ = ["render_size_diff_html", "SIZE_TREEMAP_ID"]
 
@@ -21,10 +22,10 @@ def _growth(old: int, new: int) -> float:
     return max(-1.0, min(1.0, (new - old) / old))
 
 
-def _treemap(go: Any, doc: dict) -> Any:
+def _treemap(go: Any, tree: list[dict[str, Any]]) -> Any:
     ids, labels, parents, values, colors, hover = [], [], [], [], [], []
     mods: dict[str, list[int]] = {}
-    for r in doc["treemap"]:
+    for r in tree:
         m = mods.setdefault(r["module"], [0, 0])
         m[0] += r["file"]
         m[1] += r["old"]
@@ -36,7 +37,7 @@ def _treemap(go: Any, doc: dict) -> Any:
         colors.append(_growth(old, new))
         hover.append(f"<b>{_esc(name)}</b><br>{format_size(old)} → {format_size(new)} "
                      f"({format_delta(new - old)})")
-    for r in doc["treemap"]:
+    for r in tree:
         ids.append(f"p:{r['package']}")
         labels.append(r["package"])
         parents.append(f"m:{r['module']}")
@@ -55,34 +56,35 @@ def _treemap(go: Any, doc: dict) -> Any:
     return fig
 
 
-def render_size_diff_html(doc: dict, *, title: str = "bpfmem: binary size diff") -> str:
+def render_size_diff_html(diff, *, title: str = "bpfmem: binary size diff") -> str:
     go, pio, _ = _plotly()
-    tdiv, tjs = _plot_div(pio, _treemap(go, doc), SIZE_TREEMAP_ID, 620)
-    t = doc["total"]
-    facts = [("old", doc["old"]["path"]), ("new", doc["new"]["path"]),
-             ("size", f"{format_size(t['old'])} → {format_size(t['new'])}"),
-             ("change", format_delta(t["delta"]))]
+    tdiv, tjs = _plot_div(pio, _treemap(go, treemap_rows(diff)), SIZE_TREEMAP_ID, 620)
+    old, new = diff.old.file_size, diff.new.file_size
+    delta = new - old
+    facts = [("old", diff.old.path), ("new", diff.new.path),
+             ("size", f"{format_size(old)} → {format_size(new)}"),
+             ("change", format_delta(delta))]
     dl = "".join(f"<div><dt>{_esc(a)}</dt><dd>{_esc(b)}</dd></div>" for a, b in facts)
-    cls = "fail" if t["delta"] > 0 else "pass"
+    cls = "fail" if delta > 0 else "pass"
     header = (f'<header><h1>{_esc(title)}</h1><span class="verdict {cls}">'
-              f'{_esc(format_delta(t["delta"]))}</span><dl class="facts">{dl}</dl></header>')
+              f'{_esc(format_delta(delta))}</span><dl class="facts">{dl}</dl></header>')
+    shown, _rest = shown_deltas(diff)
     rows = "".join(
-        f"<tr><td><code>{_esc(r['name'])}</code></td>"
-        f"<td class=\"num\">{format_size(r['old'])}</td>"
-        f"<td class=\"num\">{format_size(r['new'])}</td>"
-        f"<td class=\"num\">{format_delta(r['delta'])}</td>"
-        "</tr>" for r in doc["rows"] if r["delta"])
-    table = (f'<table class="diff"><tr><th>{_esc(doc["by"])}</th><th class="num">old</th>'
+        f"<tr><td><code>{_esc(r.name)}</code></td>"
+        f"<td class=\"num\">{format_size(r.old)}</td>"
+        f"<td class=\"num\">{format_size(r.new)}</td>"
+        f"<td class=\"num\">{format_delta(r.delta)}</td>"
+        "</tr>" for r in shown if r.delta)
+    table = (f'<table class="diff"><tr><th>{_esc(diff.by)}</th><th class="num">old</th>'
              f'<th class="num">new</th><th class="num">change</th></tr>{rows}</table>')
-    why = doc.get("why")
-    if why:
+    if diff.why:
         items = "".join(
-            f"<li>dropping the import <code>{_esc(s['importer'])} → {_esc(s['imported'])}"
-            f"</code> saves <b>{format_size(s['saves'])}</b> ({s['package_count']} packages); "
-            f"chain <code>{_esc(' → '.join(s['chain']))}</code></li>" for s in why["savings"])
+            f"<li>dropping the import <code>{_esc(s.importer)} → {_esc(s.imported)}"
+            f"</code> saves <b>{format_size(s.saves)}</b> ({len(s.packages)} packages); "
+            f"chain <code>{_esc(' → '.join(s.chain))}</code></li>" for s in diff.why.savings)
         why_html = f'<ul class="offenders">{items}</ul>'
     else:
-        why_html = f'<p class="note">{_esc(doc.get("why_note") or "")}</p>'
+        why_html = f'<p class="note">{_esc(why_note(diff.why, diff.new) or "")}</p>'
     sections = [
         '<section class="card"><h2>The new build by module and package</h2>'
         '<p class="note">Cell size: file bytes in the new build; colour: growth since the old '
