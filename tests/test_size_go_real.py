@@ -70,3 +70,21 @@ def test_code_per_package_is_the_pclntab_extents(name, oracle, reports):
     print(f"{name}: {len(funcs)} functions, {len(go_pk)} packages, {len(wrong)} differ")
     assert not wrong, sorted(wrong.items())[:20]
     assert rep.functions == len(funcs)
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(BINARIES) if n.endswith("-new")])
+def test_funcdata_inside_the_pclntab_goes_to_functions(name, reports):
+    """Go 1.26+ puts the functions' funcdata (stack maps, ...) inside .gopclntab, after the
+    _func records: it goes to each function's package, and what stays in the pclntab's own
+    bucket under "functab" is the function index (8 bytes a function) and the records'
+    alignment (under 8 bytes each)."""
+    rep = _report(reports, name)
+    assert sum(p[3] for p in rep.pieces) == rep.file_size
+    rest = {p[2]: p[3] for p in rep.pieces if p[1] == "(Go pclntab)"}
+    print(f"{name}: pclntab rest {rest}")
+    assert rest["pclntab functab"] <= rep.functions * 15 + 4
+    assert "pclntab funcdata" not in rest or rest["pclntab funcdata"] < 64 * 1024
+    pcln = sum(p[3] for p in rep.pieces if p[0] == ".gopclntab")
+    on_packages = sum(p[3] for p in rep.pieces if p[0] == ".gopclntab" and
+                      not p[1].startswith("("))
+    assert on_packages > 0.85 * pcln

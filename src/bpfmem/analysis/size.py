@@ -406,12 +406,15 @@ def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
     out = []
     bis = bisect.bisect_right
     pc_part = next((k for k, p in enumerate(pcln.parts) if p.name == "pctab"), 0)
+    fd_part = next((k for k, p in enumerate(pcln.parts) if p.name == "funcdata"), 0)
     pc_bytes = pcln.pc_bytes or (0,) * len(pcln.names)
-    for name, pkg, (no, nl), rec, pcb in zip(pcln.names, pkgs, pcln.name_spans,
-                                             pcln.records, pc_bytes):
+    fd_bytes = pcln.fd_bytes or (0,) * len(pcln.names)
+    for name, pkg, (no, nl), rec, pcb, fdb in zip(pcln.names, pkgs, pcln.name_spans,
+                                                  pcln.records, pc_bytes, fd_bytes):
         own[bis(starts, no) - 1] += nl
         own[pc_part] += pcb
-        n = nl + pcb
+        own[fd_part] += fdb
+        n = nl + pcb + fdb
         if rec is not None:
             own[bis(starts, rec[0]) - 1] += rec[1]
             n += rec[1]

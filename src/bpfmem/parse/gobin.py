@@ -62,6 +62,9 @@ class Pclntab:
     records: tuple[tuple[int, int] | None, ...]
     parts: tuple[PclnPart, ...]
     pc_bytes: tuple[int, ...] = ()   # per function: its pc-value tables in pctab
+    # per function: its funcdata (stack maps, ...) when the linker put that inside the table
+    # (Go 1.26+: moduledata.gofunc points past the _func records), else ()
+    fd_bytes: tuple[int, ...] = ()
 
     @property
     def nfunc(self) -> int:
@@ -263,6 +266,8 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     add_name, add_span, add_rec = names.append, spans.append, records.append
     pc_refs: list[int] = []
     add_pc = pc_refs.append
+    fd_refs: list[int] = []
+    add_fd = fd_refs.append
     pcdata_fmt: dict[int, struct.Struct] = {}
     for i, (_entry, funcoff) in enumerate(pairs):
         rec = func_base + funcoff
@@ -309,6 +314,11 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
                 for t in st.unpack_from(data, off + rec + rec_size):
                     if t:
                         add_pc(t << 22 | i)
+            if nfuncdata and layout != "1.16":
+                for t in struct.unpack_from(f"{e}{nfuncdata}I", data,
+                                            off + rec + rec_size + 4 * npcdata):
+                    if t != 0xFFFFFFFF:
+                        add_fd(t << 22 | i)
         else:
             add_rec(None)
     for i in range(len(starts)):
@@ -316,6 +326,13 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
             raise ParseError(f"pclntab function {i} ({names[i]}) ends before it starts: "
                              "the function table is not sorted", section=where,
                              offset=off + ftab + i * pair)
+    gofunc = _gofunc_in_table(img, addr, nametab_base, ptr, e, max_end,
+                              size if size is not None else limit, fd_refs) \
+        if layout == "1.20" and fd_refs else None
+    if gofunc is not None:
+        parts_offsets.append(("funcdata", gofunc))
+        if size is None:
+            max_end = max(max_end, gofunc + (max(fd_refs) >> 22) + 1)
     total = size if size is not None else max_end
     parts = []
     po = sorted(parts_offsets, key=lambda t: t[1])
@@ -325,16 +342,33 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     if not parts:
         parts = [PclnPart("table", 0, total)]
     pc_bytes = _pc_table_bytes(pc_refs, len(names), parts)
+    fd_bytes = _pc_table_bytes(fd_refs, len(names), parts, "funcdata") \
+        if gofunc is not None else ()
     return Pclntab(layout, magic, off, addr, total, ptr, how, tuple(names), tuple(starts),
-                   tuple(ends), tuple(spans), tuple(records), tuple(parts), pc_bytes)
+                   tuple(ends), tuple(spans), tuple(records), tuple(parts), pc_bytes,
+                   fd_bytes)
 
 
-def _pc_table_bytes(refs: list[int], nfunc: int,
-                    parts: list[PclnPart]) -> tuple[int, ...]:
-    """Per function, the bytes of the pctab tables it is the first to use. The tables lie
-    back to back (the linker dedups equal ones), so each runs to the next one's start.
-    ``refs`` are table offset << 22 | function index (_MAX_FUNCS is 1 << 22)."""
-    pctab = next((p for p in parts if p.name == "pctab"), None)
+def _gofunc_in_table(img: ElfImage, addr: int, funcnametab: int, ptr: int, e: str,
+                     records_end: int, limit: int, refs: list[int]) -> int | None:
+    """The offset in the table of the funcdata (``moduledata.gofunc``) when the linker put
+    it after the _func records (Go 1.26+), else None: the moduledata must hold that address
+    and every funcdata offset must lie inside the table."""
+    if not addr:
+        return None
+    g = (records_end + 7) & ~7
+    if g >= limit or g + (max(refs) >> 22) >= limit:
+        return None
+    words = _moduledata_words(img, addr, addr + funcnametab, ptr, e, 64)
+    return g if words and addr + g in words else None
+
+
+def _pc_table_bytes(refs: list[int], nfunc: int, parts: list[PclnPart],
+                    part: str = "pctab") -> tuple[int, ...]:
+    """Per function, the bytes of the pctab tables (or funcdata blobs) it is the first to
+    use. They lie back to back (the linker dedups equal ones), so each runs to the next
+    one's start. ``refs`` are offset << 22 | function index (_MAX_FUNCS is 1 << 22)."""
+    pctab = next((p for p in parts if p.name == part), None)
     out = [0] * nfunc
     if pctab is None or not refs:
         return tuple(out)
@@ -347,8 +381,8 @@ def _pc_table_bytes(refs: list[int], nfunc: int,
         t, i = r >> 22, r & mask
         if t != last:
             if t >= pctab.size:
-                raise ParseError(f"pclntab function {i}: a pc table at {t:#x} is outside "
-                                 f"pctab ({pctab.size:#x} bytes)", section=".gopclntab",
+                raise ParseError(f"pclntab function {i}: a table at {t:#x} is outside "
+                                 f"{part} ({pctab.size:#x} bytes)", section=".gopclntab",
                                  offset=pctab.offset + t)
             starts.append(t)
             owner.append(i)       # sorted: the first function to use it has the lowest index
@@ -363,6 +397,14 @@ def _moduledata_text(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int,
                      e: str) -> int:
     """``runtime.firstmoduledata.text``: the moduledata starts with a pointer to the pclntab
     header, then the funcnametab slice; ``text`` is its 23rd word (Go 1.16 and later)."""
+    words = _moduledata_words(img, pcln_addr, funcnametab, ptr, e, 23)
+    return words[22] if words else 0
+
+
+def _moduledata_words(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int, e: str,
+                      n: int) -> tuple[int, ...]:
+    """The first ``n`` words of ``runtime.firstmoduledata`` (found by its first two: the
+    pclntab header's address and the funcnametab's), or () when it is not found."""
     w = "Q" if ptr == 8 else "I"
     needle = struct.pack(e + w + w, pcln_addr, funcnametab)
     places = [s for s in img.sections if s.in_file and s.flags & 1 and s.flags & 2] or None
@@ -371,10 +413,10 @@ def _moduledata_text(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int,
     for lo, hi in ranges:
         pos = img.data.find(needle, lo, hi)
         while pos >= 0:
-            if pos % ptr == 0 and pos + 23 * ptr <= hi:
-                return struct.unpack_from(e + w, img.data, pos + 22 * ptr)[0]
+            if pos % ptr == 0 and pos + n * ptr <= hi:
+                return struct.unpack_from(e + w * n, img.data, pos)
             pos = img.data.find(needle, pos + 1, hi)
-    return 0
+    return ()
 
 
 def _text_segment(img: ElfImage) -> int:
