@@ -272,3 +272,40 @@ def test_debian_docker_binaries_every_byte(rel, pie):
         # runtime.firstmoduledata points at it
         assert rep.pclntab_found_by == "symbol runtime.firstmoduledata"
         assert not any(r.name.endswith("gopclntab") for r in rep.group("section"))
+
+
+CGO_MAIN = """package main
+
+// int add(int a, int b) { return a + b; }
+import "C"
+import "fmt"
+
+func main() { fmt.Println(C.add(1, 2)) }
+"""
+
+
+def test_cgo_debug_frame_with_zero_terminators(tmp_path):
+    """An external cgo link whose C was built without unwind tables: gcc's .debug_frame
+    holds zero terminators (as the docker CLI's does); its entries are read past them, as
+    many as readelf lists, and nothing stays unattributed for want of them."""
+    b = GoBuilder(tmp_path, GO)
+    b.env["CGO_CFLAGS"] = "-g -O2 -fno-asynchronous-unwind-tables"
+    b.write("cg/go.mod", "module example.com/cg\n\ngo 1.19\n")
+    b.write("cg/main.go", CGO_MAIN)
+    binary = b.build(b.root / "src" / "cg", "cg",
+                     "-ldflags=-linkmode=external -compressdwarf=false")
+    dump = subprocess.run(["readelf", "--debug-dump=frames", str(binary)],
+                          capture_output=True, text=True).stdout
+    frame = dump.split("Contents of the .debug_frame section", 1)[1]
+    frame = frame.split("Contents of the .eh_frame", 1)[0]
+    assert "ZERO terminator" in frame
+    from bpfmem.parse import dwarf
+    from bpfmem.parse.elfimage import parse_image
+    img = parse_image(binary.read_bytes(), path=str(binary))
+    sec = img.section(".debug_frame")
+    entries = dwarf.frame_entries(dwarf.section_contents(img, sec))
+    assert len(entries) == len(re.findall(r" FDE ", frame))
+    rep = api.load_binary_size(binary)
+    assert not [n for n in rep.notes if "debug_frame" in n]
+    frame_rows = {p[1]: p[3] for p in rep.pieces if p[0] == ".debug_frame"}
+    assert frame_rows.get("runtime", 0) > 0

@@ -226,8 +226,11 @@ def frame_entries(frame: bytes, *, endian: str = "<",
         length = struct.unpack_from(endian + "I", frame, pos)[0]
         if length == 0xFFFFFFFF:
             break                                   # 64-bit DWARF frames: not needed here
+        if length == 0:             # a zero terminator (gcc's crtend, host objects of a
+            pos += 4                # cgo link): the next unit may follow
+            continue
         end = pos + 4 + length
-        if length == 0 or end > len(frame):
+        if end > len(frame):
             raise ParseError(f".debug_frame: an entry of {length} bytes runs past the section",
                              section=".debug_frame", offset=pos)
         cie = struct.unpack_from(endian + "I", frame, pos + 4)[0]
