@@ -179,3 +179,28 @@ def test_snapshot_html_needs_an_output_file():
     r = subprocess.run([sys.executable, "-m", "bpfmem", "snapshot", "--format", "html"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "-o FILE.html" in r.stderr
+
+
+def test_rejections_are_values_branched_on_by_kind():
+    """A refusal is a Rejection(errno, reason, kind): the live check tells a map type the
+    model does not know from a shape the kernel refuses by its kind, not by its words."""
+    import pickle
+    from bpfmem.model.estimate import estimate_spec
+    from bpfmem.model.limits import KERNEL, LOADER, UNKNOWN_TYPE, Rejection
+    unknown = estimate(MapShape(250, 4, 8, 10), PROF).rejected
+    assert unknown.kind == UNKNOWN_TYPE and unknown.errno == "EINVAL"
+    refused = estimate(MapShape(T.HASH, 0, 8, 10), PROF).rejected
+    assert refused.kind == KERNEL and str(refused) == f"{refused.errno}: {refused.reason}"
+    # the words a kernel refusal had before, whatever they say: the check branches on kind
+    worded_alike = Rejection("EINVAL", "unknown map type 1", KERNEL)
+    assert worded_alike.kind == KERNEL and "unknown map type" in worded_alike
+    assert "not modelled" in check_map(_m(1, "x", type=250, memlock=1), PROF).note
+    assert "refuses this shape" in check_map(_m(2, "y", k=0, memlock=1), PROF).note
+
+    class Spec:
+        type, key_size, value_size, max_entries, map_flags, map_extra = T.HASH, 4, 8, 10, 0, 0
+        refused = "cilium/ebpf: a legacy definition it does not take"
+    fp, _ = estimate_spec(Spec(), PROF)
+    assert fp.rejected.kind == LOADER and fp.rejected == Spec.refused
+    assert pickle.loads(pickle.dumps(refused)).kind == KERNEL
+    assert json.dumps({"r": refused}) == json.dumps({"r": str(refused)})

@@ -12,6 +12,7 @@ from functools import lru_cache
 from ..model import formulas as fm
 from ..model.estimate import estimate
 from ..model.kernel import KernelProfile
+from ..model.limits import UNKNOWN_TYPE
 from ..model.shape import MapShape
 from ..records import LiveMap, Owner, Snapshot
 from ..uapi import MapType, map_type_name
@@ -28,7 +29,8 @@ class ModelCheck:
 
     ``status``: ``match`` (memlock equal to the byte), ``mismatch`` (differs: the model or the
     map's state is not what we think), ``in-range`` (entries not counted: the kernel's figure
-    lies between the model's empty and full figures), ``unknown`` (the model has no figure).
+    lies between the model's empty and full figures: counting the entries would give an
+    exact comparison), ``unknown`` (the model has no figure).
     """
     memlock: int | None          # model memlock at the counted entries (or at create)
     memlock_full: int | None
@@ -57,7 +59,7 @@ def _check(type_: int, key_size: int, value_size: int, max_entries: int, map_fla
     fp = estimate(shape, prof, entries or 0)
     if fp.rejected is not None:
         note = (f"map type {type_} is not modelled (newer than bpfmem?)"
-                if "unknown map type" in fp.rejected else
+                if fp.rejected.kind == UNKNOWN_TYPE else
                 f"the model says the kernel refuses this shape: {fp.rejected}")
         return ModelCheck(None, None, None, None, "unknown", note=note)
     if fp.memlock is None or kernel is None:
@@ -75,8 +77,7 @@ def _check(type_: int, key_size: int, value_size: int, max_entries: int, map_fla
                           delta, note)
     lo, hi = fp.memlock_at_create, fp.memlock_full
     if hi is not None and lo <= kernel <= hi:
-        return ModelCheck(fp.memlock, hi, fp.charged, fp.charged_full, "in-range",
-                          note="count entries (--entries) for an exact comparison")
+        return ModelCheck(fp.memlock, hi, fp.charged, fp.charged_full, "in-range")
     return ModelCheck(fp.memlock, hi, fp.charged, fp.charged_full, "mismatch",
                       kernel - lo, "outside the model's empty..full range")
 

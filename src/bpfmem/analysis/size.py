@@ -81,7 +81,7 @@ class SizeReport:
     def group(self, by: str = "package") -> list[SizeRow]:
         """Rows by package|module|section|symbol, largest file size first."""
         if by not in GROUPS:
-            raise ValueError(f"--by must be one of {', '.join(GROUPS)}, not {by}")
+            raise ValueError(f"no grouping by {by!r}: one of {', '.join(GROUPS)}")
         idx = {"package": 1, "module": 1, "section": 0, "symbol": 2}[by]
         fsum: dict[str, int] = {}
         vsum: dict[str, int] = {}

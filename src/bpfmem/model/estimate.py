@@ -8,7 +8,7 @@ from functools import lru_cache
 from ..uapi import MapFlag, MapType as T
 from . import formulas as fm
 from .kernel import KernelProfile
-from .limits import rejection
+from .limits import LOADER, Rejection, rejection
 from .shape import MapShape
 
 # How close the charge model is to what a memory cgroup shows (measured, see the tests):
@@ -32,7 +32,7 @@ class Footprint:
     charged_at_create: int | None
     charged_full: int | None
     charged_tolerance: int          # +- bytes the charge at create is good to
-    rejected: str | None
+    rejected: Rejection | None      # why nothing is created (None: it is)
     notes: tuple[str, ...] = ()
     charged_slack: int = 0          # + bytes allocator caches may add once entries arrive
 
@@ -166,6 +166,7 @@ def estimate_spec(spec, prof: KernelProfile, entries: int = 0
         sh = MapShape(int(spec.type), spec.key_size, spec.value_size, spec.max_entries,
                       spec.map_flags, spec.map_extra)
         return Footprint(prof, sh, entries, None, None, None, None, None, None, None, 0,
-                         refused, ("the loader does not create this map",)), None
+                         Rejection("", refused, LOADER),
+                         ("the loader does not create this map",)), None
     shape, why = shape_of_spec(spec, prof)
     return (estimate(shape, prof, entries) if shape is not None else None), why

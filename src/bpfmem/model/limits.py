@@ -63,11 +63,33 @@ LOCAL_FLAGS = int(_F_NO_PREALLOC | _F_CLONE)
 CGROUP_STORAGE_FLAGS = int(_F_NUMA_NODE | ACCESS)
 
 
+# the kinds of Rejection
+UNKNOWN_TYPE = "unknown-type"   # a map type the model does not know (newer than bpfmem?)
+KERNEL = "kernel"               # the kernel refuses the shape (the error its map_alloc_check gives)
+LOADER = "loader"               # the loader does not create the map (it refuses it first)
+
+
+class Rejection(str):
+    """Why a map is not created, as a value: ``errno`` (the kernel's, "" when the loader
+    refuses without asking it), ``reason``, and ``kind`` (:data:`UNKNOWN_TYPE`,
+    :data:`KERNEL`, :data:`LOADER`) for callers to branch on. It reads as its words,
+    ``"ERRNO: reason"`` (what documents and tables show), so it is a string too."""
+
+    def __new__(cls, errno: str, reason: str, kind: str = KERNEL):
+        self = super().__new__(cls, f"{errno}: {reason}" if errno else reason)
+        self.errno, self.reason, self.kind = errno, reason, kind
+        return self
+
+    def __reduce__(self):
+        return (Rejection, (self.errno, self.reason, self.kind))
+
+
 class Rejected(Exception):
-    def __init__(self, errno: str, reason: str):
+    def __init__(self, errno: str, reason: str, kind: str = KERNEL):
+        self.rejection = Rejection(errno, reason, kind)
         self.errno = errno
         self.reason = reason
-        super().__init__(f"{errno}: {reason}")
+        super().__init__(str(self.rejection))
 
 
 def _access_ok(flags: int) -> bool:
@@ -82,7 +104,7 @@ def check(sh: MapShape, prof: KernelProfile) -> None:
                         sh.map_extra)
     since = _SINCE.get(t)
     if since is None:
-        raise Rejected("EINVAL", f"unknown map type {t}")
+        raise Rejected("EINVAL", f"unknown map type {t}", UNKNOWN_TYPE)
     if prof.map_types is not None:      # the kernel's own enum bpf_map_type (its BTF)
         if t not in prof.map_types:
             raise Rejected("EINVAL", f"this kernel has no map type {map_type_name(t)} (not in "
@@ -258,10 +280,10 @@ def _check_flags(t: int, f: int, mask: int) -> None:
                                  f"{map_type_name(t)} maps")
 
 
-def rejection(sh: MapShape, prof: KernelProfile) -> str | None:
-    """The kernel's refusal as 'ERRNO: reason', or None when the map is created."""
+def rejection(sh: MapShape, prof: KernelProfile) -> Rejection | None:
+    """The kernel's refusal (it reads 'ERRNO: reason'), or None when the map is created."""
     try:
         check(sh, prof)
     except Rejected as e:
-        return str(e)
+        return e.rejection
     return None

@@ -764,7 +764,12 @@ def _model_check(c) -> dict[str, Any]:
         rec["delta"] = c.delta
     if c.note is not None:
         rec["note"] = c.note
+    elif c.status == "in-range":
+        rec["note"] = IN_RANGE_NOTE
     return rec
+
+
+IN_RANGE_NOTE = "count entries (--entries) for an exact comparison"
 
 
 @maker("SnapshotDiff")
