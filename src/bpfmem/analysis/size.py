@@ -20,8 +20,8 @@ from typing import Callable, Iterable, NamedTuple
 from ..errors import ParseError, UnsupportedError
 from .imports import WhyLinked, why_linked
 from ..units import format_size
-from ..parse.elfimage import (SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage,
-                              parse_image)
+from ..parse.elf import (SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage,
+                         parse_image)
 from ..parse.gobin import (BUILDINFO_MAGIC, C_CODE, TYPES, BuildInfo, Module, Pclntab,
                            module_of, package_of, parse_buildinfo, parse_pclntab)
 

@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass
 
 from ..errors import ParseError
-from .elfimage import SHF_COMPRESSED, ElfImage, ImageSection
+from .elf import SHF_COMPRESSED, ElfImage, Section
 
 _MAX_UNITS = 1 << 20
 
@@ -26,7 +26,7 @@ class CompileUnit:
     high_pc: int | None = None     # one past the end, when the unit says (not by ranges)
 
 
-def section_contents(img: ElfImage, sec: ImageSection) -> bytes:
+def section_contents(img: ElfImage, sec: Section) -> bytes:
     """The section's bytes, decompressed when the ELF header says it is (zlib only)."""
     raw = bytes(img.section_data(sec))
     if sec.flags & SHF_COMPRESSED:

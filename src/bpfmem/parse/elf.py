@@ -1,7 +1,20 @@
-"""ELF reader for relocatable BPF objects (ET_REL, EM_BPF), either byte order.
+"""The one ELF reader: 32- and 64-bit, either byte order, every read through
+:class:`~bpfmem.parse.reader.Bytes` (so every offset and size is checked, and an error names
+the part and the file offset).
 
-Plain data over byte layouts: sections, symbols and relocations, every read bounds-checked.
-Only what a BPF loader needs; 64-bit ELF only (a BPF object is always ELFCLASS64).
+:class:`Elf` reads what every ELF file has: the header, the section headers and their names,
+the program headers, the symbol tables (in bulk, as columns). Two views stand on it:
+
+* :class:`ElfFile`, a relocatable BPF object (ELFCLASS64, ET_REL, EM_BPF): strict, as a BPF
+  loader is (a bad name offset or a section past the end is an error), with relocations;
+* :class:`ElfImage`, a linked image (executable, PIE, shared object, an ELF ``vmlinux``):
+  lenient where a loader is (names it cannot read are empty), with segments and address to
+  file-offset translation.
+
+An ELF inside a larger buffer (a BPF object embedded in a binary's ``.rodata``, a vmlinux in
+a decompressed image) opens the same way over a sub-view: ``ElfFile(outer.sub(off, n, ...))``
+or :meth:`Elf.at`; section offsets are then the inner file's, error offsets the outer's, and
+:attr:`Elf.extent` says how many bytes the inner file spans.
 """
 
 from __future__ import annotations
@@ -11,7 +24,7 @@ from itertools import accumulate, repeat
 from typing import NamedTuple
 
 from ..errors import ParseError
-from .reader import Bytes
+from .reader import Bytes, decoding
 
 EM_NONE = 0
 EM_BPF = 247
@@ -24,11 +37,14 @@ SHT_STRTAB = 3
 SHT_RELA = 4
 SHT_NOBITS = 8
 SHT_REL = 9
+SHT_DYNSYM = 11
 SHT_SYMTAB_SHNDX = 18
 
 SHF_WRITE = 0x1
 SHF_ALLOC = 0x2
 SHF_EXECINSTR = 0x4
+SHF_TLS = 0x400
+SHF_COMPRESSED = 0x800
 
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
@@ -44,10 +60,14 @@ STT_NOTYPE = 0
 STT_OBJECT = 1
 STT_FUNC = 2
 STT_SECTION = 3
+STT_FILE = 4
+STT_TLS = 6
 
 STV_DEFAULT = 0
 STV_INTERNAL = 1
 STV_HIDDEN = 2
+
+PT_LOAD = 1
 
 _MACHINES = {3: "x86 (EM_386)", 62: "x86-64 (EM_X86_64)", 40: "ARM (EM_ARM)",
              183: "AArch64 (EM_AARCH64)", 243: "RISC-V (EM_RISCV)", 8: "MIPS (EM_MIPS)",
@@ -55,6 +75,17 @@ _MACHINES = {3: "x86 (EM_386)", 62: "x86-64 (EM_X86_64)", 40: "ARM (EM_ARM)",
 _TYPES = {0: "ET_NONE", 1: "ET_REL (relocatable)", 2: "ET_EXEC (executable)",
           3: "ET_DYN (shared object or PIE executable)", 4: "ET_CORE (core dump)"}
 
+#: the most segments a file may declare, and the most symbols a table may hold (a corrupt
+#: count must not hang us)
+_MAX_SEGMENTS = 1 << 16
+_MAX_SYMBOLS = 1 << 24
+
+# per class: header after e_ident, section header, program header, symbol (field order of
+# Elf32_Shdr and Elf64_Shdr is the same; Phdr and Sym differ)
+_EHDR = {True: "HHIQQQIHHHHHH", False: "HHIIIIIHHHHHH"}
+_SHDR = {True: ("IIQQQQIIQQ", 64), False: ("IIIIIIIIII", 40)}
+_PHDR = {True: ("IIQQQQQQ", 56), False: ("IIIIIIII", 32)}
+_SYM = {True: 24, False: 16}
 
 _HIGH_NIBBLE = bytes(b >> 4 for b in range(256))
 _LOW_NIBBLE = bytes(b & 0xF for b in range(256))
@@ -74,10 +105,35 @@ class Section(NamedTuple):
     link: int
     info: int
     entsize: int
+    addr: int = 0
 
     @property
     def is_exec(self) -> bool:
         return bool(self.flags & SHF_EXECINSTR)
+
+    @property
+    def in_file(self) -> bool:
+        """Whether the section has bytes in the file (.bss and .tbss do not)."""
+        return self.type != SHT_NOBITS and self.type != SHT_NULL
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the loader maps it (SHF_ALLOC); .tbss is per thread, not in the image."""
+        return bool(self.flags & SHF_ALLOC) and not (
+            self.flags & SHF_TLS and self.type == SHT_NOBITS)
+
+    @property
+    def file_size(self) -> int:
+        return self.size if self.in_file else 0
+
+
+class Segment(NamedTuple):
+    type: int
+    flags: int
+    offset: int
+    vaddr: int
+    filesz: int
+    memsz: int
 
 
 class Symbol(NamedTuple):
@@ -91,97 +147,155 @@ class Symbol(NamedTuple):
     shndx: int
 
 
+class ImageSymbol(NamedTuple):
+    name: str
+    value: int
+    size: int
+    type: int
+    section: int     # section index (st_shndx)
+
+
 class Relocation(NamedTuple):
     offset: int
     symbol: int
     type: int
 
 
-class ElfFile:
-    """A parsed relocatable BPF ELF file.
+class SymbolColumns(NamedTuple):
+    """A symbol table read in bulk: one list (or byte string) per field, in table order."""
+    name_offsets: list[int]
+    infos: bytes
+    others: bytes
+    shndxs: list[int]
+    values: list[int]
+    sizes: list[int]
 
-    >>> elf = ElfFile(open("obj.o", "rb").read())   # doctest: +SKIP
-    """
 
-    def __init__(self, data: bytes, *, path: str | None = None):
+class Elf:
+    """An ELF file over ``data`` (bytes, an mmap, or a :class:`Bytes` view of a larger
+    buffer): its header, section headers (``strict``: a name that cannot be read is an error;
+    else empty) and, on demand, program headers and symbol columns."""
+
+    def __init__(self, data, *, path: str | None = None, strict: bool = False):
+        # a strict view names the part in its errors, as a BPF loader's log does
+        view = data if isinstance(data, Bytes) else Bytes(data, "ELF header" if strict else None)
         self.path = path
-        whole = Bytes(data, "ELF header")
-        if len(data) < 16 or data[:4] != b"\x7fELF":
-            if len(data) == 0:
-                raise ParseError("empty file, not an ELF object", offset=0)
-            raise ParseError("not an ELF file (no \\x7fELF magic)", section="ELF header", offset=0)
-        ei_class, ei_data = data[4], data[5]
-        if ei_class != 2:
-            raise ParseError(f"not a 64-bit ELF (EI_CLASS {ei_class}); BPF objects are ELFCLASS64",
-                             section="ELF header", offset=4)
-        if ei_data not in (1, 2):
-            raise ParseError(f"unknown byte order (EI_DATA {ei_data})", section="ELF header",
-                             offset=5)
+        self.strict = strict
+        self.buffer = view.data           # the file's bytes (an mmap, for a large image)
+        self.base = view.base
+        self.file_size = len(view)
+        raw = view.data
+        if len(raw) < 16 or raw[:4] != b"\x7fELF":
+            if len(raw) == 0:
+                raise ParseError("empty file, not an ELF file", offset=view.base)
+            raise view.error("not an ELF file (no \\x7fELF magic)", 0)
+        ei_class, ei_data = raw[4], raw[5]
+        self._check_ident(view, ei_class, ei_data)
+        self.is64 = ei_class == 2
         self.endian = "<" if ei_data == 1 else ">"
         self.little_endian = ei_data == 1
-        whole.endian = self.endian
-        (e_type, e_machine, _ver, _entry, _phoff, e_shoff, _flags, _ehsize, _phentsize,
-         _phnum, e_shentsize, e_shnum, e_shstrndx) = whole.unpack("HHIQQQIHHHHHH", 16,
-                                                                 "ELF header")
-        if e_machine not in (EM_BPF, EM_NONE):
-            name = _MACHINES.get(e_machine, f"machine {e_machine}")
-            raise ParseError(f"not a BPF object: ELF for {name}, expected EM_BPF (247)",
-                             section="ELF header", offset=18)
-        if e_type != ET_REL:
-            raise ParseError(f"not a relocatable BPF object: e_type is "
-                             f"{_TYPES.get(e_type, e_type)}, expected ET_REL",
-                             section="ELF header", offset=16)
-        self.machine = e_machine
-        self._file = Bytes(data, "section headers", endian=self.endian)
-        self._view = memoryview(data)
-
-        # Section headers, with ELF extended numbering for very large objects.
-        if e_shoff == 0:
-            raise ParseError("no section headers", section="ELF header", offset=0x28)
-        if e_shentsize != 64:
-            raise ParseError(f"section header size {e_shentsize}, expected 64",
-                             section="ELF header", offset=0x3A)
-        first = self._file.unpack("IIQQQQIIQQ", e_shoff, "section header 0")
-        shnum = e_shnum or first[5]
-        shstrndx = first[6] if e_shstrndx == SHN_XINDEX else e_shstrndx
-        if shnum > len(data) // 64:
-            raise ParseError(f"{shnum} section headers cannot fit in a {len(data)}-byte file",
-                             section="section headers", offset=e_shoff)
-        raw = list(self._file.iter_unpack("IIQQQQIIQQ", e_shoff, shnum, "section headers"))
-        if not 0 < shstrndx < shnum:
-            raise ParseError(f"section name table index {shstrndx} is out of range",
-                             section="ELF header", offset=0x3E)
-        sh = raw[shstrndx]
-        shstr = self._section_bytes(shstrndx, ".shstrtab", sh[1], sh[4], sh[5])
-        self.sections: list[Section] = []
-        append = self.sections.append
-        new = tuple.__new__
-        names = string_table(shstr, shnum)
-        n = len(data)
-        for i, (name_off, typ, flags, _addr, off, size, link, info, _align, entsize) in enumerate(raw):
-            if i:
-                name = names.get(name_off)
-                if name is None:
-                    name = shstr.cstr(name_off, f"name of section {i}")
-            else:
-                name = ""
-            append(new(Section, (i, name, typ, flags, off, size, link, info, entsize)))
-            if i and typ != SHT_NOBITS and typ != SHT_NULL and (off < 0 or off + size > n):
-                self._file.check(off, size, f"section {name or i} data")
+        self.ptr_size = 8 if self.is64 else 4
+        self._file = Bytes(raw, view.section, base=view.base, endian=self.endian)
+        (self.e_type, self.machine, _ver, self.entry, self.phoff, self.shoff, _flags,
+         self.ehsize, self.phentsize, self.phnum, self.shentsize, self.e_shnum,
+         self.e_shstrndx) = self._file.unpack(_EHDR[self.is64], 16, "ELF header")
+        self._check_header()
+        if strict:
+            self._file.section = "section headers"
+        self.sections: list[Section] = self._read_sections()
         self._by_name: dict[str, Section] = {}
         for s in self.sections:
             self._by_name.setdefault(s.name, s)
-        self._symbols: list[Symbol] | None = None
-        self._symtab: list[Section] | None = None
-        self._relocation_sections: list[Section] | None = None
 
-    def _section_bytes(self, index: int, name: str, typ: int, off: int, size: int) -> Bytes:
+    @classmethod
+    def at(cls, outer: Bytes, offset: int, size: int | None = None, **kw):
+        """The ELF file that starts ``offset`` bytes into ``outer`` (and runs ``size``
+        bytes, default: to the end of ``outer``)."""
+        n = len(outer) - offset if size is None else size
+        return cls(outer.sub(offset, n, "embedded ELF", "ELF header"), **kw)
+
+    # -- checks a view may tighten --------------------------------------------------------------
+    def _check_ident(self, view: Bytes, ei_class: int, ei_data: int) -> None:
+        if ei_class not in (1, 2) or ei_data not in (1, 2):
+            raise view.error(f"unknown ELF class {ei_class} or byte order {ei_data}", 4)
+
+    def _check_header(self) -> None:
+        pass
+
+    # -- section headers --------------------------------------------------------------------------
+    def _read_sections(self) -> list[Section]:
+        f = self._file
+        shoff, entsize, shnum = self.shoff, self.shentsize, self.e_shnum
+        if shoff == 0:
+            return []
+        fmt, want = _SHDR[self.is64]
+        if entsize < want:
+            raise f.error(f"section header size {entsize}, expected {want}", shoff)
+        first = f.unpack(fmt, shoff, "section header 0")
+        shnum = shnum or first[5]            # ELF extended numbering for very large files
+        shstrndx = first[6] if self.e_shstrndx == SHN_XINDEX else self.e_shstrndx
+        if shnum == 0:
+            return []
+        if shnum > len(f) // want:
+            raise f.error(f"{shnum} section headers cannot fit in a {len(f)}-byte file", shoff)
+        if entsize == want:
+            raw = list(f.iter_unpack(fmt, shoff, shnum, "section headers"))
+        else:
+            raw = [f.unpack(fmt, shoff + i * entsize, "section header") for i in range(shnum)]
+        self.shstrndx = shstrndx
+        if 0 < shstrndx < shnum:
+            sh = raw[shstrndx]
+            shstr = self._bytes_of(".shstrtab", sh[1], sh[4], sh[5])
+        elif self.strict:
+            raise f.error(f"section name table index {shstrndx} is out of range", 0x3E)
+        else:
+            shstr = Bytes(b"", ".shstrtab")
+        names = string_table(shstr, shnum)
+        out: list[Section] = []
+        append = out.append
+        new = tuple.__new__
+        n = len(f)
+        check = f.check
+        for i, (name_off, typ, flags, addr, off, size, link, info, _al, entsize_) in \
+                enumerate(raw):
+            if i:
+                name = names.get(name_off)
+                if name is None:
+                    name = self._name(shstr, name_off, f"name of section {i}")
+            else:
+                name = ""
+            append(new(Section, (i, name, typ, flags, off, size, link, info, entsize_, addr)))
+            if i and typ != SHT_NOBITS and typ != SHT_NULL and (off < 0 or off + size > n):
+                check(off, size, f"section {name or i} data")
+        return out
+
+    def _name(self, strs: Bytes, offset: int, what: str) -> str:
+        """A string table entry that is no key of the table's index (the tail of another
+        name, or out of bounds): strict views raise, lenient ones read what is there."""
+        if self.strict:
+            return strs.cstr(offset, what)
+        raw = strs.data
+        if offset <= 0 or offset >= len(raw) or raw[offset] == 0:
+            return ""
+        end = raw.find(b"\0", offset)
+        return bytes(raw[offset:end if end >= 0 else len(raw)]).decode("utf-8", "replace")
+
+    def _bytes_of(self, name: str, typ: int, off: int, size: int) -> Bytes:
         if typ == SHT_NOBITS:
-            return Bytes(b"", name, base=off, endian=self.endian)
-        self._file.check(off, size, f"section {name} data")
-        return Bytes(self._file.data[off:off + size], name, base=off, endian=self.endian)
+            return Bytes(b"", name, base=self.base + off, endian=self.endian)
+        return self._file.sub(off, size, f"section {name} data", name)
 
-    # -- sections ---------------------------------------------------------------------------
+    @property
+    def extent(self) -> int:
+        """How many bytes from the file's start its headers and section contents span (the
+        size of an ELF embedded in a larger buffer)."""
+        ends = [self.ehsize,
+                self.shoff + self.shentsize * len(self.sections) if self.sections else 0,
+                self.phoff + self.phentsize * self.phnum if self.phnum else 0]
+        ends += [s.offset + s.size for s in self.sections if s.in_file]
+        return max(ends)
+
+    # -- lookups ------------------------------------------------------------------------------
     def section(self, name: str) -> Section | None:
         """The first section called ``name``, or None."""
         return self._by_name.get(name)
@@ -191,9 +305,111 @@ class ElfFile:
             raise ParseError(f"{what} {index} is out of range ({len(self.sections)} sections)")
         return self.sections[index]
 
+    def data_of(self, sec: Section) -> Bytes:
+        """The bytes of ``sec`` as a bounded view (empty for SHT_NOBITS such as .bss)."""
+        return self._bytes_of(sec.name, sec.type, sec.offset, sec.size)
+
+    def bytes_at(self, offset: int, size: int, what: str) -> bytes:
+        return self._file.raw(offset, size, what)
+
+    # -- program headers ------------------------------------------------------------------------
+    def read_segments(self) -> list[Segment]:
+        num = self.phnum
+        if num == 0:
+            return []
+        fmt, want = _PHDR[self.is64]
+        if self.phentsize < want or num > _MAX_SEGMENTS:
+            raise self._file.error(f"program header table: bad entry size {self.phentsize} or "
+                                   f"count {num}", self.phoff)
+        out = []
+        unpack = self._file.unpack
+        for i in range(num):
+            rec = unpack(fmt, self.phoff + i * self.phentsize, "program header")
+            if self.is64:
+                typ, flags, offset, vaddr, _pa, filesz, memsz, _al = rec
+            else:
+                typ, offset, vaddr, _pa, filesz, memsz, flags, _al = rec
+            out.append(Segment(typ, flags, offset, vaddr, filesz, memsz))
+        return out
+
+    # -- symbols ----------------------------------------------------------------------------------
+    def symbol_columns(self, tab: Section) -> tuple[SymbolColumns, Bytes]:
+        """The symbols of table ``tab`` in bulk, and its string table: one C-level pass where
+        the file's byte order and class are the host's 64-bit one, else one iter_unpack."""
+        entsize = _SYM[self.is64]
+        strs = self.data_of(self.section_at(tab.link, "symbol string table index"))
+        data = self.data_of(tab)
+        count = len(data) // entsize
+        if count > _MAX_SYMBOLS:
+            raise data.error(f"{tab.name}: {count} symbols is more than any real binary has", 0)
+        raw = data.data[:entsize * count]
+        if self.is64 and self.little_endian == (sys.byteorder == "little"):
+            # Elf64_Sym columns straight from the bytes: st_name (u32 0 of 6), st_info and
+            # st_other (bytes 4, 5 of 24), st_shndx (u16 3 of 12), st_value, st_size (u64 1, 2
+            # of 3)
+            mv = memoryview(raw)
+            raw_b = bytes(raw)
+            q = mv.cast("Q")
+            return SymbolColumns(mv.cast("I")[0::6].tolist(), raw_b[4::24], raw_b[5::24],
+                                 mv.cast("H")[3::12].tolist(), q[1::3].tolist(),
+                                 q[2::3].tolist()), strs
+        if self.is64:
+            recs = list(data.iter_unpack("IBBHQQ", 0, count, tab.name))
+            names, infos, others, shndxs, values, sizes = zip(*recs) if recs else ((),) * 6
+        else:
+            recs = list(data.iter_unpack("IIIBBH", 0, count, tab.name))
+            names, values, sizes, infos, others, shndxs = zip(*recs) if recs else ((),) * 6
+        return SymbolColumns(list(names), bytes(infos), bytes(others), list(shndxs),
+                             list(values), list(sizes)), strs
+
+    def symbol_names(self, strs: Bytes, offsets: list[int]) -> list[str]:
+        """The names at ``offsets`` of string table ``strs`` ("" for offset 0)."""
+        get = string_table(strs, len(offsets)).get
+        names = [get(o) if o else "" for o in offsets]
+        if None in names:   # a suffix of another name, or out of bounds
+            name = self._name
+            names = [n if n is not None else name(strs, o, f"name of symbol {i}")
+                     for i, (n, o) in enumerate(zip(names, offsets))]
+        return names
+
+
+class ElfFile(Elf):
+    """A parsed relocatable BPF ELF file (ELFCLASS64, ET_REL, EM_BPF or EM_NONE).
+
+    >>> elf = ElfFile(open("obj.o", "rb").read())   # doctest: +SKIP
+    """
+
+    def __init__(self, data, *, path: str | None = None):
+        with decoding("ELF header"):
+            super().__init__(data, path=path, strict=True)
+        self._view = memoryview(self.buffer)
+        self._symbols: list[Symbol] | None = None
+        self._symtab: list[Section] | None = None
+        self._relocation_sections: list[Section] | None = None
+
+    def _check_ident(self, view: Bytes, ei_class: int, ei_data: int) -> None:
+        if ei_class != 2:
+            raise view.error(f"not a 64-bit ELF (EI_CLASS {ei_class}); BPF objects are "
+                             "ELFCLASS64", 4)
+        if ei_data not in (1, 2):
+            raise view.error(f"unknown byte order (EI_DATA {ei_data})", 5)
+
+    def _check_header(self) -> None:
+        f = self._file
+        if self.machine not in (EM_BPF, EM_NONE):
+            name = _MACHINES.get(self.machine, f"machine {self.machine}")
+            raise f.error(f"not a BPF object: ELF for {name}, expected EM_BPF (247)", 18)
+        if self.e_type != ET_REL:
+            raise f.error(f"not a relocatable BPF object: e_type is "
+                          f"{_TYPES.get(self.e_type, self.e_type)}, expected ET_REL", 16)
+        if self.shoff == 0:
+            raise f.error("no section headers", 0x28)
+        if self.shentsize != 64:
+            raise f.error(f"section header size {self.shentsize}, expected 64", 0x3A)
+
     def data(self, sec: Section) -> Bytes:
         """The bytes of ``sec`` (empty for SHT_NOBITS such as .bss; use ``sec.size``)."""
-        return self._section_bytes(sec.index, sec.name, sec.type, sec.offset, sec.size)
+        return self._bytes_of(sec.name, sec.type, sec.offset, sec.size)
 
     # -- symbols ----------------------------------------------------------------------------
     @property
@@ -209,7 +425,8 @@ class ElfFile:
     @property
     def symbols(self) -> list[Symbol]:
         if self._symbols is None:
-            self._symbols = self._read_symbols()
+            with decoding(".symtab"):
+                self._symbols = self._read_symbols()
         return self._symbols
 
     def _read_symbols(self) -> list[Symbol]:
@@ -219,40 +436,15 @@ class ElfFile:
         if tab.entsize != 24:
             raise ParseError(f"symbol entry size {tab.entsize}, expected 24",
                              section=tab.name, offset=tab.offset)
-        strtab_sec = self.section_at(tab.link, "symbol string table index")
-        strs = self.data(strtab_sec)
-        data = self.data(tab)
         xindex: list[int] | None = None
         for s in self.sections:
             if s.type == SHT_SYMTAB_SHNDX and s.link == tab.index:
                 d = self.data(s)
                 xindex = [v for (v,) in d.iter_unpack("I", 0, len(d) // 4, "extended indices")]
-        count = tab.size // 24
-        names = string_table(strs, count)
-        get = names.get
-        cstr = strs.cstr
-        data.check(0, 24 * count, "symbols")
-        raw = data.data[:24 * count]
-        if self.little_endian == (sys.byteorder == "little"):
-            # Elf64_Sym columns straight from the bytes: st_name (u32 0 of 6), st_info and
-            # st_other (bytes 4, 5 of 24), st_shndx (u16 3 of 12), st_value, st_size (u64 1, 2
-            # of 3)
-            mv = memoryview(raw)
-            name_offs = mv.cast("I")[0::6].tolist()
-            infos, others = raw[4::24], raw[5::24]
-            shndxs = mv.cast("H")[3::12].tolist()
-            q = mv.cast("Q")
-            values, sizes = q[1::3].tolist(), q[2::3].tolist()
-        else:
-            recs = list(data.iter_unpack("IBBHQQ", 0, count, "symbols"))
-            name_offs = [r[0] for r in recs]
-            infos, others = bytes(r[1] for r in recs), bytes(r[2] for r in recs)
-            shndxs = [r[3] for r in recs]
-            values, sizes = [r[4] for r in recs], [r[5] for r in recs]
-        sym_names = [get(o) if o else "" for o in name_offs]
-        if None in sym_names:   # a suffix of another name (or out of bounds: cstr raises)
-            sym_names = [n if n is not None else cstr(o, f"name of symbol {i}")
-                         for i, (n, o) in enumerate(zip(sym_names, name_offs))]
+        cols, strs = self.symbol_columns(tab)
+        count = len(cols.name_offsets)
+        sym_names = self.symbol_names(strs, cols.name_offsets)
+        shndxs = cols.shndxs
         if SHN_XINDEX in shndxs:
             for i, shndx in enumerate(shndxs):
                 if shndx == SHN_XINDEX:
@@ -261,9 +453,10 @@ class ElfFile:
                                          section=tab.name, offset=tab.offset + 24 * i)
                     shndxs[i] = xindex[i]
         # st_info's binding and type, st_other's visibility: byte tables applied in C
+        infos = cols.infos
         return list(map(tuple.__new__, repeat(Symbol), zip(
-            range(count), sym_names, values, sizes, infos.translate(_HIGH_NIBBLE),
-            infos.translate(_LOW_NIBBLE), others.translate(_LOW_TWO_BITS), shndxs)))
+            range(count), sym_names, cols.values, cols.sizes, infos.translate(_HIGH_NIBBLE),
+            infos.translate(_LOW_NIBBLE), cols.others.translate(_LOW_TWO_BITS), shndxs)))
 
     def symbol(self, index: int, what: str = "symbol index") -> Symbol:
         syms = self.symbols
@@ -308,6 +501,84 @@ class ElfFile:
                 [r[1] & 0xFFFFFFFF for r in recs])
 
 
+class ElfImage(Elf):
+    """A linked ELF image (executable, PIE, shared object, vmlinux) over ``data`` (bytes, or
+    a read-only mmap for large files): sections with their addresses, segments, symbols and
+    address to file-offset translation. Never looks at relocations."""
+
+    def __init__(self, data, *, path: str | None = None):
+        with decoding("ELF header"):
+            super().__init__(data, path=path, strict=False)
+            self.segments = self.read_segments()
+        self.data = self.buffer
+        self.phdr_range = (self.phoff, self.phoff + self.phentsize * self.phnum) \
+            if self.phnum else (0, 0)
+        self.shdr_range = (self.shoff, self.shoff + self.shentsize * len(self.sections)) \
+            if self.sections else (0, 0)
+        self._symbols: dict[bool, list] = {}
+
+    def section_data(self, sec: Section):
+        """The section's bytes (a memoryview slice: no copy for large sections)."""
+        if not sec.in_file:
+            return b""
+        return memoryview(self.buffer)[sec.offset:sec.offset + sec.size]
+
+    def addr_to_offset(self, addr: int) -> int | None:
+        """The file offset of virtual address ``addr`` (by the loadable segments)."""
+        for s in self.segments:
+            if s.type == PT_LOAD and s.vaddr <= addr < s.vaddr + s.filesz:
+                return s.offset + (addr - s.vaddr)
+        for s in self.sections:
+            if s.in_file and s.flags & SHF_ALLOC and s.addr <= addr < s.addr + s.size:
+                return s.offset + (addr - s.addr)
+        return None
+
+    def read_addr(self, addr: int, size: int, what: str) -> bytes:
+        off = self.addr_to_offset(addr)
+        if off is None:
+            raise ParseError(f"{what}: address {addr:#x} is not in the file")
+        return self.bytes_at(off, size, what)
+
+    def symbols(self, dynamic: bool = False) -> list[ImageSymbol]:
+        """The symbols of .symtab (or .dynsym); [] when the file has none (stripped)."""
+        return [ImageSymbol(*t[:5]) for t in self.symbol_tuples(dynamic)]
+
+    def symbol_table(self, dynamic: bool = False) -> Section | None:
+        want = SHT_DYNSYM if dynamic else SHT_SYMTAB
+        return next((s for s in self.sections if s.type == want), None)
+
+    def symbol_tuples(self, dynamic: bool = False) -> list[tuple[str, int, int, int, int, int]]:
+        """(name, value, size, type, section index, name offset) of each symbol of .symtab
+        (or .dynsym), in table order: plain tuples, as a large binary has 10^5 of them.
+        Read once per table (the list is shared: do not change it)."""
+        got = self._symbols.get(dynamic)
+        if got is None:
+            with decoding(".dynsym" if dynamic else ".symtab"):
+                got = self._symbols[dynamic] = self._read_symbol_tuples(dynamic)
+        return got
+
+    def forget_symbols(self) -> None:
+        """Drop the symbols read so far (their memory), once the caller is done with them."""
+        self._symbols.clear()
+
+    def _read_symbol_tuples(self, dynamic: bool) -> list[tuple[str, int, int, int, int, int]]:
+        sec = self.symbol_table(dynamic)
+        if sec is None or not 0 < sec.link < len(self.sections):
+            return []
+        cols, strs = self.symbol_columns(sec)
+        names = self.symbol_names(strs, cols.name_offsets)
+        return list(zip(names, cols.values, cols.sizes, cols.infos.translate(_LOW_NIBBLE),
+                        cols.shndxs, cols.name_offsets))
+
+
+def parse_image(data, *, path: str | None = None) -> ElfImage:
+    """The ELF image in ``data``; ParseError (naming ``path``) for anything else."""
+    try:
+        return ElfImage(data, path=path)
+    except ParseError as e:
+        raise e.with_path(path) if path else e
+
+
 def string_table(strs: Bytes, lookups: int) -> dict[int, str]:
     """Every NUL-terminated string of an ELF string table by the offset it starts at, in
     one pass (``split`` in C); names that point into the middle of another (suffix sharing)
@@ -316,6 +587,8 @@ def string_table(strs: Bytes, lookups: int) -> dict[int, str]:
     (a mangled header pointing at some other section) gets no index, so the work stays bounded
     by the lookups, not by the table."""
     raw = strs.data
+    if not isinstance(raw, bytes):
+        raw = bytes(raw)
     if not raw or raw.count(b"\0") > 4 * lookups + 256:
         return {}
     if raw.isascii():

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ..errors import ParseError, UnsupportedError
-from .elfimage import ElfImage
+from .elf import ElfImage
 from .gosym import C_CODE, RUNTIME_DATA, TYPES, UNNAMED, package_of  # noqa: F401
 
 MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1: "1.20"}

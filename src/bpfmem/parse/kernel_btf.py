@@ -25,6 +25,8 @@ import struct
 from dataclasses import dataclass, replace
 
 from ..errors import ParseError
+from .elf import ElfImage
+from .reader import decoding
 
 # The codecs, tarfile and the BTF parser are imported where a file needs them: a profile from
 # the cached facts of the host imports none of them (start-up time).
@@ -67,8 +69,9 @@ class KernelFacts:
 
 def parse_kernel_btf(data: bytes, *, name: str = "", struct_names=()) -> KernelFacts:
     """The facts of the kernel whose BTF ``data`` holds (any container above)."""
-    btf, release, container = unwrap(data, name)
-    facts = facts_from_btf(btf, struct_names, container, section=name or "BTF")
+    with decoding(name or "BTF"):
+        btf, release, container = unwrap(data, name)
+        facts = facts_from_btf(btf, struct_names, container, section=name or "BTF")
     return replace(facts, release=release or release_from_name(name))
 
 
@@ -240,42 +243,16 @@ def _from_bzimage(data: bytes) -> tuple[bytes, str | None, str]:
 
 
 def _elf_btf(data: bytes) -> bytes:
-    """The .BTF section of an ELF file (32- or 64-bit, either byte order)."""
-    if len(data) < 0x34 or data[4] not in (1, 2) or data[5] not in (1, 2):
-        raise ParseError("truncated or malformed ELF header", section="ELF header", offset=0)
-    e = "<" if data[5] == 1 else ">"
-    try:
-        if data[4] == 2:
-            shoff, = struct.unpack_from(e + "Q", data, 0x28)
-            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-            fmt, noff, ooff, soff = e + "IIQQQQIIQQ", 0, 4, 5
-        else:
-            shoff, = struct.unpack_from(e + "I", data, 0x20)
-            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
-            fmt, noff, ooff, soff = e + "IIIIIIIIII", 0, 4, 5
-        if shoff == 0 or shnum == 0 or shentsize != struct.calcsize(fmt):
-            raise ParseError("ELF file without section headers", section="ELF header",
-                             offset=0)
-        if shoff + shnum * shentsize > len(data):
-            raise ParseError("section headers past the end of the file (truncated?)",
-                             section="ELF header", offset=shoff)
-        hdrs = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
-        if not 0 <= shstrndx < shnum:
-            raise ParseError("section name table index out of range", section="ELF header",
-                             offset=shoff)
-        strtab = hdrs[shstrndx]
-        names = data[strtab[ooff]:strtab[ooff] + strtab[soff]]
-        for h in hdrs:
-            end = names.find(b"\0", h[noff])
-            if names[h[noff]:end] == b".BTF":
-                if h[ooff] + h[soff] > len(data):
-                    raise ParseError(".BTF section past the end of the file (truncated?)",
-                                     section=".BTF", offset=h[ooff])
-                return data[h[ooff]:h[ooff] + h[soff]]
-    except struct.error:
-        raise ParseError("truncated ELF file", section="ELF header", offset=0) from None
-    raise ParseError("ELF file without a .BTF section (a kernel built without "
-                     "CONFIG_DEBUG_INFO_BTF)", section=".BTF", offset=0)
+    """The .BTF section of an ELF file (32- or 64-bit, either byte order), read by the one
+    ELF reader."""
+    img = ElfImage(data)
+    if not img.sections:
+        raise ParseError("ELF file without section headers", section="ELF header", offset=0)
+    sec = img.section(".BTF")
+    if sec is None:
+        raise ParseError("ELF file without a .BTF section (a kernel built without "
+                         "CONFIG_DEBUG_INFO_BTF)", section=".BTF", offset=0)
+    return img.data_of(sec).data
 
 
 _BANNER = re.compile(rb"Linux version (\d+\.\d+[^\s\x00]*) \(")

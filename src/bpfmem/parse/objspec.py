@@ -22,6 +22,7 @@ from .loader import (LIBBPF, MAP_CHECK_BTF_TYPES, Loader, bpf2go_name, get_loade
                      sanitize_name)
 from .programs import (MapSymbols, ProgramSpec, collect_functions, program_relocations_ok,
                        read_programs)
+from .reader import decoding
 
 PAGE_SIZE = 4096  # libbpf rounds ringbuf sizes to the host page size; x86-64/arm64 default
 
@@ -167,8 +168,9 @@ def parse_object_code(data: bytes, *, path: str | None = None,
         spec = parse_object_auto(data, path=path)
         loader = spec.loader
     try:
-        p = _ObjectParser(data, path, None, get_loader(loader))
-        spec = p.run()
+        with decoding():
+            p = _ObjectParser(data, path, None, get_loader(loader))
+            spec = p.run()
     except ParseError as e:
         raise e.with_path(path) if path else e
     except RecursionError:
@@ -191,7 +193,8 @@ def parse_object(data: bytes, *, path: str | None = None, name: str | None = Non
         return parse_object_auto(data, path=path, name=name, programs=programs)
     L = get_loader(loader)
     try:
-        spec = _ObjectParser(data, path, name, L, programs=programs).run()
+        with decoding():
+            spec = _ObjectParser(data, path, name, L, programs=programs).run()
     except ParseError as e:
         raise e.with_path(path) if path else e
     except RecursionError:

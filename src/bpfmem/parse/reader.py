@@ -1,16 +1,36 @@
 """Bounded reads over bytes: every offset and size is checked before use.
 
 A read that would leave the buffer raises :class:`ParseError` naming the section (or part)
-and the offset, instead of an IndexError or a silently short slice.
+and the offset, instead of an IndexError or a silently short slice. What a decoder lets slip
+through anyway (a ``struct.error``, an ``IndexError``, a ``UnicodeDecodeError``...) becomes a
+ParseError in one place, :func:`decoding`, which the parse entry points wrap themselves in
+(as pyelftools' ``struct_parse`` turns construct's errors into ``ELFParseError``).
 """
 
 from __future__ import annotations
 
 import struct
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Iterator
 
 from ..errors import ParseError
+
+#: the low-level errors a decoder over untrusted bytes can raise: every one means "these
+#: bytes are not what they claim", never a bug of the caller
+LOW_LEVEL_ERRORS = (struct.error, IndexError, UnicodeDecodeError, OverflowError)
+
+
+@contextmanager
+def decoding(section: str | None = None, what: str | None = None,
+             offset: int | None = None) -> Iterator[None]:
+    """Run a decoder: a low-level error inside becomes :class:`ParseError` (``what``, or the
+    error's own words, in ``section``); a ParseError passes unchanged."""
+    try:
+        yield
+    except LOW_LEVEL_ERRORS as e:
+        raise ParseError(what or f"malformed data ({type(e).__name__}: {e})",
+                         section=section, offset=offset) from None
 
 
 @lru_cache(maxsize=None)
@@ -27,7 +47,7 @@ class Bytes:
 
     __slots__ = ("data", "section", "base", "endian")
 
-    def __init__(self, data: bytes, section: str, *, base: int = 0,
+    def __init__(self, data: bytes, section: str | None, *, base: int = 0,
                  endian: str = "<"):
         self.data = data
         self.section = section
