@@ -1,13 +1,13 @@
 """``bpfmem estimate --batch``: one map spec per line in, one estimate per line out, in order.
 
-Capacity plans repeat shapes, so a line's text is made once per distinct spec (up to
-:data:`MEMO` of them) and written again for every repeat. The caller decodes the lines
-(:func:`bpfmem.parse.jsonlines.parse_json_lines`) and says how a result and an error become
-text; this loop only checks each spec, estimates it and keeps order."""
+The caller decodes the lines (:func:`bpfmem.parse.jsonlines.parse_json_lines`) and turns the
+results into text (capacity plans repeat shapes: the api makes a line's text once per
+distinct spec); this only checks each spec, estimates it and keeps order."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
 from ..model.estimate import Footprint, estimate
 from ..model.kernel import KernelProfile
@@ -24,7 +24,7 @@ def _check_u32(name: str, val: Any) -> None:
 
 
 def batch_shape(key: tuple, type_ids: dict[str, int]) -> tuple[MapShape, int]:
-    """The shape and entries of a spec key (see :func:`run_batch`); ValueError names the
+    """The shape and entries of a spec key (see :func:`batch_results`); ValueError names the
     field that is wrong. ``type_ids`` caches map type names already looked up."""
     t, k, v, m, flags, extra, entries = key
     if t not in type_ids:
@@ -39,16 +39,22 @@ def batch_shape(key: tuple, type_ids: dict[str, int]) -> tuple[MapShape, int]:
     return MapShape(type_ids[t], k, v, m, flags, extra), entries
 
 
-def run_batch(decoded: Iterable[tuple[int, Any]], profile: KernelProfile, write: Callable[[str], Any],
-              *, result_text: Callable[[Footprint], str],
-              error_text: Callable[[int, str], str]) -> int:
-    """Estimate each decoded line (``(line number, spec dict or the exception decoding it
-    raised)``) on ``profile`` and ``write`` its text, in order: ``result_text(footprint)``,
-    or ``error_text(line number, message)`` for a line that is no valid spec. Returns the
-    exit status: 1 when any line was bad, else 0."""
+@dataclass(frozen=True, slots=True)
+class BatchError:
+    """A line that is no valid spec: its number and what is wrong."""
+    line: int
+    message: str
+
+
+def batch_results(decoded: Iterable[tuple[int, Any]], profile: KernelProfile
+                  ) -> Iterator[tuple[tuple | None, Footprint | BatchError]]:
+    """Per decoded line (``(line number, spec dict or the exception decoding it raised)``),
+    in order: ``(spec key, its Footprint on profile)``, or ``(None, BatchError)`` for a
+    line that is no valid spec. Capacity plans repeat shapes: a spec is checked and
+    estimated once (up to :data:`MEMO` distinct ones), and equal specs have equal keys (a
+    caller that turns results into text can make it once per key)."""
     type_ids: dict[str, int] = {}
-    done: dict[tuple, str] = {}
-    status = 0
+    done: dict[tuple, Footprint] = {}
     for lineno, d in decoded:
         try:
             if isinstance(d, Exception):
@@ -56,14 +62,13 @@ def run_batch(decoded: Iterable[tuple[int, Any]], profile: KernelProfile, write:
             key = (d["type"], d.get("key_size", 0), d.get("value_size", 0),
                    d.get("max_entries", 0), d.get("map_flags", 0) or 0,
                    d.get("map_extra", 0) or 0, d.get("entries", 0) or 0)
-            text = done.get(key)
-            if text is None:
+            fp = done.get(key)
+            if fp is None:
                 shape, entries = batch_shape(key, type_ids)
-                text = result_text(estimate(shape, profile, entries))
+                fp = estimate(shape, profile, entries)
                 if len(done) < MEMO:
-                    done[key] = text
+                    done[key] = fp
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            status = 1
-            text = error_text(lineno, f"line {lineno}: {e.__class__.__name__}: {e}")
-        write(text)
-    return status
+            yield None, BatchError(lineno, f"line {lineno}: {e.__class__.__name__}: {e}")
+            continue
+        yield key, fp

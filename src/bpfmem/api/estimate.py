@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO, Iterable
 
-from ..analysis.batch import run_batch
+from ..analysis.batch import MEMO, BatchError, batch_results
 from ..inputs import input_lines
 from ..model.estimate import Footprint, estimate
 from ..model.kernel import KernelProfile
@@ -28,11 +28,26 @@ def estimate_map(shape: MapShape, profile: KernelProfile, entries: int = 0) -> F
 
 def estimate_batch_stream(lines: Iterable[str], out: IO[str], profile: KernelProfile) -> int:
     """``bpfmem estimate --batch``: one JSON spec per line in, one JSON result per line out,
-    in the same order. A bad line gives {"error": ...} on its line. Returns the exit code.
+    in the same order. A bad line gives {"error": ...} on its line. Returns 1 when a line
+    was bad, else 0 (the command's exit status).
 
     Capacity plans repeat shapes, so a result line is built once per distinct spec."""
-    return run_batch(parse_json_lines(lines), profile, out.write,
-                     result_text=batch_line(profile.describe()), error_text=batch_error_line)
+    result_text = batch_line(profile.describe())
+    texts: dict[tuple, str] = {}
+    status = 0
+    write = out.write
+    for key, r in batch_results(parse_json_lines(lines), profile):
+        if isinstance(r, BatchError):
+            status = 1
+            write(batch_error_line(r.line, r.message))
+            continue
+        text = texts.get(key)
+        if text is None:
+            text = result_text(r)
+            if len(texts) < MEMO:
+                texts[key] = text
+        write(text)
+    return status
 
 
 def read_lines(path: str):
