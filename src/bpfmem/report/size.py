@@ -87,7 +87,9 @@ def size_table(result, out: IO[str]) -> None:
     for rep in result.reports:
         con.print(Text(f"{rep.path}: {fs(rep.file_size)} file "
                        f"({format_bytes(rep.file_size)} bytes), "
-                       f"{fs(rep.vm_size)} in memory; {_title(rep)}", style="bold"))
+                       f"{fs(rep.vm_size)} in memory"
+                       + (f" ({fs(rep.vm_untouched)} of it mapped, never touched)"
+                          if rep.vm_untouched else "") + f"; {_title(rep)}", style="bold"))
         if rep.main_module or rep.main_path:
             m = rep.main_module
             con.print(f"  main: {m.path + ' ' + m.version if m else rep.main_path}"
