@@ -1,7 +1,8 @@
 """The sweep on other kernels: Debian 5.10, 6.1 and 6.12 booted under qemu (TCG) with the
 probe as /init. memlock must equal the model to the byte, and the kernel must refuse exactly
 what the model refuses. BPFMEM_VM_KERNELS picks the kernels (default "6.1"; CI runs 6.1).
-BPFMEM_RECORD=1 writes the truth table to tests/kernels/<release>.json."""
+BPFMEM_RECORD=1 writes the truth table to tests/kernels/<release>.json and the probe's raw
+readings to tests/data/sweeps/<release>.json.xz (checked on every run by test_sweep_data)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from vm_sweep import SIZES, compare, probe_specs, vm_specs
+from vm_sweep import SIZES, compare, probe_specs, save_readings, vm_specs
 
 KERNELS = [k.strip() for k in os.environ.get("BPFMEM_VM_KERNELS", "6.1").split(",")
            if k.strip()]
 RECORD_DIR = Path(__file__).resolve().parent / "kernels"
+SWEEP_DIR = Path(__file__).resolve().parent / "data" / "sweeps"
 
 pytestmark = [pytest.mark.vm,
               pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
@@ -39,8 +41,10 @@ def test_sweep_on_kernel(series):
     if os.environ.get("BPFMEM_RECORD"):
         release = header["kernel"]
         (RECORD_DIR / f"{release}.json").write_text(json.dumps(report, indent=1) + "\n")
+        save_readings(SWEEP_DIR / f"{release}.json.xz", specs, header, results)
     c = report["counts"]
     assert c["specs"] == len(specs)
     assert c["created"] >= 400
     assert not report["mismatches"], "\n".join(map(str, report["mismatches"][:40]))
     assert c["memlock_equal"] == c["memlock_readings"]
+    assert c["charge_within"] == c["charge_readings"]

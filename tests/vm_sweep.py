@@ -4,6 +4,7 @@ that both the vm test and tests/kernels/record.py use."""
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 from sweep import sweep_specs
@@ -27,9 +28,44 @@ def vm_specs() -> list[tuple[MapShape, list[int]]]:
         out.append((MapShape(T.LPM_TRIE, k, v, 1000, NP), [500, 1000]))
     for t in (T.HASH, T.LRU_HASH, T.PERCPU_HASH, T.ARRAY):
         out.append((MapShape(t, 4, 100, 2000), [2000]))
+    # few entries: the allocator's first refill batch, small slab counts
+    for t in (T.HASH, T.PERCPU_HASH):
+        out.append((MapShape(t, 4, 8, 1000, NP), [1, 3, 128]))
+    out.append((MapShape(T.LPM_TRIE, 8, 8, 1000, NP), [3, 128]))
+    for t, v in ((T.DEVMAP, 4), (T.DEVMAP, 8), (T.DEVMAP_HASH, 4), (T.DEVMAP_HASH, 8)):
+        out.append((MapShape(t, 4, v, 1000), [100, 1000]))
     for t in (T.SK_STORAGE, T.INODE_STORAGE, T.TASK_STORAGE, T.CGRP_STORAGE):
         out.append((MapShape(t, 4, 100, 0, NP), []))
     return out
+
+
+def save_readings(path, specs, header: dict, results: list[dict]) -> None:
+    """The probe's raw answers, with the specs it was given, as test data (xz JSON): the
+    model is checked against them on every run (tests/test_sweep_data.py)."""
+    import lzma
+    doc = {"header": header, "specs": probe_specs(specs), "results": results}
+    with lzma.open(path, "wt") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+
+
+def load_readings(path) -> tuple[list[tuple[MapShape, list[int]]], dict, list[dict]]:
+    """(specs, header, results) of a file :func:`save_readings` wrote."""
+    import lzma
+    with lzma.open(path, "rt") as f:
+        doc = json.load(f)
+    specs = [(MapShape(d["type"], d["key_size"], d["value_size"], d["max_entries"],
+                       d["map_flags"], d["map_extra"]), list(d["fills"]))
+             for d in doc["specs"]]
+    return specs, doc["header"], doc["results"]
+
+
+def tolerance_median(report: dict) -> int | None:
+    """The median, over every charge reading of a :func:`compare` report, of the tolerance
+    the model stated for it (up and down): a tolerance that grows to pass shows here."""
+    tols = sorted(t for row in report["specs"] for r in row.get("readings", [])
+                  if (t := r.get("tolerance")) is not None)
+    return tols[len(tols) // 2] if tols else None
 
 
 def probe_specs(specs) -> list[dict[str, Any]]:
@@ -81,15 +117,17 @@ def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:
             counts["memlock_equal"] += ok
             if not ok and agree:
                 mism.append((s, n, "memlock", ml, e.memlock))
-            within = None
+            within = tol = None
             if ch is not None and ch >= 0 and e.charged is not None:
                 counts["charge_readings"] += 1
-                hi = e.charged + e.charged_tolerance + (e.charged_slack if n else 0)
-                within = e.charged - e.charged_tolerance <= ch <= hi
+                tol = e.charged_tolerance + (e.charged_slack if n else 0)
+                within = e.charged - e.charged_tolerance <= ch <= e.charged + tol
                 counts["charge_within"] += within
+                if not within:
+                    mism.append((s, n, "charge", ch, e.charged, e.charged_tolerance, tol))
             row["readings"].append({"entries": n, "memlock": ml, "model_memlock": e.memlock,
                                     "charged": ch, "model_charged": e.charged,
-                                    "charge_within_tolerance": within})
+                                    "tolerance": tol, "charge_within_tolerance": within})
         rows.append(row)
     return {"kernel": header.get("kernel"), "profile": prof.describe(), "counts": counts,
             "mismatches": [list(map(str, m)) for m in mism], "specs": rows}

@@ -19,7 +19,7 @@
  *       FILLS       comma list of element counts to reach, in order ("0,500,1000"), or "-"
  *
  * Output: one JSON object per line.
- *   {"probe":"bpfmem","kernel":REL,"possible_cpus":N,"online_cpus":N,"page_size":N,
+ *   {"probe":"bpfmem","kernel":REL,"machine":UNAME_M,"possible_cpus":N,"online_cpus":N,"page_size":N,
  *    "cgroup":"v1"|"v2"|"none","counter":FILE|null,"flush":true|false,"pid1":bool}
  *   {"sizes":{...}}                                    (for a "sizes" line / --btf-sizes)
  *   {"id":ID,"type":T,"ok":false,"errno":E,"error":"create"}  (rejected create)
@@ -38,7 +38,8 @@
  * big-endian in the data); queue/stack/bloom push values with a NULL key; array/hash of maps
  * store the fd of an inner array template (BPF_MAP_UPDATE_BATCH when the kernel allows it,
  * since each single map-in-map update waits for an RCU grace period). Fillable: hash, array,
- * percpu hash/array, lru (percpu) hash, lpm, array/hash of maps, queue, stack, bloom filter;
+ * percpu hash/array, lru (percpu) hash, lpm, array/hash of maps, queue, stack, bloom filter,
+ * devmap and devmap_hash (value: ifindex 1, the loopback device; no program);
  * any other type with fills reports "fill_error":"unsupported". An insert failing with ENOMEM
  * is retried up to 20 times, 20 ms apart. RLIMIT_MEMLOCK is raised to infinity first (<= 5.10).
  *
@@ -84,12 +85,14 @@
 #define MT_LRU_PERCPU_HASH 10
 #define MT_LPM_TRIE 11
 #define MT_ARRAY_OF_MAPS 12
+#define MT_DEVMAP 14
 #define MT_HASH_OF_MAPS 13
 #define MT_QUEUE 22
 #define MT_STACK 23
 #define MT_SK_STORAGE 24
 #define MT_STRUCT_OPS 26
 #define MT_INODE_STORAGE 28
+#define MT_DEVMAP_HASH 25
 #define MT_TASK_STORAGE 29
 #define MT_BLOOM_FILTER 30
 #define MT_USER_RINGBUF 31
@@ -114,6 +117,7 @@ static const char *type_names[] = {
 
 static FILE *out;
 static int quiet;  /* warm-up: no output */
+static char line_buf[60000];  /* one result line */
 static int is_pid1;
 static int ncpus_possible = 1;
 static int ncpus_online = 1;
@@ -306,6 +310,22 @@ static void settle(void)
     read_counter_stable(3, 100, 10);
 }
 
+/* after closing a map created when the counter read `base`: settle, and keep waiting (up to
+ * about 5 s: grace periods are slow under TCG) while the counter is more than a page per CPU
+ * above `base`, i.e. while the map's freeing has not all shown yet */
+static void settle_to(long long base)
+{
+    settle();
+    if (counter_fd < 0 || base < 0)
+        return;
+    long long slack = (long long)sysconf(_SC_PAGESIZE) * (ncpus_online + 1);
+    for (int i = 0; i < 50 && read_counter() > base + slack; i++) {
+        rcu_sync();
+        msleep(100);
+    }
+    settle();
+}
+
 static int setup_cgroup(const char *kind, const char *dir)
 {
     char path[600];
@@ -334,13 +354,22 @@ static int setup_cgroup(const char *kind, const char *dir)
 
 /* ---- fdinfo ---- */
 
+static int move_self(const char *dir);
+
+/* Read from the flush cgroup: opening /proc/self/fdinfo/N allocates a struct file, a seq_file
+ * and its buffer, and the first time a proc inode and dentry, all charged to the reader's
+ * memory cgroup; they are not the map's. */
 static void read_fdinfo(int fd, long long *memlock, long long *max_entries)
 {
     char path[64], buf[4096];
     *memlock = -1;
     *max_entries = -1;
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    if (read_file(path, buf, sizeof(buf)) < 0)
+    int moved = flush_dir[0] && counter_fd >= 0 && move_self(flush_dir) == 0;
+    int n = read_file(path, buf, sizeof(buf));
+    if (moved)
+        move_self(cg_dir);
+    if (n < 0)
         return;
     char *p = strstr(buf, "memlock:");
     if (p)
@@ -541,6 +570,7 @@ static int fill_supported(unsigned t)
     case MT_LRU_HASH: case MT_LRU_PERCPU_HASH: case MT_LPM_TRIE:
     case MT_ARRAY_OF_MAPS: case MT_HASH_OF_MAPS:
     case MT_QUEUE: case MT_STACK: case MT_BLOOM_FILTER:
+    case MT_DEVMAP: case MT_DEVMAP_HASH:
         return 1;
     }
     return 0;
@@ -634,11 +664,42 @@ static void run_spec(struct spec *s)
         a.btf_key_type_id = 1;
         a.btf_value_type_id = 4;
     }
+    /* the fill's buffers, allocated and touched before the first reading: pages the probe
+     * faults in are charged to its cgroup too */
+    enum { BATCH = 1024 };
+    int fdval0 = s->type == MT_ARRAY_OF_MAPS || s->type == MT_HASH_OF_MAPS;
+    unsigned vlen = s->value_size;
+    if (is_percpu_value(s->type))
+        vlen = ((s->value_size + 7) & ~7u) * (unsigned)ncpus_possible;
+    if (vlen < 8)
+        vlen = 8;
+    unsigned klen = s->key_size < 8 ? 8 : s->key_size;
+    unsigned char *key = NULL, *val = NULL, *bkeys = NULL, *bvals = NULL;
+    if (s->nfills > 0) {
+        key = calloc(1, klen + 8);
+        val = calloc(1, vlen + 8);
+        if (fdval0) {
+            bkeys = calloc(BATCH, s->key_size + 8);
+            bvals = calloc(BATCH, 8);
+        }
+        if (key)
+            memset(key, 1, klen + 8);
+        if (val)
+            memset(val, 1, vlen + 8);
+        if (bkeys)
+            memset(bkeys, 1, (size_t)BATCH * (s->key_size + 8));
+        if (bvals)
+            memset(bvals, 1, (size_t)BATCH * 8);
+    }
     long long before = read_counter();
     int fd = (int)sys_bpf(BPF_MAP_CREATE, &a, sizeof(a));
     if (fd < 0) {
         emit("{\"id\":%s,\"type\":%u,\"ok\":false,\"errno\":%d,\"error\":\"create\"}", idq,
              s->type, errno);
+        free(key);
+        free(val);
+        free(bkeys);
+        free(bvals);
         if (inner_fd >= 0)
             close(inner_fd);
         if (btf_fd >= 0)
@@ -651,7 +712,8 @@ static void run_spec(struct spec *s)
     read_fdinfo(fd, &memlock, &maxent);
     long long after = read_counter();
 
-    static char line[60000];
+    char *line = line_buf;
+    const size_t line_size = sizeof(line_buf);
     char num[3][32];
     size_t j = 0;
 #define FMT_NUM(buf, v) (((v) < 0) ? snprintf(buf, 32, "null") : snprintf(buf, 32, "%lld", (long long)(v)))
@@ -661,7 +723,7 @@ static void run_spec(struct spec *s)
         snprintf(num[2], 32, "%lld", after - before);
     else
         snprintf(num[2], 32, "null");
-    j += snprintf(line + j, sizeof(line) - j,
+    j += snprintf(line + j, line_size - j,
                   "{\"id\":%s,\"type\":%u,\"ok\":true,\"memlock\":%s,\"max_entries\":%s,"
                   "\"charged\":%s,\"fills\":[",
                   idq, s->type, num[0], num[1], num[2]);
@@ -672,21 +734,13 @@ static void run_spec(struct spec *s)
     if (s->nfills > 0 && !fill_supported(s->type)) {
         fill_error = "unsupported";
     } else if (s->nfills > 0) {
-        unsigned vlen = s->value_size;
-        if (is_percpu_value(s->type))
-            vlen = ((s->value_size + 7) & ~7u) * (unsigned)ncpus_possible;
-        if (vlen < 8)
-            vlen = 8;
-        unsigned klen = s->key_size < 8 ? 8 : s->key_size;
-        unsigned char *key = calloc(1, klen + 8), *val = calloc(1, vlen + 8);
         int keyless = s->type == MT_QUEUE || s->type == MT_STACK || s->type == MT_BLOOM_FILTER;
         int is_array = s->type == MT_ARRAY || s->type == MT_PERCPU_ARRAY ||
-                       s->type == MT_ARRAY_OF_MAPS;
+                       s->type == MT_ARRAY_OF_MAPS || s->type == MT_DEVMAP ||
+                       s->type == MT_DEVMAP_HASH;
+        int devmap = s->type == MT_DEVMAP || s->type == MT_DEVMAP_HASH;
         int fdval = s->type == MT_ARRAY_OF_MAPS || s->type == MT_HASH_OF_MAPS;
-        enum { BATCH = 1024 };
         int batch_ok = fdval, batch_tries = 0;
-        unsigned char *bkeys = fdval ? calloc(BATCH, s->key_size + 8) : NULL;
-        unsigned char *bvals = fdval ? calloc(BATCH, 8) : NULL;
         if (fdval && (!bkeys || !bvals))
             batch_ok = 0;
         unsigned long long space = s->type == MT_LPM_TRIE
@@ -761,6 +815,9 @@ static void run_spec(struct spec *s)
                 if (fdval) {
                     uint32_t v = (uint32_t)inner_fd;
                     memcpy(val, &v, 4);
+                } else if (devmap) {
+                    uint32_t ifindex = 1;  /* lo: every network namespace has it */
+                    memcpy(val, &ifindex, 4);
                 } else {
                     put_le(val, s->value_size < 8 ? s->value_size : 8, (unsigned long long)n + 1);
                 }
@@ -793,37 +850,37 @@ static void run_spec(struct spec *s)
                 snprintf(num[2], 32, "%lld", c - before);
             else
                 snprintf(num[2], 32, "null");
-            j += snprintf(line + j, sizeof(line) - j,
+            j += snprintf(line + j, line_size - j,
                           "%s{\"n\":%lld,\"inserted\":%lld,\"memlock\":%s,\"charged\":%s,\"errno\":%d}",
                           f ? "," : "", target, n, num[0], num[2], err);
             if (err) {
                 stop = 1;
                 fill_error = "insert failed";
             }
-            if (j + 300 > sizeof(line))
+            if (j + 300 > line_size)
                 stop = 1;
         }
-        free(key);
-        free(val);
-        free(bkeys);
-        free(bvals);
         if (fdval)
             fill_batch = batch_ok;
     }
+    free(key);
+    free(val);
+    free(bkeys);
+    free(bvals);
     if (fill_error)
-        j += snprintf(line + j, sizeof(line) - j, "],\"fill_error\":\"%s\"", fill_error);
+        j += snprintf(line + j, line_size - j, "],\"fill_error\":\"%s\"", fill_error);
     else
-        j += snprintf(line + j, sizeof(line) - j, "],\"fill_error\":null");
+        j += snprintf(line + j, line_size - j, "],\"fill_error\":null");
     close(fd);
     if (inner_fd >= 0)
         close(inner_fd);
     if (btf_fd >= 0)
         close(btf_fd);
-    settle();
+    settle_to(before);
     if (fill_batch >= 0)
-        j += snprintf(line + j, sizeof(line) - j, ",\"fill_batch\":%s",
+        j += snprintf(line + j, line_size - j, ",\"fill_batch\":%s",
                       fill_batch ? "true" : "false");
-    snprintf(line + j, sizeof(line) - j, ",\"fill_enomem_retries\":%lld,\"ms\":%lld}",
+    snprintf(line + j, line_size - j, ",\"fill_enomem_retries\":%lld,\"ms\":%lld}",
              retries, now_ms() - t0);
     emit("%s", line);
 }
@@ -915,9 +972,13 @@ static void emit_header(void)
         json_str(rel, sizeof(rel), u.release);
     if (counter_fd >= 0)
         json_str(ctr, sizeof(ctr), cg_counter);
-    emit("{\"probe\":\"bpfmem\",\"kernel\":%s,\"possible_cpus\":%d,\"online_cpus\":%d,"
+    char mach[100] = "\"?\"";
+    if (uname(&u) == 0)
+        json_str(mach, sizeof(mach), u.machine);
+    emit("{\"probe\":\"bpfmem\",\"kernel\":%s,\"machine\":%s,\"possible_cpus\":%d,"
+         "\"online_cpus\":%d,"
          "\"page_size\":%ld,\"cgroup\":\"%s\",\"counter\":%s,\"flush\":%s,\"pid1\":%s}",
-         rel, ncpus_possible, ncpus_online, sysconf(_SC_PAGESIZE),
+         rel, mach, ncpus_possible, ncpus_online, sysconf(_SC_PAGESIZE),
          counter_fd >= 0 ? cg_kind : "none", ctr, flush_dir[0] ? "true" : "false",
          is_pid1 ? "true" : "false");
 }
@@ -927,8 +988,18 @@ static void emit_header(void)
  * own first-use pages, the stocks' start-up contents) should not land in the first spec:
  * run a few small specs through the same code path first, without output.
  */
+/* the probe's own pages (the output line, emit's stack buffer) faulted in once, up front */
+static void touch_own_pages(void)
+{
+    volatile char stack[200000];
+    for (size_t i = 0; i < sizeof(stack); i += 512)
+        stack[i] = 1;
+    memset(line_buf, 1, sizeof(line_buf));
+}
+
 static void warm_up(void)
 {
+    touch_own_pages();
     static const char *warm[] = {
         "warm-array 2 4 8 1000 0 0 -",
         "warm-hash 1 4 8 64 0 0 0,16",

@@ -127,7 +127,7 @@ def _cached_host_facts(btf_path: str, release: str):
     from . import cache
     from ..parse.kernel_btf import KernelFacts, parse_kernel_btf
     st = os.stat(btf_path)
-    key = f"v2|{release}|{os.uname().version}|{st.st_size}|{st.st_mtime_ns}"
+    key = f"v3|{release}|{os.uname().version}|{st.st_size}|{st.st_mtime_ns}"
     d = cache.load("btf-facts", key)
     if d is not None:
         try:

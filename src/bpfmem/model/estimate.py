@@ -11,9 +11,16 @@ from .kernel import KernelProfile
 from .limits import LOADER, Rejection, rejection
 from .shape import MapShape
 
-# How close the charge model is to what a memory cgroup shows (measured, see the tests):
-# cgroup charges move in pages, and small slab objects share per-CPU byte stocks.
-PAGE_TOLERANCE = 1
+
+
+def charge_tolerance(prof: KernelProfile) -> int:
+    """How far a memory cgroup's ``memory.current`` may stand from the bytes the kernel
+    charged for a map (mm/memcontrol.c): slab objects are charged in bytes through per-CPU
+    object stocks, the page counter in whole pages. Each CPU's stock holds under a page of
+    the cgroup's pre-charged bytes, and a drained stock hands its remainder (under a page) to
+    the cgroup's obj_cgroup, where it stays charged: a reading is off by less than a page per
+    CPU, either way. The qemu sweeps (tests/data/sweeps) show both ends on 2 CPUs."""
+    return prof.page_size * prof.possible_cpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +69,7 @@ def _linear(sh: MapShape, prof: KernelProfile) -> tuple:
     a shape is worked out once and any fill level is a multiply-add."""
     reason = rejection(sh, prof)
     if reason is not None:
-        return (reason, None, None, 0, None, None, (), 0)
+        return (reason, None, None, 0, None, None, (), 0, 0)
     cap = capacity(sh, prof)
     notes: list[str] = []
     ml_create = fm.memlock(sh, prof, 0)
@@ -81,12 +88,13 @@ def _linear(sh: MapShape, prof: KernelProfile) -> tuple:
     if not prof.sizes.exact and prof.memlock_era == "mem_usage":
         notes.append(f"struct sizes from the {prof.sizes.name}; exact on the kernel itself")
     slack = fm.charged_slack(sh, prof)
-    return (None, cap, ml_create, ml_slope, ch_create, per, tuple(notes), slack)
+    credit = fm.first_entry_credit(sh, prof)
+    return (None, cap, ml_create, ml_slope, ch_create, per, tuple(notes), slack, credit)
 
 
 def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
     """The memory ``sh`` costs on ``prof``'s kernel, empty, with ``entries`` and full."""
-    reason, cap, ml0, ml_slope, ch0, per, notes, slack = _linear(sh, prof)
+    reason, cap, ml0, ml_slope, ch0, per, notes, slack, credit = _linear(sh, prof)
     if reason is not None:
         return Footprint(prof, sh, entries, None, None, None, None, None, None, None, 0, reason,
                          ("the kernel refuses this map: nothing is created",))
@@ -103,10 +111,10 @@ def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
     elif per is None:
         ch_now, ch_full = (ch0 if entries == 0 else None), None
     else:
-        ch_now = ch0 + round(per * entries)
-        ch_full = None if cap is None else ch0 + round(per * cap)
+        ch_now = ch0 + round(per * entries) - (credit if entries else 0)
+        ch_full = None if cap is None else ch0 + round(per * cap) - (credit if cap else 0)
     return Footprint(prof, sh, entries, cap, ml_now, ml0, ml_full, ch_now, ch0, ch_full,
-                     PAGE_TOLERANCE * prof.page_size, None, notes, slack)
+                     charge_tolerance(prof), None, notes, slack)
 
 
 def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | None]:

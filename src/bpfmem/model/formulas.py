@@ -32,6 +32,7 @@ OBJCG_PTR = 8                       # sizeof(struct obj_cgroup *) charged per sl
 KMALLOC_MAX_CACHE_SIZE = 8192       # SLUB: 2 * PAGE_SIZE
 PAGE_ALLOC_COSTLY = 32768           # PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER
 _KMALLOC_CLASSES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+CACHE_LINE = 64                     # SLAB_HWCACHE_ALIGN on x86_64 and arm64
 
 HASHES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.HASH_OF_MAPS})
 PERCPU_HASHES = frozenset({T.PERCPU_HASH, T.LRU_PERCPU_HASH})
@@ -365,13 +366,24 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
         return None
     if era == CHARGE_CREATOR:
         total += _percpu_at_create(sh, prof)
-    return total + mem_alloc_prefill(sh, prof)
+    return total + mem_alloc_prefill(sh, prof) + fd_charge(prof)
+
+
+def fd_charge(prof: KernelProfile) -> int:
+    """The map's file descriptor: BPF_MAP_CREATE returns an anon inode file
+    (``anon_inode_getfile`` -> ``alloc_file_pseudo``): a ``struct file`` from the filp cache
+    (SLAB_HWCACHE_ALIGN) and the file's own ``struct dentry``, both SLAB_ACCOUNT caches,
+    charged to the creator with their obj_cgroup pointers (fs/file_table.c, fs/dcache.c)."""
+    s = prof.sizes
+    return (-(-s.file // CACHE_LINE) * CACHE_LINE + OBJCG_PTR) + (r8(s.dentry) + OBJCG_PTR)
 
 
 def _prefill(unit_charge: int, unit_size: int, percpu: bool, prof: KernelProfile) -> int:
-    """kernel/bpf/memalloc.c ``prefill_mem_cache``: 4 objects per CPU for small non-percpu
-    units, else 1, allocated (and charged to the creator) by ``bpf_mem_alloc_init``."""
-    cnt = 4 if (not percpu and unit_size <= 256) else 1
+    """kernel/bpf/memalloc.c ``prefill_mem_cache``: 4 objects per CPU for units up to 256
+    bytes (per-CPU units too before 6.7; from 6.7 those get 1), else 1, allocated (and
+    charged to the creator) by ``bpf_mem_alloc_init``."""
+    small = unit_size <= 256 and not (percpu and prof.has("percpu_prefill_one"))
+    cnt = 4 if small else 1
     return prof.possible_cpus * cnt * unit_charge
 
 
@@ -417,12 +429,8 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
             objcg = r8(v) * 2 if prof.at_least(5, 17) else 0   # pcpu objcg: size/4 * 8
             per += r8(v) * c + objcg + (slab_charge(2 * PTR) if new_alloc else 0)
         return float(per)
-    if t == T.LPM_TRIE:
-        if prof.has("lpm_mem_alloc"):   # one bpf_mem_alloc size for leaves and inner nodes
-            node = slab_charge(s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ)
-            return float(2 * node)
-        return float(slab_charge(s.lpm_trie_node + (k - 4) + v)
-                     + slab_charge(s.lpm_trie_node + (k - 4)))
+    if t == T.LPM_TRIE:   # a leaf and an intermediate node (lpm_first_entry_credit)
+        return float(_lpm_leaf(sh, prof) + _lpm_intermediate(sh, prof))
     if t in (T.DEVMAP, T.DEVMAP_HASH):
         return float(slab_charge(s.bpf_dtab_netdev))
     if t == T.SOCKHASH:
@@ -434,6 +442,29 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
     if t in LOCAL_STORAGES or t in CGROUP_STORAGES or t == T.STRUCT_OPS:
         return None
     return 0.0
+
+
+def _lpm_leaf(sh: MapShape, prof: KernelProfile) -> int:
+    s, k, v = prof.sizes, sh.key_size, sh.value_size
+    if prof.has("lpm_mem_alloc"):   # one bpf_mem_alloc size for leaves and inner nodes
+        return slab_charge(s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ)
+    return slab_charge(s.lpm_trie_node + (k - 4) + v)
+
+
+def _lpm_intermediate(sh: MapShape, prof: KernelProfile) -> int:
+    if prof.has("lpm_mem_alloc"):
+        return _lpm_leaf(sh, prof)
+    return slab_charge(prof.sizes.lpm_trie_node + (sh.key_size - 4))
+
+
+def first_entry_credit(sh: MapShape, prof: KernelProfile) -> int:
+    """Bytes the first entry costs less than the others: an LPM trie's first leaf is its
+    root, and each later insert of a new prefix splits off one intermediate node
+    (kernel/bpf/lpm_trie.c ``trie_update_elem``), so n entries hold n - 1 of them (at most:
+    fewer where prefixes nest)."""
+    if sh.type == T.LPM_TRIE and prof.charge_era != CHARGE_NONE:
+        return _lpm_intermediate(sh, prof)
+    return 0
 
 
 def mem_alloc_slack(unit_charge: int, unit_size: int, prof: KernelProfile) -> int:

@@ -51,6 +51,9 @@ FEATURES = (
      "bpf_mem_alloc')"),
     ("local_storage_mem_alloc", (6, 5), "bpf_local_storage_map.bpf_ma",
      "6.5: task and cgroup storage elements from bpf_mem_alloc"),
+    ("percpu_prefill_one", (6, 7), "bpf_mem_alloc.percpu",
+     "6.7: per-CPU bpf_mem_alloc caches prefilled with one object per CPU, not four "
+     "('bpf: Use bpf_mem_alloc_percpu_init ...' series: prefill_mem_cache)"),
     ("lpm_mem_alloc", (6, 13), "lpm_trie.ma",
      "6.13: LPM trie nodes from bpf_mem_alloc ('bpf: Switch to bpf mem allocator for LPM "
      "trie')"),

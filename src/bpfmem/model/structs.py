@@ -46,6 +46,8 @@ class StructSizes:
     bpf_struct_ops_map: int
     bpf_struct_ops_value: int
     bpf_arena: int
+    file: int = 184          # struct file: the map's fd (filp cache, SLAB_ACCOUNT)
+    dentry: int = 192        # struct dentry: its anon inode file's own dentry (SLAB_ACCOUNT)
     nr_cpus: int = 8192      # CONFIG_NR_CPUS of that build (sizeof(struct cpumask) * 8)
 
 
@@ -87,13 +89,13 @@ LINUX_6_1 = StructSizes(
     bpf_dtab=320, bpf_dtab_netdev=72, bpf_cpu_map=320, xsk_map=320, xsk_map_node=32,
     bpf_stab=320, bpf_shtab=320, bpf_shtab_bucket=16, bpf_shtab_elem=48,
     bpf_cgroup_storage_map=320, reuseport_array=256, bpf_struct_ops_map=448,
-    bpf_struct_ops_value=64, bpf_arena=400)
+    bpf_struct_ops_value=64, bpf_arena=400, file=232, dentry=192)
 
 # Debian 5.10.0-46-cloud-amd64 (package 5.10.262-1), from its image's BTF (no bloom filter,
 # no arena: those keep 6.1's and 6.18's value, never used: the types do not exist there).
 LINUX_5_10 = replace(
     LINUX_6_1, name="table of Debian 5.10.0-46-cloud-amd64 as measured", bpf_htab=640,
-    bpf_struct_ops_map=384)
+    bpf_struct_ops_map=384, file=256)
 
 # (first release, table): a release uses the last table whose first release it reaches.
 TABLES = (((0, 0), LINUX_5_10), ((6, 1), LINUX_6_1), ((6, 12), LINUX_6_12),

@@ -43,7 +43,8 @@ _MAGICS = (_XZ, _GZ, _BZ, _LZ4_LEGACY, _ZSTD)
 _NEEDS = {_LZ4_LEGACY: ("LZ4", "lz4"), _ZSTD: ("zstd", "zstandard")}
 
 # The members whose presence tells an accounting era or a feature (see model/kernel.py).
-MARKER_STRUCTS = ("bpf_map", "bpf_map_ops", "bpf_htab", "lpm_trie", "bpf_local_storage_map")
+MARKER_STRUCTS = ("bpf_map", "bpf_map_ops", "bpf_htab", "lpm_trie", "bpf_local_storage_map",
+                  "bpf_mem_alloc")
 # struct bpf_map members every kernel since 4.x has: without them the BTF is not a kernel's.
 REQUIRED_MAP_MEMBERS = ("map_type", "key_size", "value_size", "max_entries", "map_flags")
 
