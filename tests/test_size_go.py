@@ -300,7 +300,7 @@ def test_cgo_debug_frame_with_zero_terminators(tmp_path):
     frame = frame.split("Contents of the .eh_frame", 1)[0]
     assert "ZERO terminator" in frame
     from bpfmem.parse import dwarf
-    from bpfmem.parse.elfimage import parse_image
+    from bpfmem.parse.elf import parse_image
     img = parse_image(binary.read_bytes(), path=str(binary))
     sec = img.section(".debug_frame")
     entries = dwarf.frame_entries(dwarf.section_contents(img, sec))

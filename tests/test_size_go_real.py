@@ -92,7 +92,7 @@ def test_funcdata_inside_the_pclntab_goes_to_functions(name, reports):
     assert rest["pclntab functab"] <= rep.functions * 15 + 4
     assert "pclntab funcdata" not in rest or rest["pclntab funcdata"] < 64
     # where the linker's own go:func.* symbol says the funcdata starts and ends
-    from bpfmem.parse.elfimage import parse_image
+    from bpfmem.parse.elf import parse_image
     from bpfmem.parse.gobin import parse_pclntab
     tab = parse_pclntab(parse_image(BINARIES[name].read_bytes(), path=str(BINARIES[name])))
     part = next(p for p in tab.parts if p.name == "funcdata")
