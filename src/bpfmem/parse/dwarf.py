@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import ParseError
 from .elf import SHF_COMPRESSED, ElfImage, Section
+from .reader import decoding
 
 _MAX_UNITS = 1 << 20
 
@@ -133,7 +134,8 @@ def compile_units(info: bytes, abbrev: bytes, *, endian: str = "<", strs: bytes 
             raise ParseError(f".debug_info: DWARF version {version}", section=".debug_info",
                              offset=start)
         name, stmt, low, high, high_is_len = "", None, None, None, False
-        try:
+        with decoding(".debug_info", ".debug_info: a compile unit's first entry is cut short",
+                      start):
             if ab_off not in tables:
                 tables[ab_off] = _abbrevs(abbrev, ab_off)
             code, p = _uleb(info, p)
@@ -148,9 +150,6 @@ def compile_units(info: bytes, abbrev: bytes, *, endian: str = "<", strs: bytes 
                     low = val
                 elif attr == 0x12 and isinstance(val, int):
                     high, high_is_len = val, form != 0x01
-        except (IndexError, struct.error):
-            raise ParseError(".debug_info: a compile unit's first entry is cut short",
-                             section=".debug_info", offset=start) from None
         if high is not None and high_is_len:
             high = low + high if low is not None else None
         out.append(CompileUnit(start, end - start, name, stmt, low, high))

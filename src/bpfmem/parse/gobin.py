@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import ParseError, UnsupportedError
 from .elf import ElfImage
 from .gosym import C_CODE, RUNTIME_DATA, TYPES, UNNAMED, package_of  # noqa: F401
+from .reader import Bytes
 
 MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1: "1.20"}
 #: the fixed part of a _func record, after its leading entry field, per layout
@@ -476,28 +477,28 @@ def find_buildinfo(data, start: int = 0) -> int:
 
 def _read_buildinfo(data, off: int, end: int, img: ElfImage | None, sized: int | None):
     """The one build-info decoder: (BuildInfo, pointer size, big endian) of the header at
-    ``off`` in ``data`` (the blob ends by ``end``). Pointer-format (pre-1.18) strings are
-    read through ``img``'s address map; without one the version is None."""
-    if off + _BI_HEADER > len(data) or off + _BI_HEADER > end:
-        raise ParseError("build info header is cut short", section=".go.buildinfo", offset=off)
-    ptr, flags = data[off + 14], data[off + 15]
+    ``off`` in ``data`` (the blob ends by ``end``), every read bounded by a
+    :class:`Bytes` view of the blob. Pointer-format (pre-1.18) strings are read through
+    ``img``'s address map; without one the version is None."""
+    blob = Bytes(bytes(data[off:min(end, len(data))]), ".go.buildinfo", base=off)
+    blob.check(0, _BI_HEADER, "build info header")
+    ptr, flags = blob.u8(14, "build info pointer size"), blob.u8(15, "build info flags")
     if ptr not in (4, 8):
-        raise ParseError(f"build info: pointer size {ptr}", section=".go.buildinfo",
-                         offset=off + 14)
+        raise blob.error(f"build info: pointer size {ptr}", 14)
     big = bool(flags & _BI_BIG_ENDIAN)
     if flags & _BI_INLINE:   # Go 1.18+: two varint-prefixed strings after the header
-        pos = off + _BI_HEADER
-        version, pos = _varint_string(data, pos, end, off)
-        modinfo, pos = _varint_string(data, pos, end, off)
-        size = pos - off
+        version, pos = _varint_string(blob, _BI_HEADER)
+        modinfo, pos = _varint_string(blob, pos)
+        size = pos
     elif img is None:
-        return BuildInfo(None, "", None, (), (), off, _BI_HEADER if sized is None else sized), ptr, big
+        return (BuildInfo(None, "", None, (), (), off, _BI_HEADER if sized is None else sized),
+                ptr, big)
     else:            # older: pointers to two Go strings
-        e = ">" if big else "<"
+        blob.endian = ">" if big else "<"
         w = "Q" if ptr == 8 else "I"
-        vp, mp = struct.unpack_from(e + w + w, data, off + 16)
-        version = _go_string(img, vp, e, w, ptr)
-        modinfo = _go_string(img, mp, e, w, ptr)
+        vp, mp = blob.unpack(w + w, 16, "build info string pointers")
+        version = _go_string(img, vp, blob.endian, w, ptr)
+        modinfo = _go_string(img, mp, blob.endian, w, ptr)
         size = 16 + 2 * ptr
     if len(modinfo) >= 33 and modinfo[-17] == "\n":
         modinfo = modinfo[16:-16]
@@ -541,20 +542,19 @@ def parse_go_buildinfo(data, offset: int | None = None) -> GoBuildInfo | None:
                        dict(info.settings), i, ptr, big)
 
 
-def _varint_string(data, pos: int, end: int, base: int) -> tuple[str, int]:
+def _varint_string(blob: Bytes, pos: int) -> tuple[str, int]:
+    """The uvarint-length-prefixed string at ``pos`` of the blob, and the offset after it."""
     n, shift = 0, 0
     while True:
-        if pos >= end or shift > 63:
-            raise ParseError("build info: string length runs past the section", offset=pos)
-        b = data[pos]
+        if shift > 63:
+            raise blob.error("build info: a string length of more than 64 bits", pos)
+        b = blob.u8(pos, "build info string length")
         pos += 1
         n |= (b & 0x7F) << shift
         shift += 7
         if b < 0x80:
             break
-    if pos + n > end:
-        raise ParseError(f"build info: a {n}-byte string runs past the section", offset=pos)
-    return bytes(data[pos:pos + n]).decode("utf-8", "replace"), pos + n
+    return blob.raw(pos, n, "build info string").decode("utf-8", "replace"), pos + n
 
 
 def _go_string(img: ElfImage, addr: int, e: str, w: str, ptr: int) -> str:
