@@ -11,9 +11,15 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, fixture_objects
 from bpfmem.api import example_object_path
 from bpfmem.errors import ParseError
-from bpfmem.parse.access import analyze_file, analyze_object
+from bpfmem.inputs import read_input
+from bpfmem.parse.access import analyze_object
 
 EXAMPLE = str(example_object_path())
+
+
+def analyze_file(path: str):
+    """What each program does to each map of the object at ``path``."""
+    return analyze_object(read_input(path, "object"), path=path)
 
 
 def verdicts(path) -> dict[str, str]:

@@ -50,6 +50,13 @@ def _map(name, type_, ks, vs, entries, flags, memlock, charged, full=None):
             "charged_full": charged if full is None else full}
 
 
+def write_html(path, html: str) -> None:
+    """Write a page to ``path`` as UTF-8 (as the CLI's output files do)."""
+    from bpfmem.outputs import output_file
+    with output_file(path) as f:
+        f.write(html)
+
+
 def _result(version, cpus, objects, budget, offenders=()):
     total = sum(o["total"] for o in objects)
     return {"kernel": {"version": version, "possible_cpus": cpus, "page_size": 4096},
@@ -389,7 +396,7 @@ def test_escapes_names(plotly):
 def test_write_html(tmp_path, plotly):
     page = report_html.render_html(small_check_doc())
     out = tmp_path / "r.html"
-    report_html.write_html(out, page)
+    write_html(out, page)
     assert out.read_text(encoding="utf-8") == page
 
 
@@ -598,7 +605,7 @@ _TREEMAP_CELLS = f"""(() => {{
 def test_browser_draws_offline_without_errors(tmp_path, plotly):
     check, diff = small_check_doc(), small_diff_doc()
     page = tmp_path / "report.html"
-    report_html.write_html(page, report_html.render_html(check, diff))
+    write_html(page, report_html.render_html(check, diff))
     b, s = load_page(page)
     try:
         assert page_errors(b) == []
@@ -637,7 +644,7 @@ def test_browser_test_sees_a_stray_request(tmp_path, plotly):
     html = report_html.render_html(small_check_doc())
     html = html.replace("<footer>", '<img src="https://example.invalid/pixel.png"><footer>')
     page = tmp_path / "leaky.html"
-    report_html.write_html(page, html)
+    write_html(page, html)
     b, s = load_page(page)
     try:
         seen = requested_urls(b)[1:] + page_errors(b)
@@ -668,7 +675,7 @@ def screenshot(out: Path, width: int = 1280, height: int = 900, docs=None) -> No
     check, diff = docs or (sample_check_doc(), sample_diff_doc())
     with tempfile.TemporaryDirectory(prefix="bpfmem-report-") as tmp:
         page = Path(tmp, "report.html")
-        report_html.write_html(page, report_html.render_html(check, diff))
+        write_html(page, report_html.render_html(check, diff))
         profile = Path(tmp, "profile")
         proc = subprocess.Popen(
             [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
            "TracePoint", "Peak", "TraceSummary", "trace_point", "summarize_trace",
-           "Headroom", "HeadroomLine", "headroom_after", "PIN_COMPAT", "kernel_name",
+           "Headroom", "HeadroomLine", "headroom_after", "kernel_name",
            "TraceBuilder", "TraceCgroup", "PodTrace", "Upgrade"]
 
 # the stacked parts, bottom to top, with their labels
@@ -70,7 +70,6 @@ COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not ret
               ("page_cache", "page cache"),
               ("kernel", "kernel (not maps)"), ("maps", "BPF maps"), ("sock", "sockets"),
               ("unexplained", "unexplained"))
-PIN_COMPAT = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
 # BPF_OBJ_NAME_LEN - 1: the kernel keeps 15 characters of a map's name
 _NAME_LEN = 15
 # pins within this long of the oldest process's start (clock tick granularity) are not

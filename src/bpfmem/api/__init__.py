@@ -18,7 +18,7 @@ from importlib import import_module
 
 # family module -> the names it provides
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "objects": ("EXAMPLE_OBJECT", "example_object_path", "load_object", "loader_names",
+    "objects": ("EXAMPLE_OBJECT", "example_object_path", "load_object",
                 "loader_name"),
     "kernels": ("profile", "profiles", "parse_release", "newest_modelled_release"),
     "maps": ("inventory", "one_or_matrix", "unmatched_sets"),

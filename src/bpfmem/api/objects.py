@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ParseError
 from ..inputs import read_input
-from ..parse.loader import LOADER_NAMES, get_loader
+from ..parse.loader import get_loader
 from ..parse.objspec import ObjectCode, ObjectSpec, parse_object, parse_object_code
 
 if TYPE_CHECKING:
@@ -59,11 +59,6 @@ def _parse(data: bytes, path: str | None, name: str | None, loader: str | None,
     if code:
         return parse_object_code(data, path=path, loader=loader)
     return parse_object(data, path=path, name=name, loader=loader, programs=programs)
-
-
-def loader_names() -> tuple[str, ...]:
-    """The loaders bpfmem models (``--loader`` values), plus ``auto``."""
-    return LOADER_NAMES + ("auto",)
 
 
 def loader_name(name: str) -> str:

@@ -240,4 +240,3 @@ def parse_cpu_list(text: str) -> int:
     return count
 
 
-DEFAULT_RELEASE = (6, 18, 0)

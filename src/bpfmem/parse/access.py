@@ -377,8 +377,3 @@ def analyze_code(code: ObjectCode) -> dict[str, MapUse]:
 
 def analyze_object(data: bytes, *, path: str | None = None) -> dict[str, MapUse]:
     return analyze_code(parse_object_code(data, path=path))
-
-
-def analyze_file(path: str) -> dict[str, MapUse]:
-    from ..inputs import read_input
-    return analyze_object(read_input(path, "object"), path=path)

@@ -119,10 +119,6 @@ class Insn(NamedTuple):
         return False
 
     @property
-    def is_load(self) -> bool:
-        return self.cls == LDX and (self.code & 0xE0) in (MODE_MEM, MODE_MEMSX)
-
-    @property
     def mem_size(self) -> int:
         return SIZE_BYTES[self.code & 0x18]
 

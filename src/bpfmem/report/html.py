@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import html as _html
 import json
-import os
 from typing import Any, Iterable
 
 from ..errors import UnsupportedError
 from ..units import format_delta, format_size, in_mi
 
-__all__ = ["render_html", "write_html", "PLOTLYJS_ID", "TREEMAP_ID", "USAGE_ID", "DIFF_ID"]
+__all__ = ["render_html", "PLOTLYJS_ID", "TREEMAP_ID", "USAGE_ID", "DIFF_ID"]
 
 #: ids of the page's elements (the tests and anyone scripting the page use them)
 PLOTLYJS_ID = "bpfmem-plotlyjs"
@@ -676,13 +675,6 @@ def page(title: str, header: str, sections: list[str], scripts: list[str]) -> st
         '<footer>bpfmem · self-contained report: works offline</footer>'
         f"</main><script>{''.join(scripts)}</script></body></html>\n"
     )
-
-
-def write_html(path: str | os.PathLike[str], html: str) -> None:
-    """Write ``html`` (from ``render_html``) to ``path`` as UTF-8."""
-    from ..outputs import output_file
-    with output_file(path) as f:
-        f.write(html)
 
 
 def check_html(result, out, *, title: str = "bpfmem report") -> None:
