@@ -39,6 +39,7 @@ def real_binaries() -> dict[str, Path]:
         "docker": DEBS / "x/usr/bin/docker",
         "containerd": DEBS / "x/usr/bin/containerd",
         "ctr": DEBS / "x/usr/bin/ctr",
+        "docker-proxy": DEBS / "x/usr/sbin/docker-proxy",
     }
     if GO119:
         root = Path(os.path.realpath(GO119)).parent.parent

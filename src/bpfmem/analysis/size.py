@@ -20,7 +20,8 @@ from typing import Callable, Iterable, NamedTuple
 from ..errors import ParseError, UnsupportedError
 from .imports import WhyLinked, why_linked
 from ..units import format_size
-from ..parse.elf import (SHF_ALLOC, SHF_EXECINSTR, STT_FILE, STT_SECTION, ElfImage,
+from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
+                         SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section,
                          parse_image)
 from ..parse.gobin import (BUILDINFO_MAGIC, C_CODE, TYPES, BuildInfo, Module, Pclntab,
                            module_of, package_of, parse_buildinfo, parse_pclntab)
@@ -293,7 +294,13 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     n_functions = pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2])
     del syms, cache
     img.forget_symbols()
-    for sec in img.sections:
+    sections = img.sections
+    if not sections:
+        sections = _segment_sections(img)
+        if sections:
+            notes.append("no section headers: bytes labelled by the program headers' "
+                         "loadable segments (LOAD#n) and what the pclntab names in them")
+    for sec in sections:
         if sec.index == 0 or sec.size == 0:
             continue
         alloc = bool(sec.flags & SHF_ALLOC) and sec.in_memory
@@ -426,6 +433,29 @@ def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, i
             pieces.append((".noptrbss", _FIPS_PKG, _FIPS_SYM, 0, _FIPS_SIZE))
             return [(_FIPS_WHAT, _FIPS_SIZE)]
     return []
+
+
+def _segment_sections(img: ElfImage) -> list[Section]:
+    """Pseudo-sections for an image whose section headers are gone: one per PT_LOAD
+    segment's file bytes (named LOAD#n r-x), one for its memory past them (zero-filled)."""
+    out: list[Section] = []
+    k = 0
+    for seg in img.segments:
+        if seg.type != PT_LOAD:
+            continue
+        perm = "".join(c if seg.flags & bit else "-" for c, bit in (("r", 4), ("w", 2),
+                                                                    ("x", 1)))
+        flags = SHF_ALLOC | (SHF_EXECINSTR if seg.flags & 1 else 0) | (
+            SHF_WRITE if seg.flags & 2 else 0)
+        name = f"LOAD#{k} {perm}"
+        filesz = max(0, min(seg.filesz, img.file_size - seg.offset))   # cut short: clip
+        out.append(Section(len(out) + 1, name, SHT_PROGBITS, flags, seg.offset, filesz,
+                           0, 0, 0, seg.vaddr))
+        if seg.memsz > seg.filesz:
+            out.append(Section(len(out) + 1, name + " zero-filled", SHT_NOBITS, flags, 0,
+                               seg.memsz - seg.filesz, 0, 0, 0, seg.vaddr + seg.filesz))
+        k += 1
+    return out
 
 
 _PCLN = "(the pclntab)"

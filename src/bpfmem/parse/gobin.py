@@ -116,6 +116,9 @@ def find_pclntab(img: ElfImage) -> tuple[int, int | None, int, str]:
         (s for s in img.sections if s.name.endswith(".gopclntab") and s.size), None)
     if sec is not None and sec.in_file and sec.size >= 8:
         if _header_ok(img.data, sec.offset) is None:
+            if not any(img.data[sec.offset:sec.offset + 16]):
+                raise ParseError(f"{sec.name} is zeroed: its table was removed or "
+                                 "overwritten", section=sec.name, offset=sec.offset)
             magic = struct.unpack_from(img.endian + "I", img.data, sec.offset)[0]
             raise UnsupportedError(f".gopclntab has an unknown header (magic {magic:#010x}): "
                                    "not a Go 1.2+ pclntab, or a newer layout than bpfmem knows")
