@@ -164,3 +164,23 @@ def test_older_pclntab_layouts(layout):
     text = {p[1]: p[3] for p in rep.pieces if p[0] == ".text"}
     assert text == {"main": 64, "k8s.io/api/core/v1": 96, "runtime": 32}
     assert sum(p[3] for p in rep.pieces) == rep.file_size
+
+
+def test_binary_gate_exit_codes(tmp_path, capsys):
+    """The binary gate: 0 within the limit, 1 over it, 3 when a binary cannot be read
+    (missing, truncated, not ELF), 2 usage."""
+    good = tmp_path / "agent"
+    good.write_bytes(go_elf(NAMES, SIZES))
+    size = good.stat().st_size
+    assert main(["check", str(good), "--max-binary-size", str(size)]) == 0
+    assert main(["check", str(good), "--max-binary-size", str(size - 1)]) == 1
+    assert "exceeds its limit" in capsys.readouterr().out
+    cut = tmp_path / "cut"
+    cut.write_bytes(good.read_bytes()[:700])
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    for bad in (cut, text, tmp_path / "nope"):
+        line = _one_error_line(capsys, ["check", str(bad), "--max-binary-size", "1Gi"],
+                               code=3)
+        assert line.startswith("bpfmem: error: ") and str(bad) in line
+    assert main(["check", str(good), "--max-binary-size", "lots"]) == 2

@@ -14,6 +14,8 @@ import os
 import sys
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+#: the binary gate: a binary could not be read (1 is "over its limit" there)
+EXIT_UNREADABLE = 3
 
 
 def terminal_columns(fallback: int = 80) -> int:

@@ -7,7 +7,7 @@ import argparse
 
 from ..errors import UsageError
 from . import args as a
-from .command import EXIT_ERROR, EXIT_OK, Command
+from .command import EXIT_ERROR, EXIT_OK, EXIT_UNREADABLE, Command
 
 EPILOG = """what you see:
   Every byte of the file labelled once: the parts add up to the file size. "file" is bytes
@@ -28,7 +28,8 @@ examples:
   bpfmem size ./agent --go-src ./cmd/agent     ... and which import to cut
   bpfmem size diff old/agent new/agent --format markdown      a pull-request comment
   bpfmem size diff old/agent new/agent --format html -o size.html --go-src ./cmd/agent
-  bpfmem check ./agent --max-binary-size 40Mi                 CI gate (exit 1 if over)
+  bpfmem check ./agent --max-binary-size 40Mi                 CI gate (exit 1 if over,
+                                                              3 if a binary cannot be read)
 """
 
 
@@ -87,7 +88,8 @@ def add_binary_gate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-binary-size", metavar="SIZE",
                    help="CI gate on binaries (Go or ELF) given as OBJ: fail when one is larger "
                         "than SIZE, a Kubernetes quantity (40Mi; M is 10^6) "
-                        "(limits per binary and per module in [binary] of bpfmem.toml)")
+                        "(limits per binary and per module in [binary] of bpfmem.toml); "
+                        "exit 1 over a limit, 3 when a binary cannot be read, 2 usage")
 
 
 def binary_gate_applies(args: argparse.Namespace, cfg, paths: list[str]) -> bool:
@@ -103,7 +105,8 @@ def binary_gate_applies(args: argparse.Namespace, cfg, paths: list[str]) -> bool
 
 
 def check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
-    """The binary-size gate: exit 1 when a binary or a module glob is over its limit."""
+    """The binary-size gate: exit 1 when a binary or a module glob is over its limit, 3 when
+    a binary cannot be read."""
     from .. import api
     from .common import size_of
     max_size = size_of(args.max_binary_size) if args.max_binary_size else cfg.binary_max
@@ -111,8 +114,19 @@ def check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
         raise UsageError("the binary gate needs --max-binary-size (or [binary] in bpfmem.toml)")
     if args.format == "html":
         raise UsageError("the binary gate renders table, json, markdown or junit")
-    result = api.check_binaries(binaries, max_size=max_size, module_limits=cfg.binary_modules,
-                                file_limits=cfg.binary_files)
+    from ..errors import BpfmemError
+    from .output import fail
+    try:
+        result = api.check_binaries(binaries, max_size=max_size,
+                                    module_limits=cfg.binary_modules,
+                                    file_limits=cfg.binary_files)
+    except UsageError:
+        raise
+    except (BpfmemError, OSError) as e:
+        # not "over the limit": the gate could not judge (a missing, truncated or non-ELF file)
+        fail(f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename
+             else str(e))
+        return EXIT_UNREADABLE
     _emit(result, args.format, args.output)
     return EXIT_OK if result.passed else EXIT_ERROR
 
