@@ -21,12 +21,13 @@ import struct
 from dataclasses import asdict, dataclass
 
 from bpfmem.errors import HostError, ParseError
+from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, call_kfunc, exit_insn, ldx,
+                               st, stx)
 from bpfmem.uapi import MapType as T
 
 from . import cache
-from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, _insn, _ldx_dw, _ldx_w, run_iterator
+from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, run_iterator
 
-BPF_PSEUDO_KFUNC_CALL = 2
 RECORD = struct.Struct("=IIq")          # map id, 0, count
 # map types whose count the kernel keeps (the hash table family)
 KERNEL_COUNTED = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH,
@@ -71,23 +72,24 @@ def parse_count_layout(btf_data: bytes) -> CountLayout:
 
 def program(lay: CountLayout) -> bytes:
     """For each map: seq_write (map->id, 0, bpf_map_sum_elem_count(map))."""
-    return b"".join([
-        _ldx_dw(6, 1, 0),                              # r6 = ctx->meta
-        _ldx_dw(7, 1, 8),                              # r7 = ctx->map
-        _insn(0x15, 7, 0, 11, 0),                      # if !map goto out (+11)
-        _ldx_w(2, 7, lay.map_id),                      # r2 = map->id
-        _insn(0x63, 10, 2, -16),                       # *(u32 *)(fp - 16) = id
-        _insn(0x62, 10, 0, -12, 0),                    # *(u32 *)(fp - 12) = 0
-        _insn(0xbf, 1, 7),                             # r1 = map
-        _insn(0x85, 0, BPF_PSEUDO_KFUNC_CALL, 0, lay.kfunc_btf_id),  # bpf_map_sum_elem_count
-        _insn(0x7b, 10, 0, -8),                        # *(u64 *)(fp - 8) = r0
-        _ldx_dw(1, 6, 0),                              # r1 = meta->seq
-        _insn(0xbf, 2, 10),                            # r2 = fp
-        _insn(0x07, 2, 0, 0, -16),                     # r2 -= 16
-        _insn(0xb7, 3, 0, 0, RECORD.size),             # r3 = 16
-        _insn(0x85, 0, 0, 0, HELPER_SEQ_WRITE),
-        _insn(0xb7, 0, 0, 0, 0),                       # out: r0 = 0
-        _insn(0x95),                                   # exit
+    return assemble([
+        ldx(8, 6, 1, 0),                               # r6 = ctx->meta
+        ldx(8, 7, 1, 8),                               # r7 = ctx->map
+        Jump("jeq", 7, "out"),                         # if !map goto out
+        ldx(4, 2, 7, lay.map_id),                      # r2 = map->id
+        stx(4, 10, 2, -16),                            # *(u32 *)(fp - 16) = id
+        st(4, 10, -12, 0),                             # *(u32 *)(fp - 12) = 0
+        alu64("mov", 1, src=7),                        # r1 = map
+        call_kfunc(lay.kfunc_btf_id),                  # bpf_map_sum_elem_count
+        stx(8, 10, 0, -8),                             # *(u64 *)(fp - 8) = r0
+        ldx(8, 1, 6, 0),                               # r1 = meta->seq
+        alu64("mov", 2, src=10),                       # r2 = fp
+        alu64("add", 2, imm=-16),                      # r2 -= 16
+        alu64("mov", 3, imm=RECORD.size),              # r3 = 16
+        call(HELPER_SEQ_WRITE),
+        Label("out"),
+        alu64("mov", 0, imm=0),                        # r0 = 0
+        exit_insn(),
     ])
 
 

@@ -21,6 +21,8 @@ import struct
 from dataclasses import asdict, dataclass
 
 from bpfmem.errors import HostError, ParseError
+from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, exit_insn, ld_imm64, ldx, st,
+                               stx)
 
 from . import bpfsys, cache
 
@@ -87,67 +89,39 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
 
 
 # ---- the program ------------------------------------------------------------------------
-def _insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
-    return struct.pack("<BBhi", code, dst | src << 4, off, imm)
-
-
-def _s32(x: int) -> int:
-    x &= 0xFFFFFFFF
-    return x - (1 << 32) if x >> 31 else x
-
-
-def _ldx_dw(dst, src, off):
-    return _insn(0x79, dst, src, off)
-
-
-def _ldx_w(dst, src, off):
-    return _insn(0x61, dst, src, off)
-
-
 def program(lay: Layout) -> bytes:
     """The iterator program: for each (task, file) whose f_op->release is bpf_map_release,
     seq_write (tgid, fd, map->id, 0)."""
-    body = [
-        _ldx_dw(6, 1, 0),                          # r6 = ctx->meta
-        _ldx_dw(7, 1, 8),                          # r7 = ctx->task
-        _ldx_w(9, 1, 16),                          # r9 = ctx->fd
-        _ldx_dw(8, 1, 24),                         # r8 = ctx->file
-        ("jeq0", 7),                               # if !task goto out
-        ("jeq0", 8),                               # if !file goto out
-        _ldx_dw(2, 8, lay.file_f_op),              # r2 = file->f_op
-        _ldx_dw(3, 2, lay.fops_release),           # r3 = f_op->release
-        _insn(0x18, 4, 0, 0, _s32(lay.release_addr)),        # r4 = &bpf_map_release
-        _insn(0, 0, 0, 0, _s32(lay.release_addr >> 32)),
-        ("jne", 3, 4),                             # not a map: out
-        _ldx_w(2, 7, lay.task_tgid),               # r2 = task->tgid
-        _insn(0x63, 10, 2, -16),                   # *(u32 *)(fp - 16) = tgid
-        _insn(0x63, 10, 9, -12),                   # *(u32 *)(fp - 12) = fd
-        _insn(0x7a, 10, 0, -8, 0),                 # *(u64 *)(fp - 8) = 0
-        _ldx_dw(3, 8, lay.file_private_data),      # r3 = file->private_data (the bpf_map)
-        _insn(0x07, 3, 0, 0, lay.map_id),          # r3 += offsetof(struct bpf_map, id)
-        _insn(0xbf, 1, 10),                        # r1 = fp
-        _insn(0x07, 1, 0, 0, -8),                  # r1 -= 8
-        _insn(0xb7, 2, 0, 0, 4),                   # r2 = 4
-        _insn(0x85, 0, 0, 0, HELPER_PROBE_READ_KERNEL),
-        _ldx_dw(1, 6, 0),                          # r1 = meta->seq
-        _insn(0xbf, 2, 10),                        # r2 = fp
-        _insn(0x07, 2, 0, 0, -16),                 # r2 -= 16
-        _insn(0xb7, 3, 0, 0, RECORD.size),         # r3 = 16
-        _insn(0x85, 0, 0, 0, HELPER_SEQ_WRITE),
-    ]
-    out_at = len(body)                             # out: r0 = 0; exit
-    code = []
-    for i, ins in enumerate(body):
-        if isinstance(ins, tuple):
-            jump = out_at - i - 1
-            if ins[0] == "jeq0":
-                code.append(_insn(0x15, ins[1], 0, jump, 0))
-            else:
-                code.append(_insn(0x5d, ins[1], ins[2], jump))
-        else:
-            code.append(ins)
-    code += [_insn(0xb7, 0, 0, 0, 0), _insn(0x95)]
-    return b"".join(code)
+    return assemble([
+        ldx(8, 6, 1, 0),                           # r6 = ctx->meta
+        ldx(8, 7, 1, 8),                           # r7 = ctx->task
+        ldx(4, 9, 1, 16),                          # r9 = ctx->fd
+        ldx(8, 8, 1, 24),                          # r8 = ctx->file
+        Jump("jeq", 7, "out"),                     # if !task goto out
+        Jump("jeq", 8, "out"),                     # if !file goto out
+        ldx(8, 2, 8, lay.file_f_op),               # r2 = file->f_op
+        ldx(8, 3, 2, lay.fops_release),            # r3 = f_op->release
+        ld_imm64(4, lay.release_addr),             # r4 = &bpf_map_release
+        Jump("jne", 3, "out", src=4),              # not a map: out
+        ldx(4, 2, 7, lay.task_tgid),               # r2 = task->tgid
+        stx(4, 10, 2, -16),                        # *(u32 *)(fp - 16) = tgid
+        stx(4, 10, 9, -12),                        # *(u32 *)(fp - 12) = fd
+        st(8, 10, -8, 0),                          # *(u64 *)(fp - 8) = 0
+        ldx(8, 3, 8, lay.file_private_data),       # r3 = file->private_data (the bpf_map)
+        alu64("add", 3, imm=lay.map_id),           # r3 += offsetof(struct bpf_map, id)
+        alu64("mov", 1, src=10),                   # r1 = fp
+        alu64("add", 1, imm=-8),                   # r1 -= 8
+        alu64("mov", 2, imm=4),                    # r2 = 4
+        call(HELPER_PROBE_READ_KERNEL),
+        ldx(8, 1, 6, 0),                           # r1 = meta->seq
+        alu64("mov", 2, src=10),                   # r2 = fp
+        alu64("add", 2, imm=-16),                  # r2 -= 16
+        alu64("mov", 3, imm=RECORD.size),          # r3 = 16
+        call(HELPER_SEQ_WRITE),
+        Label("out"),
+        alu64("mov", 0, imm=0),                    # r0 = 0
+        exit_insn(),
+    ])
 
 
 def parse_records(data: bytes) -> list[tuple[int, int, int]]:

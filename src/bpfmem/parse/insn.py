@@ -1,5 +1,6 @@
-"""Decode BPF instructions: every class, the 16-byte ``ld_imm64``, atomics, pseudo sources, and
-calls to helpers, kfuncs and BPF subprograms.
+"""Decode and encode BPF instructions: every class, the 16-byte ``ld_imm64``, atomics, pseudo
+sources, and calls to helpers, kfuncs and BPF subprograms (the encoder, with jumps to labels,
+is what host/ assembles its iterator programs with).
 
 Plain data over the 8-byte encoding (``struct bpf_insn``: code, dst_reg:4, src_reg:4, off,
 imm). In a big-endian object the two register nibbles are swapped.
@@ -235,3 +236,105 @@ def disassemble(x: Insn) -> str:
         return f"goto pc{(x.imm if c == JMP32 else x.off):+d}"
     rhs = f"r{x.src}" if x.code & 0x08 else str(x.imm)
     return f"if {'w' if c == JMP32 else 'r'}{x.dst} {op} {rhs} goto pc{x.off:+d}"
+
+
+# ---- encoding: the inverse of decode (host/ assembles its iterator programs with it) ----
+BPF_K, BPF_X = 0x00, 0x08       # the source of ALU and JMP: imm, or src_reg
+_SIZE_CODE = {4: 0x00, 2: 0x08, 1: 0x10, 8: 0x18}
+_ALU_CODE = {name: code for code, name in ALU_OPS.items()}
+_JMP_CODE = {name: code for code, name in JMP_OPS.items()}
+
+
+def _s32(x: int) -> int:
+    """The low 32 bits of ``x`` as the signed imm field holds them."""
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >> 31 else x
+
+
+def encode(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0, *,
+           little: bool = True) -> bytes:
+    """One 8-byte instruction (``struct bpf_insn``); in a big-endian program the register
+    nibbles are swapped, as :func:`decode` reads them."""
+    regs = (src << 4 | dst) if little else (dst << 4 | src)
+    return packer("<" if little else ">", "BBhi").pack(code, regs, off, imm)
+
+
+def ldx(size: int, dst: int, src: int, off: int) -> bytes:
+    """``dst = *(u<size*8> *)(src + off)``."""
+    return encode(LDX | MODE_MEM | _SIZE_CODE[size], dst, src, off)
+
+
+def stx(size: int, dst: int, src: int, off: int) -> bytes:
+    """``*(u<size*8> *)(dst + off) = src``."""
+    return encode(STX | MODE_MEM | _SIZE_CODE[size], dst, src, off)
+
+
+def st(size: int, dst: int, off: int, imm: int) -> bytes:
+    """``*(u<size*8> *)(dst + off) = imm``."""
+    return encode(ST | MODE_MEM | _SIZE_CODE[size], dst, 0, off, imm)
+
+
+def alu64(op: str, dst: int, *, src: int | None = None, imm: int = 0) -> bytes:
+    """``dst <op>= src`` (a register) or ``imm``: ``alu64("add", 1, imm=-8)``,
+    ``alu64("mov", 1, src=10)``."""
+    if src is None:
+        return encode(ALU64 | _ALU_CODE[op] | BPF_K, dst, 0, 0, imm)
+    return encode(ALU64 | _ALU_CODE[op] | BPF_X, dst, src)
+
+
+def ld_imm64(dst: int, value: int, src: int = PSEUDO_IMM) -> bytes:
+    """``dst = value`` (64 bits, two slots)."""
+    return (encode(LD_IMM64, dst, src, 0, _s32(value)) + encode(0, 0, 0, 0, _s32(value >> 32)))
+
+
+def call(helper: int) -> bytes:
+    """A call of helper number ``helper``."""
+    return encode(CALL, 0, PSEUDO_HELPER, 0, helper)
+
+
+def call_kfunc(btf_id: int) -> bytes:
+    """A call of the kernel function of BTF id ``btf_id``."""
+    return encode(CALL, 0, PSEUDO_KFUNC_CALL, 0, btf_id)
+
+
+def exit_insn() -> bytes:
+    return encode(EXIT)
+
+
+class Jump(NamedTuple):
+    """A conditional jump to a :class:`Label` of the same :func:`assemble` list: ``if dst
+    <op> src`` (a register) or ``imm``."""
+    op: str
+    dst: int
+    to: str
+    src: int | None = None
+    imm: int = 0
+
+
+class Label(NamedTuple):
+    name: str
+
+
+def assemble(items: Iterable[bytes | Jump | Label]) -> bytes:
+    """A program from encoded instructions, jumps and the labels they go to (a label marks
+    the next instruction)."""
+    items = list(items)
+    at: dict[str, int] = {}
+    slot = 0
+    for x in items:
+        if isinstance(x, Label):
+            at[x.name] = slot
+        else:
+            slot += 1 if isinstance(x, Jump) else len(x) // 8
+    out = []
+    slot = 0
+    for x in items:
+        if isinstance(x, Label):
+            continue
+        if isinstance(x, Jump):
+            off = at[x.to] - slot - 1
+            code = JMP | _JMP_CODE[x.op] | (BPF_K if x.src is None else BPF_X)
+            x = encode(code, x.dst, x.src or 0, off, x.imm)
+        out.append(x)
+        slot += len(x) // 8
+    return b"".join(out)
