@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
            "TracePoint", "Peak", "TraceSummary", "trace_point", "summarize_trace",
            "Headroom", "HeadroomLine", "headroom_after", "kernel_name",
-           "TraceBuilder", "TraceCgroup", "PodTrace", "Upgrade"]
+           "TraceBuilder", "TraceCgroup", "PodTrace", "Upgrade", "gc_at_peak",
+           "anon_unmapped"]
 
 # the stacked parts, bottom to top, with their labels
 COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not returned"),
@@ -474,11 +475,24 @@ class TraceSummary:
     limit: int | None
     peak_share: float | None     # peak / limit
     notes: tuple[str, ...]
+    asked_interval: float | None = None
+    behind: bool = False         # samples came markedly slower than asked
+    reading: float | None = None         # median seconds one reading took
+    processes: int | None = None         # the most processes one sample saw
+    left: tuple = ()             # (pid, comm, t of the last sample that saw it)
+    peak_go_heap: int | None = None      # HeapAlloc of the Go processes at the peak
+    peak_garbage: int | None = None      # of it, freed by the next GC cycle
+    peak_gc_at: float | None = None      # t of the first sample after that cycle
 
 
 def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None = None,
-                    fresh_cgroup: bool = False) -> TraceSummary:
-    """The peak of a trace and when it happened; what the usage settled at.
+                    fresh_cgroup: bool = False, interval: float | None = None,
+                    readings: list[float] | None = None, left: tuple = (),
+                    processes: int | None = None, gc: dict | None = None) -> TraceSummary:
+    """The peak of a trace and when it happened; what the usage settled at; whether the
+    samples kept up with ``interval`` (``readings``: seconds each took); the processes that
+    left (``left``: (pid, comm, t)); and, with ``gc`` (:func:`gc_at_peak`), how much of the
+    Go heap at the peak was garbage the next GC cycle freed.
 
     The cgroup's own high-water mark (memory.peak / max_usage_in_bytes) sees every charge,
     also between samples. For a cgroup made for the trace (``fresh_cgroup``) it is the true
@@ -486,12 +500,12 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
     ``kernel_peak_before``)."""
     if not points:
         return TraceSummary(0, 0.0, None, None, None, False, None, None, None, None, None,
-                            ("no samples",))
+                            ("no samples",), interval)
     i = max(range(len(points)), key=lambda j: (points[j].usage, -j))
     p = points[i]
     peak = Peak(p.t, p.usage, i, dict(p.parts))
     gaps = sorted(b.t - a.t for a, b in zip(points, points[1:]))
-    interval = gaps[len(gaps) // 2] if gaps else None
+    median_gap = gaps[len(gaps) // 2] if gaps else None
     kp = points[-1].kernel_peak
     rose = kp is not None and (fresh_cgroup or kernel_peak_before is None
                                or kp > kernel_peak_before)
@@ -500,14 +514,89 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
     tail = sorted(q.usage for q in points if q.t >= tail_from) or [points[-1].usage]
     settled = tail[len(tail) // 2]
     notes = []
+    reading = sorted(readings)[len(readings) // 2] if readings else None
+    behind = bool(interval and median_gap is not None and median_gap > interval * 1.25)
+    if behind:
+        notes.append(
+            f"the samples fell behind: one every {median_gap:.2f}s (median), not every "
+            f"{interval:g}s as asked" + (f"; a reading took {reading:.2f}s" if reading else "")
+            + (f" ({processes} processes)" if processes else "")
+            + (f"; the longest gap {gaps[-1]:.2f}s" if gaps[-1] > median_gap * 2 else ""))
+    elif interval and gaps and gaps[-1] > max(interval * 3, 0.5):
+        notes.append(f"the samples stalled once: a gap of {gaps[-1]:.2f}s (asked every "
+                     f"{interval:g}s)")
     if between:
         notes.append(f"the cgroup's own high-water mark ({format_size(kp)}) is above every sample: "
-                     "a shorter spike happened between two samples (sample faster with "
-                     "--interval)")
+                     "a shorter spike happened between two samples" + (
+                         " (the samples could not keep up: the high-water mark is the peak)"
+                         if behind else " (sample faster with --interval)"))
+    if left:
+        if len(left) <= 5:
+            notes.extend(f"process {pid} ({comm}) left after {t:.1f}s" for pid, comm, t in left)
+        else:
+            ts = [t for _p, _c, t in left]
+            notes.append(f"{len(left)} processes left between {min(ts):.1f}s and "
+                         f"{max(ts):.1f}s (" + ", ".join(f"{pid} {comm}" for pid, comm, _t
+                                                         in left[:3]) + ", ...)")
+    gc = gc or {}
+    if gc.get("garbage") is not None:
+        notes.append(
+            f"at the peak the Go heap held {format_size(gc['heap'])}: "
+            f"{format_size(gc['garbage'])} of it garbage awaiting GC (the next cycle, seen "
+            f"by {gc['after']:.1f}s, freed it), {format_size(gc['heap'] - gc['garbage'])} "
+            "live")
+    elif gc.get("since_gc") is not None and gc["since_gc"] >= max(1 << 20, gc["heap"] // 10):
+        notes.append(
+            f"at the peak the Go heap held {format_size(gc['heap'])}, "
+            f"{format_size(gc['since_gc'])} of it allocated since the last GC (live or "
+            "garbage: no GC cycle came before the trace ended)")
     limit = p.limit
-    return TraceSummary(len(points), points[-1].t, interval, peak, kp if rose else None,
+    return TraceSummary(len(points), points[-1].t, median_gap, peak, kp if rose else None,
                         between, points[0].usage, settled, p.usage - settled, limit,
-                        p.usage / limit if limit else None, tuple(notes))
+                        p.usage / limit if limit else None, tuple(notes), interval, behind,
+                        reading, processes, tuple(left), gc.get("heap"), gc.get("garbage"),
+                        gc.get("after"))
+
+
+def _go_heap(view: PodView) -> tuple[int | None, int | None, int | None]:
+    """(HeapAlloc, GC cycles, live heap at the last GC) summed over the view's Go processes
+    with runtime figures; None where a process lacks them."""
+    heap = cycles = live = 0
+    seen = False
+    for x in view.go:
+        d = view.details.get(x.pid)
+        f = getattr(d, "figures", None)
+        if f is None or f.heap_alloc is None:
+            continue
+        seen = True
+        heap += f.heap_alloc
+        cycles = None if cycles is None or f.gc_cycles is None else cycles + f.gc_cycles
+        gogc = x.settings.gogc
+        live = (None if live is None or f.next_gc is None or not gogc
+                else live + int(f.next_gc / (1 + gogc / 100)))
+    return (heap, cycles, live) if seen else (None, None, None)
+
+
+def gc_at_peak(views: list[PodView], points: list[TracePoint], index: int) -> dict:
+    """How much of the Go heap at sample ``index`` was garbage: the first later sample
+    whose GC cycle counter moved on shows the heap after that cycle (live, plus what was
+    allocated since); the difference was garbage. Without a later cycle, what was
+    allocated since the last GC (HeapAlloc less the goal's live share,
+    NextGC / (1 + GOGC/100))."""
+    heap, cycles, live = _go_heap(views[index])
+    if heap is None:
+        return {}
+    out: dict = {"heap": heap}
+    if cycles is not None:
+        for j in range(index + 1, len(views)):
+            h, c, _l = _go_heap(views[j])
+            if h is not None and c is not None and c > cycles:
+                out["garbage"] = max(0, heap - h)
+                out["after"] = points[j].t
+                return out
+    if live is not None:
+        out["since_gc"] = max(0, heap - live)
+    return out
 
 
 @dataclass(frozen=True)
@@ -536,26 +625,49 @@ class PodTrace:
 
 class TraceBuilder:
     """A trace as its samples arrive: each sample split into a view (``on_view(view, t)`` is
-    called with it), its point kept; then the summary and the view at the peak."""
+    called with it), its point kept, the processes that left, how long each reading took;
+    then the summary and the view at the peak."""
 
     def __init__(self, profile: KernelProfile | None, on_view=None):
         self.profile = profile
         self.on_view = on_view
         self.views: list[PodView] = []
         self.points: list[TracePoint] = []
+        self.readings: list[float] = []
+        self.left: list[tuple] = []
+        self.most = 0
+        self._seen: dict[int, tuple[str, float]] = {}
 
     def add(self, sample, t: float) -> None:
         """One sample, taken ``t`` seconds after the trace started."""
         v = pod_view(sample, self.profile)
         self.views.append(v)
         self.points.append(trace_point(v, t))
+        self.readings.append(getattr(sample, "duration", 0.0) or 0.0)
+        now = {p.pid: p.comm for p in sample.procs}
+        self.most = max(self.most, len(now))
+        for pid, (comm, last) in list(self._seen.items()):
+            if pid not in now:
+                self.left.append((pid, comm, last))
+                del self._seen[pid]
+        for pid, comm in now.items():
+            self._seen[pid] = (comm, t)
         if self.on_view is not None:
             self.on_view(v, t)
 
     def summary(self, *, kernel_peak_before: int | None = None,
-                fresh_cgroup: bool = False) -> TraceSummary:
-        return summarize_trace(self.points, kernel_peak_before=kernel_peak_before,
-                               fresh_cgroup=fresh_cgroup)
+                fresh_cgroup: bool = False, interval: float | None = None,
+                ended: bool = False) -> TraceSummary:
+        """``ended``: a launched command ended: its processes leaving is no news."""
+        pts = self.points
+        peak_i = max(range(len(pts)), key=lambda j: (pts[j].usage, -j)) if pts else None
+        gc = gc_at_peak(self.views, pts, peak_i) if peak_i is not None else None
+        cut = pts[-2].t if ended and len(pts) > 1 else None   # the command's own exit
+        left = tuple(x for x in self.left if cut is None or x[2] < cut - 1e-9)
+        return summarize_trace(pts, kernel_peak_before=kernel_peak_before,
+                               fresh_cgroup=fresh_cgroup, interval=interval,
+                               readings=self.readings, left=left, processes=self.most,
+                               gc=gc)
 
     def view_at(self, peak: Peak | None) -> PodView | None:
         return self.views[peak.index] if peak is not None else None
@@ -566,7 +678,8 @@ class TraceBuilder:
         """The trace, once sampling ended (``kernel_peak_before``: the cgroup's own
         high-water mark at the first sample, for a cgroup not made for the trace)."""
         summary = self.summary(kernel_peak_before=None if cgroup.scratch
-                               else kernel_peak_before, fresh_cgroup=cgroup.scratch)
+                               else kernel_peak_before, fresh_cgroup=cgroup.scratch,
+                               interval=interval, ended=exit_code is not None)
         return PodTrace(self.profile, cgroup, tuple(command) if command else None, exit_code,
                         interval, interrupted, summary, self.view_at(summary.peak),
                         tuple(self.points), t0_monotonic)

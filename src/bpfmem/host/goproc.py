@@ -16,7 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import BpfmemError
 from ..parse.gobin import GoBuildInfo, parse_go_buildinfo
@@ -34,6 +34,8 @@ _RETRY_AFTER = 5.0          # seconds an endpoint that failed is left alone in a
 _DISCOVER_EVERY = 0.25      # seconds between looks for a listener that was not there yet
 _MAX_PROBES = 8             # listeners tried per look
 _PROBE_TIMEOUT = 0.5
+_WORKERS = 2                # endpoints read at once in a trace (threads: they share the
+#                             interpreter with the sampling, so few)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class ProcDetail:
     #                                          is charged (None: pagemap/kpagecgroup unread)
     file_pages: PageOwners | None = None     # the same for its other file mappings
     pages_unread: str | None = None          # why they are None
+    stale: float | None = None           # a trace's: this reading is that many seconds old
 
 
 def read_go_buildinfo(path: str) -> GoBuildInfo | None:
@@ -98,6 +101,13 @@ class GoProber:
         self._netns: dict[int, bool] = {}     # pid -> its endpoint is in its own netns
         self._have_parser: bool | None = None
         self._pages: PageReader | None = None
+        self._pool = None                     # background endpoint readers (a trace's)
+        self._asking: dict = {}               # pid -> Future of a _Runtime
+        self._answered: dict = {}             # pid -> (when, _Runtime)
+        self._last: dict[int, ProcDetail] = {}
+        self._read_at: dict[int, float] = {}
+        self._fresh = 0                       # processes read afresh by the last reading
+        self._tables: dict = {}
 
     # ---- pieces ----
 
@@ -184,21 +194,199 @@ class GoProber:
     # ---- readings ----
 
     def read_all(self, procs, *, smaps: bool = True,
-                 inodes: frozenset[int] | None = None) -> dict:
+                 inodes: frozenset[int] | None = None,
+                 budget: float | None = None) -> dict:
         """pid -> ProcDetail for ``procs`` (ProcMem-like: pid, rss); gone ones left out.
         ``inodes``: the pod's memory cgroups (:func:`bpfmem.host.pagemap.cgroup_inodes`), to
-        say who is charged for each Go process's file pages."""
+        say who is charged for each Go process's file pages.
+
+        ``budget`` (seconds; a trace's): the reading stops reading processes afresh once it
+        is spent, least recently read first, and gives the others' last reading (its
+        ``stale`` set to its age); the endpoints are asked all at once in the background,
+        each with its own deadline (the HTTP timeout), and a reading takes what has
+        arrived by the end of the budget (else the last figures, with their age)."""
         if self.default is not None and self.default_pid is None:
             for p in sorted(procs, key=lambda p: -(p.rss or 0)):
                 if self._build(p.pid, [])[1] is not None:
                     self.default_pid = p.pid
                     break
-        out = {}
-        for p in procs:
-            d = self.read(p.pid, smaps=smaps, inodes=inodes)
-            if d is not None:
-                out[p.pid] = d
+        if budget is None:
+            out = {}
+            for p in procs:
+                d = self.read(p.pid, smaps=smaps, inodes=inodes)
+                if d is not None:
+                    out[p.pid] = d
+            return out
+        return self._read_in_budget(procs, smaps, inodes, budget)
+
+    def _read_in_budget(self, procs, smaps, inodes, budget: float) -> dict:
+        start = time.monotonic()
+        deadline = start + budget
+        live = {p.pid for p in procs}
+        for pid in [p for p in self._last if p not in live]:
+            self._last.pop(pid, None)
+            self._read_at.pop(pid, None)
+        order = sorted(procs, key=lambda p: self._read_at.get(p.pid, -1.0))
+        self._tables = {}      # network namespace -> its listening sockets, this reading
+        # the endpoints of the processes next in turn are asked first (they answer while
+        # smaps is read): as many as were read last time, and a few more
+        for p in order[:max(_WORKERS * 2, self._fresh * 2)]:
+            if time.monotonic() > start + budget / 2:   # finding endpoints costs too
+                break
+            self._ask(p.pid)
+        out: dict = {}
+        fresh: list[int] = []
+        for p in order:
+            if time.monotonic() > deadline:
+                last = self._last.get(p.pid)
+                if last is not None:
+                    out[p.pid] = replace(last, stale=start - self._read_at[p.pid])
+                continue
+            local = self._local(p.pid, smaps, inodes)
+            if local is None:
+                continue
+            out[p.pid] = local
+            fresh.append(p.pid)
+        for pid in fresh:
+            local = out[pid]
+            run = self._answer(pid, max(0.0, deadline - time.monotonic()))
+            d = self._combine(local, run)
+            self._last[pid] = d
+            self._read_at[pid] = start
+            out[pid] = d
+        self._fresh = len(fresh)
         return out
+
+    def _ask(self, pid: int) -> None:
+        """Start fetching ``pid``'s /metrics in the background, unless a fetch is under way
+        (a slow endpoint is asked again only once it answered or timed out). The threads
+        only wait on sockets: finding the endpoint (its listeners) and parsing the answer
+        happen in the sampling thread, which they would otherwise slow down."""
+        if pid in self._asking:
+            return
+        notes: list[str] = []
+        _exe, build = self._build(pid, notes)
+        if build is None:
+            return
+        ep = self.endpoints.get(pid) or (self.default if pid == self.default_pid
+                                         else None) or Endpoints()
+        if ep.metrics is not None:
+            urls, named, inside = [ep.metrics], True, None
+        elif not self.discover:
+            return
+        elif self._found.get(pid):
+            urls, named = [self._found[pid]], False
+            inside = pid if self._netns.get(pid) else None
+        else:
+            now = time.monotonic()
+            if now - self._looked.get(pid, -1e9) < _RETRY_AFTER:
+                return
+            self._looked[pid] = now
+            inside = pid if same_netns(pid, self.root) is False else None
+            try:
+                listeners = [x for x in read_listeners(pid, self.root, self._tables)
+                             if x.loopback_reachable]
+            except OSError:
+                return
+            urls = []
+            for x in listeners[:_MAX_PROBES]:
+                host = x.connect_host
+                urls.append(f"http://{'[' + host + ']' if ':' in host else host}:{x.port}"
+                            "/metrics")
+            named = False
+            if not urls:
+                self._answered[pid] = (now, _Runtime(notes=(
+                    "no loopback listener of it serves Go /metrics (it listens on no "
+                    "loopback TCP port)",)))
+                return
+        if not self._parser():
+            self._answered[pid] = (time.monotonic(), _Runtime(notes=(HINT,)))
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=_WORKERS,
+                                            thread_name_prefix="bpfmem-endpoint")
+        timeout = self.timeout if named or len(urls) == 1 else _PROBE_TIMEOUT
+        self._asking[pid] = (self._pool.submit(self._fetch, urls, named, inside, timeout),
+                             named, inside, len(urls) > 1 or not self._found.get(pid))
+
+    def _fetch(self, urls, named, inside, timeout) -> list:
+        """(url, body or error text) for each of ``urls`` until one answers (a thread's)."""
+        out = []
+        for url in urls:
+            try:
+                if inside is not None:
+                    body = httpget.http_get_in_netns(inside, url, timeout=timeout,
+                                                     max_bytes=self.max_bytes, root=self.root)
+                else:
+                    body = httpget.http_get(url, timeout=timeout, max_bytes=self.max_bytes,
+                                            loopback_only=not named)
+            except BpfmemError as e:
+                out.append((url, None, str(e)))
+                continue
+            out.append((url, body, None))
+            if len(urls) == 1:
+                break
+            if b"go_memstats_" in body or b"go_gc_" in body:
+                break
+        return out
+
+    def _answer(self, pid: int, wait: float):
+        """The runtime reading of ``pid`` that arrived within ``wait`` seconds (parsed
+        here), else the last one (with a note of its age), else None."""
+        entry = self._asking.get(pid)
+        if entry is not None:
+            fut, named, inside, probing = entry
+            try:
+                got = fut.result(timeout=wait)
+            except Exception:          # still under way (asked again once it is done)
+                if fut.done():
+                    self._asking.pop(pid, None)
+            else:
+                self._asking.pop(pid, None)
+                run = self._parsed(pid, got, named, inside, probing)
+                self._answered[pid] = (time.monotonic(), run)
+                return run
+        last = self._answered.get(pid)
+        if last is None:
+            return _Runtime(notes=("its endpoint has not answered yet",))
+        age = time.monotonic() - last[0]
+        if age < 1.0 or last[1].figures is None:
+            return last[1]
+        return replace(last[1], notes=last[1].notes + (
+            f"runtime figures from {age:.1f}s ago (its endpoint is slower than the trace, "
+            "or it is read in turns)",))
+
+    def _parsed(self, pid: int, got: list, named: bool, inside, probing: bool) -> "_Runtime":
+        notes = []
+        for url, body, err in got:
+            if body is None:
+                if not probing:
+                    notes.append(err)
+                    self._found.pop(pid, None) if not named else None
+                continue
+            try:
+                figures = parse_go_metrics(body.decode(errors="replace"))
+            except BpfmemError as e:
+                if not probing:
+                    notes.append(f"{url}: {e}")
+                continue
+            if not named:
+                self._found[pid] = url
+                self._netns[pid] = inside is not None
+            return _Runtime(figures, url, notes=tuple(notes))
+        if probing:
+            notes.append(f"no loopback listener of it serves Go /metrics (tried {len(got)})")
+        return _Runtime(notes=tuple(notes))
+
+    def close(self) -> None:
+        """Stop the background endpoint readers (a trace's end)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        if self._pages is not None:
+            self._pages.close()
+            self._pages = None
 
     def _owners(self, pid: int, maps, kinds, inodes) -> tuple:
         if self._pages is None:
@@ -214,6 +402,22 @@ class GoProber:
              inodes: frozenset[int] | None = None) -> ProcDetail | None:
         """``pid`` in detail (smaps and the runtime only for a Go program: the split is
         made for those); None when it has gone."""
+        local = self._local(pid, smaps, inodes)
+        if local is None:
+            return None
+        run = self._runtime(pid, local.go) if local.go is not None else _Runtime()
+        return self._combine(local, run)
+
+    @staticmethod
+    def _combine(local: ProcDetail, run: "_Runtime | None") -> ProcDetail:
+        if run is None:
+            return local
+        return replace(local, figures=run.figures, metrics_url=run.metrics_url, top=run.top,
+                       pprof_url=run.pprof_url, pprof_total=run.pprof_total,
+                       notes=local.notes + run.notes)
+
+    def _local(self, pid: int, smaps: bool, inodes) -> ProcDetail | None:
+        """What /proc says of ``pid``: executable, smaps by class, page owners, settings."""
         notes: list[str] = []
         exe, build = self._build(pid, notes)
         classes = None
@@ -238,6 +442,13 @@ class GoProber:
                 env = {k: raw[k] for k in GO_ENV if k in raw}
             except OSError:
                 notes.append("environment unreadable: Go settings unknown")
+        return ProcDetail(pid, exe.path if exe else None, build, classes, env,
+                          notes=tuple(notes), binary_pages=pages[0], file_pages=pages[1],
+                          pages_unread=pages[2])
+
+    def _runtime(self, pid: int, build) -> "_Runtime":
+        """What ``pid``'s runtime says through its endpoints (named, or found on loopback)."""
+        notes: list[str] = []
         ep = self.endpoints.get(pid) or (self.default if pid == self.default_pid
                                          else None) or Endpoints()
         figures = top = pprof_total = None
@@ -279,5 +490,15 @@ class GoProber:
                     pprof_total = sum(v[idx] for _l, v in prof.samples if idx < len(v))
                 except BpfmemError as e:
                     notes.append(f"{pprof_url}: {e}")
-        return ProcDetail(pid, exe.path if exe else None, build, classes, env, figures,
-                          metrics_url, top, pprof_url, pprof_total, tuple(notes), *pages)
+        return _Runtime(figures, metrics_url, top, pprof_url, pprof_total, tuple(notes))
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """One reading of a process's endpoints."""
+    figures: GoRuntimeFigures | None = None
+    metrics_url: str | None = None
+    top: tuple | None = None
+    pprof_url: str | None = None
+    pprof_total: int | None = None
+    notes: tuple[str, ...] = ()

@@ -73,16 +73,32 @@ def _socket_inodes(pid: int, root: str) -> set[int]:
     return out
 
 
-def read_listeners(pid: int, root: str | os.PathLike = "/") -> list[Listener]:
-    """TCP sockets ``pid`` itself holds in LISTEN state (OSError when it is unreadable)."""
+def read_listeners(pid: int, root: str | os.PathLike = "/",
+                   tables: dict | None = None) -> list[Listener]:
+    """TCP sockets ``pid`` itself holds in LISTEN state (OSError when it is unreadable).
+    ``tables``: a cache of the namespaces' listening sockets, for many processes read at
+    once (one network namespace's table is the same for each of its processes)."""
     mine = _socket_inodes(pid, os.fspath(root))
     out = []
-    for name in ("tcp", "tcp6"):
+    ns = None
+    if tables is not None:
         try:
-            text = (Path(root) / "proc" / str(pid) / "net" / name).read_text()
-        except FileNotFoundError:
-            continue
-        out.extend(s for s in parse_proc_net_tcp(text) if s.inode in mine)
+            ns = os.readlink(Path(root) / "proc" / str(pid) / "ns" / "net")
+        except OSError:
+            ns = None
+    for name in ("tcp", "tcp6"):
+        key = (ns, name)
+        if ns is not None and key in tables:
+            found = tables[key]
+        else:
+            try:
+                text = (Path(root) / "proc" / str(pid) / "net" / name).read_text()
+            except FileNotFoundError:
+                continue
+            found = parse_proc_net_tcp(text)
+            if ns is not None:
+                tables[key] = found
+        out.extend(s for s in found if s.inode in mine)
     return sorted(set(out), key=lambda s: (s.port, s.address))
 
 

@@ -13,6 +13,7 @@ file-page or shared-anon, 0-54 the PFN (zero without CAP_SYS_ADMIN).
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -23,6 +24,8 @@ _PRESENT = 1 << 63
 _FILE = 1 << 61
 _PFN = (1 << 55) - 1
 _CHUNK = 1 << 16          # pagemap entries per read (512 KiB)
+_KEEP = 1.0               # seconds a page's owner, once read, is taken as still true (many
+#                           processes map the same binary: its pages are looked up once)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class PageReader:
         self.root = root
         self.why_not: str | None = None
         self._kpc: int | None = None
+        self._owner: dict[int, int] = {}      # pfn -> memcg inode, read within _KEEP seconds
+        self._owner_at = 0.0
         try:
             self._kpc = os.open(os.path.join(root, "proc", "kpagecgroup"), os.O_RDONLY)
         except OSError as e:
@@ -122,7 +127,20 @@ class PageReader:
         return PageOwners(frozenset(here), frozenset(elsewhere), anon)
 
     def _cgroups(self, pfns: list[int]):
-        """(pfn, memcg inode) for sorted ``pfns``, reading runs of neighbours at once."""
+        """(pfn, memcg inode) for sorted ``pfns``, reading runs of neighbours at once;
+        the ones looked up less than a second ago from the cache."""
+        now = time.monotonic()
+        if now - self._owner_at > _KEEP:
+            self._owner.clear()
+            self._owner_at = now
+        known = self._owner
+        todo = [p for p in pfns if p not in known]
+        for p, ino in self._lookup(todo):
+            known[p] = ino
+        for p in pfns:
+            yield p, known[p]
+
+    def _lookup(self, pfns: list[int]):
         i = 0
         while i < len(pfns):
             j = i

@@ -101,7 +101,8 @@ class PodSampler:
 
     def __init__(self, fs_path: str, *, entries: bool = False, entry_time_bound: float = 0.5,
                  smaps: bool = True, maps: bool = True, pins: bool = True,
-                 root: str = "/", go: GoProber | None = None):
+                 root: str = "/", go: GoProber | None = None,
+                 budget: Callable[[int], float] | None = None):
         self.fs_path = fs_path
         self.entries = entries
         self.entry_time_bound = entry_time_bound
@@ -114,6 +115,8 @@ class PodSampler:
         self._pin_cache: dict[int, tuple[Pin, ...]] = {}
         self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
         self.go = go      # reads each process in detail (smaps by class, Go runtime)
+        self.budget = budget   # processes -> seconds per sample for that detail (a trace's);
+        #                        None: every process in full each time
 
     def sample(self) -> PodSample:
         # maps before the cgroup's counters: a map created in between is then in the
@@ -137,7 +140,9 @@ class PodSampler:
             else:
                 procs.append(pm)
         details = (self.go.read_all(procs, smaps=self.smaps,
-                                    inodes=cgroup_inodes(self.fs_path))
+                                    inodes=cgroup_inodes(self.fs_path),
+                                    budget=None if self.budget is None
+                                    else self.budget(len(procs)))
                    if self.go is not None else {})
         pins: dict = {}
         if self.pins and maps:

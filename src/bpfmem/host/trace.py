@@ -27,9 +27,28 @@ class TraceRun:
 OnSample = Callable[[PodSample, float], None]   # (sample, seconds since the origin)
 
 
+def detail_budget(interval: float, procs: int) -> float:
+    """Seconds of one sample spent reading processes in detail (smaps by class, page
+    owners, Go endpoints): half the interval, and 2.5 ms more per process, at most 0.3 s.
+    A pod with more processes than fit is read in turns, least recently read first (a
+    process's detail is then as old as a turn): with the counters and the smaps_rollup of
+    every process (read every time: 1 ms a process here) one sample stays under a second
+    for a few hundred processes, and the trace says when it falls behind the interval."""
+    return min(0.3, max(0.5 * interval, 0.0025 * procs))
+
+
 def _sample(fs: str, origin: float, *, duration: float, interval: float, entries: bool,
             go: GoProber | None, on_sample: OnSample, stop=None) -> tuple[PodSample, bool]:
-    sampler = PodSampler(fs, entries=entries, go=go)
+    sampler = PodSampler(fs, entries=entries, go=go, budget=lambda n: detail_budget(interval, n))
+    try:
+        return _loop(sampler, origin, duration=duration, interval=interval,
+                     on_sample=on_sample, stop=stop)
+    finally:
+        if go is not None:
+            go.close()
+
+
+def _loop(sampler, origin, *, duration, interval, on_sample, stop) -> tuple[PodSample, bool]:
     firsts: list[PodSample] = []
 
     def each(s: PodSample) -> None:

@@ -539,7 +539,11 @@ def summary_record(s) -> dict[str, Any]:
                                             "parts": dict(p.parts)},
             "kernel_peak": s.kernel_peak, "kernel_peak_between": s.kernel_peak_between,
             "start": s.start, "settled": s.settled, "above_settled": s.above_settled,
-            "limit": s.limit, "peak_share": s.peak_share, "notes": list(s.notes)}
+            "limit": s.limit, "peak_share": s.peak_share, "notes": list(s.notes),
+            "asked_interval": s.asked_interval, "behind": s.behind, "reading": s.reading,
+            "processes": s.processes, "left": [list(x) for x in s.left],
+            "peak_go_heap": s.peak_go_heap, "peak_garbage": s.peak_garbage,
+            "peak_gc_at": s.peak_gc_at}
 
 
 def build_trace_report(points, summary, *, cgroup: dict, kernel: dict | None,

@@ -196,6 +196,7 @@ func metrics(w http.ResponseWriter, _ *http.Request) {
 	g("go_memstats_gc_sys_bytes", "Bytes of memory in garbage collection metadata.", m.GCSys)
 	g("go_memstats_other_sys_bytes", "Bytes of memory in miscellaneous off-heap runtime allocations.", m.OtherSys)
 	g("go_memstats_next_gc_bytes", "Target heap size of the next GC cycle.", m.NextGC)
+	fmt.Fprintf(w, "# HELP go_gc_duration_seconds A summary of the pause duration of garbage collection cycles.\n# TYPE go_gc_duration_seconds summary\ngo_gc_duration_seconds_sum %g\ngo_gc_duration_seconds_count %d\n", float64(m.PauseTotalNs)/1e9, m.NumGC)
 	fmt.Fprintf(w, "# HELP go_goroutines Number of goroutines.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", runtime.NumGoroutine())
 	fmt.Fprintf(w, "# HELP go_info Go version.\n# TYPE go_info gauge\ngo_info{version=%q} 1\n", runtime.Version())
 }
