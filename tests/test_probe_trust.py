@@ -87,3 +87,22 @@ def test_a_changed_binary_fails_its_recorded_hash_and_is_rebuilt(tmp_path):
     link.symlink_to(built)
     with pytest.raises(HostError):
         open_probe(link)                # a symlink is not followed
+
+
+def test_one_rule_for_the_cache_a_directory_others_can_write_is_refused(tmp_path):
+    """The probe's cache and the facts cache trust a directory by one rule
+    (host/cache.private_dir): ours, no symlink, writable by nobody else."""
+    from bpfmem.host import cache as facts
+    d = tmp_path / "probe"
+    d.mkdir(mode=0o700)
+    os.chmod(d, 0o777)
+    with pytest.raises(HostError, match=r"writable by others \(mode 0777\)"):
+        build_probe(d)
+    assert facts.private_dir(d) == "writable by others (mode 0777)"
+    os.chmod(d, 0o700)
+    assert facts.private_dir(d) is None
+    link = tmp_path / "link"
+    link.symlink_to(d)
+    assert facts.private_dir(link) == "not a directory (a symlink?)"
+    with pytest.raises(HostError, match="not a directory"):
+        build_probe(link)

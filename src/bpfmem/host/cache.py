@@ -1,9 +1,12 @@
-"""Small JSON facts kept between runs in the user's cache (``$XDG_CACHE_HOME/bpfmem``).
+"""bpfmem's private cache (``$XDG_CACHE_HOME/bpfmem``): the one rule for a directory bpfmem
+trusts there (:func:`private_dir`), and small JSON facts kept between runs.
 
 What is kept is derived from the running kernel (its BTF's facts, the owner iterator's
-layout) and re-derived when the key changes. A cache directory that another user could have
-written (not owned by us, or group/world writable) is not used: the facts would steer a model
-or a BPF program bpfmem loads as root.
+layout) and re-derived when the key changes; the measuring probe's binary and the Debian
+kernels the VM tests boot live under the same root (host/probe.py, host/vm.py). A cache
+directory that another user could have written (not owned by us, or group/world writable) is
+not used: what is in it would steer a model, a BPF program bpfmem loads or a binary it runs
+as root.
 """
 
 from __future__ import annotations
@@ -15,17 +18,30 @@ import stat
 MAX_ENTRY = 1 << 20
 
 
-def _base() -> str:
-    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+def root() -> str:
+    """``$XDG_CACHE_HOME/bpfmem`` or ``~/.cache/bpfmem`` (never inside the repository)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "bpfmem")
 
 
-def _private(path: str) -> bool:
+def private_dir(path: str | os.PathLike, *, create: bool = False) -> str | None:
+    """None when ``path`` is a directory (no symlink) this user owns and nobody else can
+    write; else why not, in a few words. ``create``: make it (mode 0700) when missing."""
+    path = os.fspath(path)
     try:
+        if create:
+            os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
-            and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    except OSError as e:
+        return e.strerror or str(e)
+    me = os.geteuid()
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory (a symlink?)"
+    if st.st_uid != me:
+        return f"owned by uid {st.st_uid}, not {me}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
 
 
 def _sha256(data: bytes) -> str:
@@ -42,13 +58,13 @@ def _sha256(data: bytes) -> str:
 
 
 def _path(kind: str, key: str) -> str:
-    return os.path.join(_base(), "bpfmem", kind, _sha256(key.encode())[:16] + ".json")
+    return os.path.join(root(), kind, _sha256(key.encode())[:16] + ".json")
 
 
 def load(kind: str, key: str) -> dict | None:
     """The entry stored under ``key``, or None (absent, unreadable, not ours, malformed)."""
     path = _path(kind, key)
-    if not _private(os.path.dirname(path)):
+    if private_dir(os.path.dirname(path)) is not None:
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -72,8 +88,7 @@ def store(kind: str, key: str, value: dict) -> None:
     path = _path(kind, key)
     d = os.path.dirname(path)
     try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        if not _private(d):
+        if private_dir(d, create=True) is not None:
             return
         tmp = f"{path}.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from bpfmem.errors import HostError, PermissionDenied
+from bpfmem.host import cache
 from bpfmem.host.cgroup import scratch_cgroup
 from bpfmem.host.cleanup import die_with_parent, scratch_name
 
 __all__ = [
     "PROBE_SOURCE",
-    "cache_root",
     "build_probe",
     "open_probe",
     "format_specs",
@@ -39,16 +39,10 @@ _FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_ex
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:+/=@-]{1,100}$")
 
 
-def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/bpfmem`` or ``~/.cache/bpfmem`` (never inside the repository)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bpfmem"
-
-
 def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
     """Compile ``probe.c`` with ``gcc -O2 -static``; cached by a hash of the source.
 
-    The cache is a private directory (``cache_root()/probe``, created mode 0700) that must be
+    The cache is a private directory (``cache.root()/probe``, created mode 0700) that must be
     owned by this user and writable by nobody else: the probe runs as root, and a binary
     planted by another user (``sudo -E`` keeps ``XDG_CACHE_HOME``) must never run. Beside
     each binary ``probe-<source hash>.sha256`` records the binary's own hash when it was
@@ -63,7 +57,7 @@ def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
     if gcc is None:
         raise HostError("building the bpfmem probe needs gcc (Debian packages: gcc libc6-dev)")
     digest = hashlib.sha256(source).hexdigest()[:16]
-    out_dir = Path(cache_dir) if cache_dir is not None else cache_root() / "probe"
+    out_dir = Path(cache_dir) if cache_dir is not None else Path(cache.root()) / "probe"
     _private_dir(out_dir)
     target = out_dir / f"probe-{digest}"
     try:
@@ -107,21 +101,12 @@ def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
 
 def _private_dir(path: Path) -> None:
     """Create ``path`` (mode 0700) if missing; refuse it unless this user owns it and nobody
-    else can write to it."""
-    import stat
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(path)
-    except OSError as e:
-        raise HostError(f"probe cache {path}: {e.strerror or e}") from None
-    me = os.geteuid()
-    if not stat.S_ISDIR(st.st_mode):
-        raise HostError(f"refusing the probe cache {path}: not a directory (a symlink?)")
-    if st.st_uid != me:
-        raise HostError(f"refusing the probe cache {path}: owned by uid {st.st_uid}, not "
-                        f"{me}; remove it, or point XDG_CACHE_HOME at a directory of yours")
-    if st.st_mode & 0o077:
-        os.chmod(path, 0o700)
+    else can write to it (:func:`bpfmem.host.cache.private_dir`)."""
+    why = cache.private_dir(path, create=True)
+    if why is not None:
+        hint = ("; remove it, or point XDG_CACHE_HOME at a directory of yours"
+                if why.startswith("owned by") else "")
+        raise HostError(f"refusing the probe cache {path}: {why}{hint}")
 
 
 def open_probe(path: str | os.PathLike) -> int:

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from bpfmem.errors import HostError
-from bpfmem.host.probe import build_probe, cache_root, parse_output
+from bpfmem.host import cache
+from bpfmem.host.probe import build_probe, parse_output
 
 __all__ = ["KERNELS", "fetch_kernel", "cached_kernels", "build_initramfs", "run_vm",
            "QEMU", "QEMU_PACKAGE"]
@@ -47,7 +48,7 @@ KERNELS: dict[str, tuple[list[tuple[str, str]], str, str]] = {
 
 
 def _kernel_cache() -> Path:
-    return cache_root() / "kernels"
+    return Path(cache.root()) / "kernels"
 
 
 def _release_key(name: str) -> tuple:
@@ -92,8 +93,8 @@ def fetch_kernel(version: str, *, refresh: bool = False) -> Path:
         if shutil.which(tool) is None:
             raise HostError(f"fetching a Debian kernel needs {tool} (Debian package apt/dpkg)")
     sources, pattern, _ = KERNELS[version]
-    cache = _kernel_cache()
-    cache.mkdir(parents=True, exist_ok=True)
+    kernels = _kernel_cache()
+    kernels.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bpfmem-kernel-"))
     try:
         for d in ("etc/sources.list.d", "etc/preferences.d", "state/lists/partial",
@@ -146,11 +147,11 @@ def fetch_kernel(version: str, *, refresh: bool = False) -> Path:
         if len(images) != 1:
             raise HostError(f"{debs[0].name} holds {len(images)} boot/vmlinuz-* files")
         release = images[0].name[len("vmlinuz-"):]
-        target = cache / f"vmlinuz-{release}"
-        part = cache / f".{target.name}.part"
+        target = kernels / f"vmlinuz-{release}"
+        part = kernels / f".{target.name}.part"
         shutil.copyfile(images[0], part)
         os.replace(part, target)
-        (cache / f"{target.name}.version").write_text(f"{best} {versions[best]}\n")
+        (kernels / f"{target.name}.version").write_text(f"{best} {versions[best]}\n")
         return target
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
