@@ -476,3 +476,30 @@ def test_trace_of_200_processes_keeps_up_and_fits_a_screen(memdemo, tmp_path, ca
           f"{gaps[int(len(gaps) * 0.9)]:.2f}s, max {gaps[-1]:.2f}s; reading "
           f"{s['reading']:.2f}s; {with_figures} of 200 with runtime figures at the peak; "
           f"{len(lines)} lines of output\n" + text)
+
+
+def test_trace_peak_separates_live_heap_from_garbage(memdemo, tmp_path):
+    """memdemo (GOGC=off: no collection but its own) holds 56 MiB at 0.3 s, makes 64 MiB of
+    garbage at 1.0 s and collects and returns it at 2.0 s (debug.FreeOSMemory): the peak (in
+    1.0..2.0 s) holds 120 MiB of
+    heap, of which the GC cycle counter's next step shows 64 MiB was garbage. Measured
+    here: garbage 64.0 MiB of 120.3 MiB. Asserted: garbage 60..68 MiB, the cycle seen
+    after 2.0 s, and the peak's explanation says "garbage awaiting GC"."""
+    exe, _tmp = memdemo
+    ready = tmp_path / "ready"
+    doc = document(api.pod_trace(
+        command=["env", "GOGC=off", str(exe), "-ready", str(ready),
+                 "-script", "hold:0.3,garbage:1.0,return:2.0"],
+        duration=3.0, interval=0.1, limit=512 * MiB, stop_on_exit=False,
+        command_output=subprocess.DEVNULL, profile=HOST))
+    s = doc["summary"]
+    assert 1.0 <= s["peak"]["t"] <= 2.3, s["peak"]["t"]
+    assert s["peak_garbage"] is not None, s["notes"]
+    assert 60 * MiB <= s["peak_garbage"] <= 68 * MiB, s["peak_garbage"] / MiB
+    assert s["peak_gc_at"] >= 2.0
+    assert any("garbage awaiting GC" in n for n in s["notes"])
+    from bpfmem.report.pod import peak_explained
+    why = peak_explained(doc)
+    assert "garbage awaiting GC" in why, why
+    print(f"\ngarbage {s['peak_garbage'] / MiB:.1f} MiB of {s['peak_go_heap'] / MiB:.1f} MiB "
+          f"at {s['peak']['t']:.2f}s; GC seen at {s['peak_gc_at']:.2f}s\n{why}")

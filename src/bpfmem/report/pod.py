@@ -176,9 +176,12 @@ def peak_explained(doc: dict) -> str | None:
     items = []
     heap = (parts.pop("go_heap", None) or 0) + (parts.pop("go_free", None) or 0)
     free = (pk.get("parts") or {}).get("go_free") or 0
+    garbage = (doc.get("summary") or {}).get("peak_garbage")
     if heap:
         items.append((heap, f"Go heap {format_size(heap)}" + (
-            f" of which {format_size(free)} freed but not yet returned" if free else "")))
+            f" of which {format_size(free)} freed but not yet returned" if free else "")
+            + (f"; {format_size(garbage)} of what it held was garbage awaiting GC"
+               if garbage and garbage >= (1 << 20) else "")))
     names = {"maps": "maps", "processes": "other anon", "page_cache": "page cache",
              "kernel": "kernel", "go_stacks": "Go stacks", "go_runtime": "Go runtime",
              "go_arenas": "Go heap arenas", "binary": "binary pages", "sock": "sockets",

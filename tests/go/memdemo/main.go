@@ -15,6 +15,9 @@
 //	                      keep every other block, GC and return the free half
 //	                      (debug.FreeOSMemory): with GODEBUG=madvdontneed=1 each 64 KiB gap
 //	                      is MADV_DONTNEED'ed, which splits only the huge page's mapping
+//	GET /step?do=garbage  allocate and drop 64 MiB (1 MiB blocks, written): garbage until the
+//	                      next GC (with GOGC=off: until do=gc)
+//	GET /step?do=gc       runtime.GC once
 //	GET /memstats         runtime.ReadMemStats as JSON
 //	GET /metrics          go_memstats_* in the Prometheus text format
 //	-script hold:0.5,free:1.5,return:2.5   the same steps by itself, at seconds after start
@@ -105,6 +108,16 @@ func do(what string) bool {
 		return true
 	case "return":
 		debug.FreeOSMemory()
+	case "garbage":
+		for i := 0; i < 64; i++ {
+			sink = make([]byte, 1<<20)
+			touch(sink)
+		}
+		sink = nil
+		return true
+	case "gc":
+		runtime.GC()
+		return true
 	case "sparse":
 		all := make([][]byte, 0, 2048)
 		lo, hi := ^uintptr(0), uintptr(0)
