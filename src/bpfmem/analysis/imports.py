@@ -178,13 +178,18 @@ class WhyLinked:
     main: str
     savings: tuple[ImportSaving, ...]
     chains: tuple[ImportChain, ...]
+    notes: tuple[str, ...] = ()     # why the graph may not be the binary's (toolchain, ...)
 
 
 def why_linked(graph: ImportGraph, savings: list[ImportSaving], weights: dict[str, int],
-               grown: list[str] | None = None, limit: int = 10) -> WhyLinked:
+               grown: list[str] | None = None, limit: int = 10,
+               notes: tuple[str, ...] = ()) -> WhyLinked:
     """The ``limit`` most useful savings and chains of a program (``weights``: bytes per
-    package in the binary; ``grown``: packages that grew, in a diff)."""
-    savings = deepest(savings)
+    package in the binary; ``grown``: packages that grew, in a diff). An import inside the
+    standard library is no import a user can cut: those edges are left out, so what they
+    bring in is counted on the user's import of the standard package that makes them."""
+    std = {p for p, g in graph.packages.items() if g.standard}
+    savings = deepest([s for s in savings if s.importer not in std])
     if grown:
         g = set(grown)
         savings = sorted(savings, key=lambda s: (not (set(s.packages) & g), -s.saves))
@@ -192,4 +197,26 @@ def why_linked(graph: ImportGraph, savings: list[ImportSaving], weights: dict[st
              if p in graph.packages and p != graph.main][:limit]
     return WhyLinked(graph.main, tuple(savings[:limit]),
                      tuple(ImportChain(p, weights[p], chain_to(graph, p))
-                           for p in (grown or heavy)[:limit] if p in graph.packages))
+                           for p in (grown or heavy)[:limit] if p in graph.packages),
+                     tuple(notes))
+
+
+def graph_notes(graph: ImportGraph, weights: dict[str, int], *, binary_go: str | None,
+                list_go: str | None) -> list[str]:
+    """What makes the import graph (``go list`` with the ``list_go`` toolchain) differ from
+    the binary's program (built by ``binary_go``): another toolchain, and the share of the
+    binary's package bytes in packages the graph lacks."""
+    out = []
+    total = sum(w for p, w in weights.items() if not p.startswith("(") and w > 0)
+    missing = sum(w for p, w in weights.items()
+                  if not p.startswith("(") and w > 0 and p not in graph.packages)
+    share = missing / total if total else 0.0
+    if binary_go and list_go and binary_go != list_go:
+        out.append(f"go list ran with {list_go}, the binary was built with {binary_go}: "
+                   f"{share:.0%} of its package bytes are in packages that graph lacks, so "
+                   f"the savings may be wrong (put a {binary_go} toolchain on PATH or in "
+                   "BPFMEM_GO)")
+    elif share > 0.05:
+        out.append(f"{share:.0%} of the binary's package bytes are in packages go list's "
+                   "graph lacks (other build tags, GOOS/GOARCH or source than the binary's)")
+    return out

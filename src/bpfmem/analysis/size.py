@@ -760,16 +760,20 @@ class BinaryCheck:
 
 def size_result(reports, *, by: str = "package", top: int = 30,
                 why: tuple | None = None) -> SizeResult:
-    """The ``size`` result of ``reports``; ``why``: (import graph, savings) of the first
-    one's program (:func:`bpfmem.analysis.imports.import_savings`)."""
+    """The ``size`` result of ``reports``; ``why``: (import graph, savings[, notes]) of the
+    first one's program (:func:`bpfmem.analysis.imports.import_savings`)."""
     reports = tuple(reports)
-    linked = None if why is None else why_linked(*why, reports[0].package_bytes())
+    linked = None if why is None else why_linked(
+        why[0], why[1], reports[0].package_bytes(), notes=tuple(why[2]) if len(why) > 2 else ())
     return SizeResult(reports, by, top, linked)
 
 
 def size_diff(old: SizeReport, new: SizeReport, *, by: str = "package", top: int = 30,
               why: tuple | None = None) -> SizeDiff:
-    """The ``size diff`` result; ``why``: (import graph, savings) of NEW's program."""
+    """The ``size diff`` result; ``why``: (import graph, savings[, notes]) of NEW's
+    program."""
     grown = [d.name for d in diff_reports(old, new, "package") if d.delta > 0][:10]
-    linked = None if why is None else why_linked(*why, new.package_bytes(), grown=grown)
+    linked = None if why is None else why_linked(
+        why[0], why[1], new.package_bytes(), grown=grown,
+        notes=tuple(why[2]) if len(why) > 2 else ())
     return SizeDiff(old, new, by, top, tuple(diff_reports(old, new, by)), tuple(grown), linked)

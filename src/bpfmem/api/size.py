@@ -8,10 +8,11 @@ import os
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..analysis.imports import import_savings
+from ..analysis.imports import graph_notes, import_savings
+from ..errors import UsageError
 from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, judge_binary,
                              limit_for, size_diff, size_report, size_result)
-from ..host.gotool import cxxfilt, go_list_deps
+from ..host.gotool import cxxfilt, go_list_deps, go_version
 from ..inputs import split_binaries as _split_binaries
 from ..parse.golist import parse_go_list
 
@@ -50,7 +51,14 @@ def why_linked(report: SizeReport, go_src: str, *, go: str | None = None):
     """The import savings of a Go binary's program (``go list -deps -json`` in ``go_src``,
     weighted by the bytes each package has in ``report``)."""
     graph = parse_go_list(go_list_deps(go_src, go=go))
-    return graph, import_savings(graph, report.package_bytes())
+    main = report.main_path
+    if main and main != "command-line-arguments" and graph.main != main:
+        raise UsageError(f"--go-src {go_src} is the source of {graph.main}, but "
+                         f"{report.path} was built from {main} (its build info)")
+    weights = report.package_bytes()
+    notes = graph_notes(graph, weights, binary_go=report.go_version,
+                        list_go=go_version(go, cwd=go_src))
+    return graph, import_savings(graph, weights), tuple(notes)
 
 
 def binary_size(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,

@@ -32,6 +32,21 @@ def go_list_deps(src_dir: str, *, go: str | None = None, timeout: float = 300) -
     return r.stdout
 
 
+def go_version(go: str | None = None, *, cwd: str | None = None) -> str | None:
+    """The version of the Go toolchain ``go list`` runs with (``go env GOVERSION`` in
+    ``cwd``, where a go.mod may select another), or None when it cannot say."""
+    go = go or os.environ.get("BPFMEM_GO") or shutil.which("go")
+    if not go:
+        return None
+    try:
+        r = subprocess.run([go, "env", "GOVERSION"], cwd=cwd, capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    v = r.stdout.strip()
+    return v if r.returncode == 0 and v.startswith("go") else None
+
+
 def cxxfilt(names: list[str]) -> list[str]:
     """``names`` demangled by binutils' c++filt (C++ and Rust legacy ``_ZN...E``); the names
     unchanged when c++filt is not installed or fails."""

@@ -369,6 +369,8 @@ def _why_linked(w) -> dict[str, Any]:
                      "chain": list(s.chain)} for s in w.savings],
         "chains": [{"package": c.package, "file": c.file, "chain": list(c.chain)}
                    for c in w.chains],
+        # why the graph may not be the binary's program: only when there is something
+        **({"notes": list(w.notes)} if w.notes else {}),
     }
 
 

@@ -36,7 +36,7 @@ def why_note(why, rep) -> str | None:
 def _why_lines(why, note: str | None, md: bool = False) -> list[str]:
     if why is None:
         return [f"_{note}_" if md else note] if note else []
-    out = []
+    out = [f"> note: {n}" if md else f"note: {n}" for n in why.notes]
     for s in why.savings:
         imp = f"{s.importer} -> {s.imported}"
         chain = " -> ".join(s.chain)
