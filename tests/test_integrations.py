@@ -4,12 +4,14 @@ of a GitHub runner), and the package itself (`python -m build`, `twine check`)."
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,21 @@ def test_the_package_builds_and_passes_twine_check(tmp_path):
     import zipfile
     names = zipfile.ZipFile(next(p for p in dist if p.suffix == ".whl")).namelist()
     assert "bpfmem/examples/cni_datapath.bpf.o" in names and "bpfmem/host/probe.c" in names
+    # the probe is compiled with the wheel (setup.py), not on first use: a static program,
+    # with the sha256 bpfmem checks before it runs one, in a wheel tagged for this platform
+    wheel = next(p for p in dist if p.suffix == ".whl")
+    assert {"bpfmem/host/probe", "bpfmem/host/probe.sha256"} <= set(names)
+    assert wheel.name.endswith(f"-py3-none-{sysconfig.get_platform().replace('-', '_')}.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    probe = site / "bpfmem" / "host" / "probe"
+    probe.chmod(0o755)
+    assert probe.read_bytes()[:4] == b"\x7fELF"
+    assert hashlib.sha256(probe.read_bytes()).hexdigest() == \
+        (site / "bpfmem" / "host" / "probe.sha256").read_text().strip()
+    r = subprocess.run([sys.executable, "-c", "from bpfmem.host import probe; "
+                        "print(probe.build_probe())"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(site),
+                                XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert r.returncode == 0 and r.stdout.strip() == str(probe), r.stdout + r.stderr
+    assert not (tmp_path / "cache" / "bpfmem" / "probe").exists()   # nothing compiled

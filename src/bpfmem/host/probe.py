@@ -34,13 +34,19 @@ __all__ = [
 ]
 
 PROBE_SOURCE = Path(__file__).with_name("probe.c")
+# the probe compiled when the wheel was built (setup.py), with its sha256 beside it; a source
+# checkout or an editable install has none, and build_probe compiles one into the cache
+INSTALLED_PROBE = Path(__file__).with_name("probe")
 
 _FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:+/=@-]{1,100}$")
 
 
 def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
-    """Compile ``probe.c`` with ``gcc -O2 -static``; cached by a hash of the source.
+    """The probe binary: the one built with the installed package (:data:`INSTALLED_PROBE`)
+    when :func:`open_probe` trusts it for this user, else ``probe.c`` compiled with
+    ``gcc -O2 -static`` into the cache (``cache_dir``, which also skips the installed one),
+    keyed by a hash of the source.
 
     The cache is a private directory (``cache.root()/probe``, created mode 0700) that must be
     owned by this user and writable by nobody else: the probe runs as root, and a binary
@@ -52,6 +58,12 @@ def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
     Raises :class:`HostError` when gcc or the static C library (Debian: ``libc6-dev``) is
     missing, when the compile fails, or when the cache directory is not private.
     """
+    if cache_dir is None and INSTALLED_PROBE.exists():
+        try:
+            os.close(open_probe(INSTALLED_PROBE))
+            return INSTALLED_PROBE
+        except HostError:
+            pass   # installed by another user (a venv run with sudo): build our own
     source = PROBE_SOURCE.read_bytes()
     gcc = shutil.which("gcc")
     if gcc is None:
