@@ -444,11 +444,12 @@ def test_trace_of_200_processes_keeps_up_and_fits_a_screen(memdemo, tmp_path, ca
     """200 Go processes (memdemo, each serving /metrics on loopback) traced for 30 s at 0.1 s
     asked: every process's counters and smaps_rollup are read every sample, their detail
     (smaps by class, page owners, endpoints) in turns within a budget, the endpoints in the
-    background with their own deadline. Measured here (2 busy CPUs): readings 0.5-0.9 s, the
-    trace says it fell behind the asked rate; the table output 25 lines. Asserted: 90% of
-    the gaps between samples <= 1 s, the median <= 1 s, the fall behind named, every Go
-    process's runtime figures read at least once by the end, output <= 50 lines (one
-    screen), and the processes killed at the end not reported as leaving."""
+    background with their own deadline. Measured here (2 CPUs shared with other work): 51
+    samples, gaps median 0.60 s, 90% 0.70 s, max 0.79 s (a reading 0.50 s; 1.9-7.3 s each
+    before the budget); the trace says it fell behind the asked 0.1 s; the table 21 lines.
+    Asserted: the median and 95% of the gaps between samples <= 1 s, none over 1.5 s (a
+    neighbour's load), the fall behind named, every Go process in the view at the peak,
+    output <= 50 lines (one screen)."""
     from bpfmem import cli
     exe, _tmp = memdemo
     out = tmp_path / "trace.json"
@@ -462,11 +463,12 @@ def test_trace_of_200_processes_keeps_up_and_fits_a_screen(memdemo, tmp_path, ca
     ts = [s["t"] for s in doc["samples"]]
     gaps = sorted(b - a for a, b in zip(ts, ts[1:]))
     assert len(ts) >= 20, ts
-    assert gaps[len(gaps) // 2] <= 1.0 and gaps[int(len(gaps) * 0.9)] <= 1.0, gaps
+    assert gaps[len(gaps) // 2] <= 1.0 and gaps[int(len(gaps) * 0.95)] <= 1.0, gaps
+    assert gaps[-1] <= 1.5, gaps
     s = doc["summary"]
     assert s["processes"] == 201                       # sh and its 200
-    if s["behind"]:
-        assert [n for n in s["notes"] if n.startswith("the samples fell behind")]
+    assert s["behind"] and s["asked_interval"] == 0.1
+    assert [n for n in s["notes"] if n.startswith("the samples fell behind")]
     pk = doc["at_peak"]
     with_figures = sum(1 for g in pk["go"] if g["runtime"] is not None)
     assert len(pk["go"]) == 200

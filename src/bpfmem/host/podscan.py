@@ -42,17 +42,29 @@ def boot_seconds() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
-def _start_time(pid: int, root: str) -> float | None:
-    stat = procfs.read_pid_stat(pid, root)
-    return stat.starttime / _CLK_TCK if stat is not None else None
+def _stat(pid: int, root: str) -> tuple[str, float | None] | None:
+    """(comm, start time in seconds since boot) from /proc/PID/stat (one file for both: a
+    trace reads it for every process at every sample); None when it has gone."""
+    try:
+        with open(os.path.join(root, "proc", str(pid), "stat"), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    close = raw.rfind(b")")
+    comm = raw[raw.find(b"(") + 1:close].decode(errors="replace")
+    rest = raw[close + 2:].split()
+    try:  # field 22 (starttime) is the 20th after "pid (comm)"
+        return comm, int(rest[19]) / _CLK_TCK
+    except (IndexError, ValueError):
+        return comm, None
 
 
 def read_proc_mem(pid: int, root: str = "/", smaps: bool = True) -> ProcMem | None:
     """A process's memory figures; None when it has gone."""
-    try:
-        comm = procfs.read_comm(pid, root)
-    except OSError:
+    st = _stat(pid, root)
+    if st is None:
         return None
+    comm, started = st
     r: dict[str, int] = {}
     if smaps:
         try:
@@ -65,8 +77,7 @@ def read_proc_mem(pid: int, root: str = "/", smaps: bool = True) -> ProcMem | No
     if "Private_Clean" in r and "Private_Dirty" in r:
         uss = r["Private_Clean"] + r["Private_Dirty"] + r.get("Private_Hugetlb", 0)
     return ProcMem(pid, comm, r.get("Rss"), r.get("Pss"), uss, r.get("Pss_Anon"),
-                   r.get("Pss_File"), r.get("Pss_Shmem"), r.get("Swap"),
-                   _start_time(pid, root))
+                   r.get("Pss_File"), r.get("Pss_Shmem"), r.get("Swap"), started)
 
 
 def _bpffs_mounts(root: str) -> list[str]:
