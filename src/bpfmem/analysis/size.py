@@ -74,7 +74,13 @@ class SizeReport:
     #: (what, bytes) of memory the runtime maps but never touches in the usual run (it is in
     #: vm_size: the mapping is there, its pages are not)
     untouched: tuple[tuple[str, int], ...] = ()
+    #: the build info's "build" settings (-ldflags, -tags, CGO_ENABLED, GOARCH, vcs.*, ...)
+    build_settings: tuple[tuple[str, str], ...] = ()
     _module_paths: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def has_dwarf(self) -> bool:
+        return any(p[0].startswith((".debug_", ".zdebug_")) for p in self.pieces)
 
     @property
     def vm_untouched(self) -> int:
@@ -405,6 +411,7 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
         main_module=buildinfo.main if buildinfo else None,
         main_path=buildinfo.path if buildinfo else "",
         modules=deps, notes=tuple(notes), untouched=tuple(untouched),
+        build_settings=tuple(buildinfo.settings) if buildinfo else (),
         _module_paths=mod_paths)
 
 
@@ -668,19 +675,55 @@ class SizeDelta:
     name: str
     old: int
     new: int
+    vm_old: int = 0                    # memory (what the loader maps) beside file bytes
+    vm_new: int = 0
 
     @property
     def delta(self) -> int:
         return self.new - self.old
 
+    @property
+    def vm_delta(self) -> int:
+        return self.vm_new - self.vm_old
+
 
 def diff_reports(old: SizeReport, new: SizeReport, by: str = "package") -> list[SizeDelta]:
     """What grew and shrank between two builds, by ``by``, largest change first."""
-    o = {r.name: r.file for r in old.group(by)}
-    n = {r.name: r.file for r in new.group(by)}
-    rows = [SizeDelta(k, o.get(k, 0), n.get(k, 0)) for k in set(o) | set(n)]
+    o = {r.name: r for r in old.group(by)}
+    n = {r.name: r for r in new.group(by)}
+    zero = SizeRow("", 0, 0)
+    rows = []
+    for k in set(o) | set(n):
+        a, b = o.get(k, zero), n.get(k, zero)
+        rows.append(SizeDelta(k, a.file, b.file, a.vm, b.vm))
     rows.sort(key=lambda d: (-abs(d.delta), -d.new, d.name))
     return rows
+
+
+#: build settings that differ between any two builds (not a build flag)
+_VCS = ("vcs", "vcs.revision", "vcs.time", "vcs.modified")
+
+
+def build_differences(old: SizeReport, new: SizeReport) -> list[str]:
+    """Why two builds' sizes are not comparable row by row: they differ in strip state,
+    DWARF, toolchain or build flags (a label moves between buckets, and shows as growth)."""
+    out = []
+    if old.stripped != new.stripped:
+        out.append(f"{'old' if old.stripped else 'new'} build is stripped, the other is not: "
+                   "symbol tables and the data they name move between rows")
+    if old.has_dwarf != new.has_dwarf:
+        out.append(f"{'old' if old.has_dwarf else 'new'} build has DWARF debug info, the "
+                   "other has none: (debug info) and per-package debug bytes change")
+    if old.go_version != new.go_version and old.kind == new.kind == "go":
+        out.append(f"toolchains differ: {old.go_version} -> {new.go_version} (the runtime "
+                   "and the standard library change with it)")
+    a = {k: v for k, v in old.build_settings if k not in _VCS}
+    b = {k: v for k, v in new.build_settings if k not in _VCS}
+    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    if changed:
+        out.append("build settings differ: " + "; ".join(
+            f"{k} {a.get(k, '(unset)')!r} -> {b.get(k, '(unset)')!r}" for k in changed))
+    return out
 
 
 # --- gate -------------------------------------------------------------------------------------
@@ -741,6 +784,7 @@ class SizeDiff:
     deltas: tuple[SizeDelta, ...]
     grown: tuple[str, ...]              # packages that grew, most first (at most 10)
     why: WhyLinked | None = None
+    warnings: tuple[str, ...] = ()      # the builds differ in strip state, DWARF, toolchain...
 
 
 @dataclass(frozen=True)
@@ -776,4 +820,5 @@ def size_diff(old: SizeReport, new: SizeReport, *, by: str = "package", top: int
     linked = None if why is None else why_linked(
         why[0], why[1], new.package_bytes(), grown=grown,
         notes=tuple(why[2]) if len(why) > 2 else ())
-    return SizeDiff(old, new, by, top, tuple(diff_reports(old, new, by)), tuple(grown), linked)
+    return SizeDiff(old, new, by, top, tuple(diff_reports(old, new, by)), tuple(grown), linked,
+                    tuple(build_differences(old, new)))

@@ -410,7 +410,9 @@ def size_diff_document(r) -> dict[str, Any]:
         "total": {"old": old.file_size, "new": new.file_size,
                   "delta": new.file_size - old.file_size,
                   "vm_old": old.vm_size, "vm_new": new.vm_size},
-        "rows": [{"name": d.name, "old": d.old, "new": d.new, "delta": d.delta}
+        "warnings": list(r.warnings),   # the builds differ in strip state, DWARF, toolchain
+        "rows": [{"name": d.name, "old": d.old, "new": d.new, "delta": d.delta,
+                  "vm_old": d.vm_old, "vm_new": d.vm_new, "vm_delta": d.vm_delta}
                  for d in shown],
         "other": {"count": count, "delta": rest},
         "treemap": treemap_rows(r),   # the new build's packages, each with its old size

@@ -143,22 +143,27 @@ def diff_table(diff, out: IO[str]) -> None:
     from rich.text import Text
     con = Console(file=out, highlight=False)
     old, new = diff.old.file_size, diff.new.file_size
+    vo, vn = diff.old.vm_size, diff.new.vm_size
     con.print(Text(f"{diff.old.path} -> {diff.new.path}: {fs(old)} -> "
                    f"{fs(new)} ({_delta(new - old)}, "
-                   f"{format_bytes(new - old, signed=True)} bytes)",
+                   f"{format_bytes(new - old, signed=True)} bytes); memory {fs(vo)} -> "
+                   f"{fs(vn)} ({_delta(vn - vo)})",
                    style="bold"))
+    for w in diff.warnings:
+        con.print(Text(f"  warning: {w}", style="yellow"))
     tab = Table(box=box.SIMPLE_HEAD)
     for c, j in ((diff.by, "left"), ("old", "right"), ("new", "right"),
-                 ("change", "right")):
+                 ("change", "right"), ("memory change", "right")):
         tab.add_column(c, justify=j)
     rows, (count, rest) = shown_deltas(diff)
     for r in rows:
-        if r.delta == 0:
+        if r.delta == 0 and r.vm_delta == 0:
             continue
         style = "red" if r.delta > 0 else "green"
-        tab.add_row(r.name, fs(r.old), fs(r.new), Text(_delta(r.delta), style=style))
+        tab.add_row(r.name, fs(r.old), fs(r.new), Text(_delta(r.delta), style=style),
+                    _delta(r.vm_delta))
     if count:
-        tab.add_row(f"({count} more)", "", "", _delta(rest))
+        tab.add_row(f"({count} more)", "", "", _delta(rest), "")
     con.print(tab)
     for line in _why_lines(diff.why, why_note(diff.why, diff.new)):
         out.write(line + "\n")        # plain lines: never wrapped, easy to grep
@@ -166,15 +171,18 @@ def diff_table(diff, out: IO[str]) -> None:
 
 def diff_markdown(diff, out: IO[str]) -> None:
     old, new = diff.old.file_size, diff.new.file_size
+    vo, vn = diff.old.vm_size, diff.new.vm_size
     lines = [f"### bpfmem size diff: {fs(old)} → {fs(new)} "
-             f"(**{_delta(new - old)}**)", "",
-             f"| {diff.by} | old | new | change |", "|---|---:|---:|---:|"]
+             f"(**{_delta(new - old)}**), memory {fs(vo)} → {fs(vn)} ({_delta(vn - vo)})", ""]
+    lines += [f"> **warning:** {w}" for w in diff.warnings] + ([""] if diff.warnings else [])
+    lines += [f"| {diff.by} | old | new | change | memory change |", "|---|---:|---:|---:|---:|"]
     rows, (count, rest) = shown_deltas(diff)
     for r in rows:
-        if r.delta:
-            lines.append(f"| `{r.name}` | {fs(r.old)} | {fs(r.new)} | {_delta(r.delta)} |")
+        if r.delta or r.vm_delta:
+            lines.append(f"| `{r.name}` | {fs(r.old)} | {fs(r.new)} | {_delta(r.delta)} | "
+                         f"{_delta(r.vm_delta)} |")
     if count:
-        lines.append(f"| ({count} more) | | | {_delta(rest)} |")
+        lines.append(f"| ({count} more) | | | {_delta(rest)} | |")
     lines.append("")
     lines += _why_lines(diff.why, why_note(diff.why, diff.new), md=True)
     out.write("\n".join(lines) + "\n")
