@@ -118,7 +118,7 @@ def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:
             if not ok and agree:
                 mism.append((s, n, "memlock", ml, e.memlock))
             within = tol = None
-            if ch is not None and ch >= 0 and e.charged is not None:
+            if ch is not None and e.charged is not None:
                 counts["charge_readings"] += 1
                 tol = e.charged_tolerance + (e.charged_slack if n else 0)
                 within = e.charged - e.charged_tolerance <= ch <= e.charged + tol

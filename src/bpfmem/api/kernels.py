@@ -12,7 +12,8 @@ from ..model.kernel import parse_release as _parse_release
 
 
 def profile(kernel: str | None = None, *, btf: str | os.PathLike | None = None,
-            cpus: int | None = None) -> KernelProfile:
+            cpus: int | None = None, page_size: int | None = None,
+            arch: str | None = None) -> KernelProfile:
     """The :class:`~bpfmem.model.kernel.KernelProfile` a model runs on; the only way one is
     made (the CLI, the exporter, tests and notebooks all come through here).
 
@@ -24,13 +25,18 @@ def profile(kernel: str | None = None, *, btf: str | os.PathLike | None = None,
       was measured on, said in the profile's notes);
     * neither: this host's running kernel, from its BTF.
 
-    ``cpus`` is the node's possible CPUs (default: this host's, noted in the profile).
+    ``cpus`` is the node's possible CPUs (default: this host's, noted in the profile);
+    ``page_size`` and ``arch`` what a BTF file does not say (a raw BTF of an arm64 node: 4,
+    16 or 64 KiB pages); a file that says otherwise is refused.
     Raises ValueError for a release that is not one, ParseError for a file that is no
     kernel's BTF, OSError when it cannot be read."""
     if cpus is not None and (not isinstance(cpus, int) or not 1 <= cpus <= 1 << 16):
         raise ValueError(f"possible CPUs must be 1..65536, not {cpus!r}")
     if btf is not None:
-        return read_btf_profile(os.fspath(btf), release=kernel, cpus=cpus)
+        return read_btf_profile(os.fspath(btf), release=kernel, cpus=cpus,
+                                page_size=page_size, arch=arch)
+    if page_size is not None or arch is not None:
+        raise ValueError("--page-size and --arch say what a --kernel-btf file does not")
     if kernel is not None:
         if cpus is None:
             cpus = host_possible_cpus()
@@ -42,7 +48,8 @@ def profile(kernel: str | None = None, *, btf: str | os.PathLike | None = None,
     return prof if cpus is None else replace(prof, possible_cpus=cpus)
 
 
-def profiles(kernels=(), cpus=(), btfs=(), configured=()) -> list[KernelProfile]:
+def profiles(kernels=(), cpus=(), btfs=(), configured=(), *, page_size: int | None = None,
+             arch: str | None = None) -> list[KernelProfile]:
     """A matrix of profiles for a gate: every kernel (releases and BTF files, or the
     ``[[kernels]]`` entries of bpfmem.toml, :class:`bpfmem.config.KernelEntry`) x every CPU
     count; with none named, this host's kernel."""
@@ -63,7 +70,8 @@ def profiles(kernels=(), cpus=(), btfs=(), configured=()) -> list[KernelProfile]
         release = kernels[0] if kernels else None
         kernels = ()
     for path in btfs:
-        out.extend(profile(release, btf=path, cpus=c) for c in cpu_list)
+        out.extend(profile(release, btf=path, cpus=c, page_size=page_size, arch=arch)
+                   for c in cpu_list)
     for k in kernels:
         out.extend(profile(k, cpus=c) for c in cpu_list)
     if not out:

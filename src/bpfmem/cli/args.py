@@ -143,6 +143,31 @@ def add_kernel(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-btf", metavar="FILE", help=KERNEL_BTF_HELP)
     p.add_argument("--cpus", type=positive, metavar="N",
                    help="possible CPUs (default: this host's /sys/devices/system/cpu/possible)")
+    add_image_facts(p)
+
+
+PAGE_SIZE_HELP = ("with --kernel-btf: the node's page size when the file does not say (a raw "
+                  "BTF of an arm64 node: 4096, 16384 or 65536; default 4096, shown in the "
+                  "output)")
+ARCH_HELP = ("with --kernel-btf: the node's architecture (x86_64/amd64, aarch64/arm64) when "
+             "the file does not say")
+
+
+def page_size(text: str) -> int:
+    """A page size: 4096, 16384 or 65536."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]}") from None
+    if n not in (4096, 16384, 65536):
+        raise argparse.ArgumentTypeError(f"must be 4096, 16384 or 65536: {text[:40]}")
+    return n
+
+
+def add_image_facts(p: argparse.ArgumentParser) -> None:
+    """--page-size, --arch: what a --kernel-btf file may not say."""
+    p.add_argument("--page-size", type=page_size, metavar="BYTES", help=PAGE_SIZE_HELP)
+    p.add_argument("--arch", metavar="ARCH", help=ARCH_HELP)
 
 
 def add_kernels(p: argparse.ArgumentParser) -> None:
@@ -154,6 +179,7 @@ def add_kernels(p: argparse.ArgumentParser) -> None:
                    help=KERNEL_BTF_HELP + "; repeat for several kernels")
     p.add_argument("--cpus", type=cpu_list, metavar="N[,N...]",
                    help="possible CPU count(s) to check against")
+    add_image_facts(p)
 
 
 LOADER_HELP = ("which loader creates the maps: libbpf, cilium-ebpf (current cilium/ebpf, Go "

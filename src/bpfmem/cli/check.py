@@ -73,7 +73,8 @@ class Check(Command):
             kernels = a.comma_list(args.kernel)
             configured = () if (kernels or args.kernel_btf) else cfg.kernel_entries
             profiles = api.profiles(kernels or ([] if args.kernel_btf else cfg.kernels), cpus,
-                                    args.kernel_btf, configured)
+                                    args.kernel_btf, configured,
+                                    page_size=args.page_size, arch=args.arch)
             fraction = args.max_fraction if args.max_fraction is not None else (
                 cfg.max_fraction if cfg.max_fraction is not None else 1.0)
             if not 0 < fraction <= 1:

@@ -42,7 +42,9 @@ def profile_of(args: argparse.Namespace):
     """The one kernel profile of a command's --kernel/--kernel-btf/--cpus (api.profile)."""
     from .. import api
     with as_usage():
-        return api.profile(args.kernel, btf=getattr(args, "kernel_btf", None), cpus=args.cpus)
+        return api.profile(args.kernel, btf=getattr(args, "kernel_btf", None), cpus=args.cpus,
+                           page_size=getattr(args, "page_size", None),
+                           arch=getattr(args, "arch", None))
 
 
 def kernels_of(args: argparse.Namespace, cfg) -> list:

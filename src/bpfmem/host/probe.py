@@ -42,11 +42,18 @@ _FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_ex
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:+/=@-]{1,100}$")
 
 
-def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
+# Debian architecture -> (C compiler, its Debian packages): the probe for a VM of another
+# architecture is cross-built
+CROSS_CC = {"amd64": ("gcc", "gcc libc6-dev"),
+            "arm64": ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu libc6-dev-arm64-cross")}
+
+
+def build_probe(cache_dir: str | os.PathLike | None = None, *, arch: str = "amd64") -> Path:
     """The probe binary: the one built with the installed package (:data:`INSTALLED_PROBE`)
     when :func:`open_probe` trusts it for this user, else ``probe.c`` compiled with
     ``gcc -O2 -static`` into the cache (``cache_dir``, which also skips the installed one),
-    keyed by a hash of the source.
+    keyed by a hash of the source. ``arch`` "arm64": cross-built with
+    ``aarch64-linux-gnu-gcc`` (never the installed one).
 
     The cache is a private directory (``cache.root()/probe``, created mode 0700) that must be
     owned by this user and writable by nobody else: the probe runs as root, and a binary
@@ -58,20 +65,23 @@ def build_probe(cache_dir: str | os.PathLike | None = None) -> Path:
     Raises :class:`HostError` when gcc or the static C library (Debian: ``libc6-dev``) is
     missing, when the compile fails, or when the cache directory is not private.
     """
-    if cache_dir is None and INSTALLED_PROBE.exists():
+    if cache_dir is None and arch == "amd64" and INSTALLED_PROBE.exists():
         try:
             os.close(open_probe(INSTALLED_PROBE))
             return INSTALLED_PROBE
         except HostError:
             pass   # installed by another user (a venv run with sudo): build our own
     source = PROBE_SOURCE.read_bytes()
-    gcc = shutil.which("gcc")
+    if arch not in CROSS_CC:
+        raise HostError(f"no compiler known for a probe on {arch!r} ({', '.join(CROSS_CC)})")
+    cc, packages = CROSS_CC[arch]
+    gcc = shutil.which(cc)
     if gcc is None:
-        raise HostError("building the bpfmem probe needs gcc (Debian packages: gcc libc6-dev)")
+        raise HostError(f"building the bpfmem probe needs {cc} (Debian packages: {packages})")
     digest = hashlib.sha256(source).hexdigest()[:16]
     out_dir = Path(cache_dir) if cache_dir is not None else Path(cache.root()) / "probe"
     _private_dir(out_dir)
-    target = out_dir / f"probe-{digest}"
+    target = out_dir / (f"probe-{digest}" if arch == "amd64" else f"probe-{arch}-{digest}")
     try:
         os.close(open_probe(target))
         return target

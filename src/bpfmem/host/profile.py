@@ -68,11 +68,15 @@ def _is_host_btf(path: str, root: str = "/") -> bool:
 
 
 def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None = None,
-                     page_size: int = 4096, arch: str = "x86_64") -> KernelProfile:
-    """The profile of the kernel whose BTF ``path`` holds (raw BTF, vmlinux, vmlinuz, a
-    BTFHub archive). The release comes from the file, else ``release``; possible CPUs from
-    ``cpus``, else this host's (said in the profile's notes). Raises ParseError (naming the
-    file) for a file that is no kernel's BTF, ValueError when no release is known."""
+                     page_size: int | None = None, arch: str | None = None) -> KernelProfile:
+    """The profile of the kernel whose BTF ``path`` holds (raw BTF, vmlinux, vmlinuz, an arm64
+    Image, vmlinuz.efi, a BTFHub archive). The release comes from the file, else
+    ``release``; possible CPUs from ``cpus``, else this host's; the architecture and page
+    size from the file where it says (an image's header, the BTF's struct pt_regs), else
+    ``arch``/``page_size``, else assumed (4 KiB pages): what was assumed is said in the
+    profile's notes. Raises ParseError (naming the file) for a file that is no kernel's BTF,
+    ValueError when no release is known or the file contradicts ``arch``/``page_size``."""
+    from ..model.kernel import ARCHES, arch_name
     data = read_file_bounded(path)
     try:
         from ..parse.kernel_btf import parse_kernel_btf
@@ -89,11 +93,39 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
     if cpus is None:
         cpus = host_possible_cpus()
         assumed.append(f"possible CPUs: this host's ({cpus}); --cpus N for the node's")
-    if not host:
-        assumed.append(f"page size {page_size} assumed ({arch})")
-    return profile_from_facts(facts, release=release, possible_cpus=cpus, page_size=page_size,
+    want = arch_name(arch) if arch else None
+    if host:
+        got_arch, got_page = os.uname().machine, os.sysconf("SC_PAGE_SIZE")
+    else:
+        got_arch, got_page = facts.arch, facts.page_size
+    if want and got_arch and want != got_arch:
+        raise ValueError(f"{path} is a kernel for {got_arch}, not {want}")
+    if page_size and got_page and page_size != got_page:
+        raise ValueError(f"{path} is a kernel with {got_page}-byte pages, not {page_size}")
+    arch = got_arch or want
+    if arch is None:
+        arch = "x86_64"
+        assumed.append("architecture not stated by the file: x86_64 assumed (--arch)")
+    elif arch not in ARCHES:
+        raise ValueError(f"{path} is a kernel for {arch}, which bpfmem does not model")
+    page = got_page or page_size
+    if page is None:
+        page = 4096
+        assumed.append(f"page size not stated by the file: 4096 assumed ({arch} builds "
+                       f"{'/'.join(str(p // 1024) + 'K' for p in ARCHES[arch])}; "
+                       "--page-size N for the node's)")
+    elif page not in ARCHES[arch]:
+        raise ValueError(f"page size {page} is not one {arch} builds "
+                         f"({', '.join(map(str, ARCHES[arch]))})")
+    elif not got_page:
+        assumed.append(f"page size {page} as given (--page-size)")
+    prof = profile_from_facts(facts, release=release, possible_cpus=cpus, page_size=page,
                               arch=arch, sizes_source=f"BTF file {path}",
                               assumed=tuple(assumed))
+    from dataclasses import replace
+    said = "the file" if got_page or host else "assumed or given"
+    return replace(prof, notes=prof.notes + (
+        f"{arch}, {page}-byte pages ({said}), smallest kmalloc cache {prof.kmalloc_min} B",))
 
 
 def host_profile(root: str = "/") -> KernelProfile:
@@ -156,7 +188,7 @@ def profile_from_probe(header: dict, sizes: dict) -> KernelProfile:
     from ..model.structs import sizes_from_dict
     release = parse_release(header["kernel"])
     prof = KernelProfile(release, int(header["possible_cpus"]),
-                         int(header.get("page_size", 4096)), "x86_64",
+                         int(header.get("page_size", 4096)), str(header.get("machine", "x86_64")),
                          sizes_from_dict(sizes, release), "btf", build=str(header["kernel"]),
                          sizes_source="BTF read by the probe in the kernel measured")
     return replace(prof, notes=(f"eras of mainline {release[0]}.{release[1]} (the probe reads "

@@ -5,7 +5,8 @@
   ``vmlinuz`` under ``$XDG_CACHE_HOME/bpfmem/kernels`` (default ``~/.cache/bpfmem/kernels``).
 * :func:`build_initramfs` writes a cpio "newc" archive: ``/init`` (the static probe),
   ``/specs.txt``, ``/dev/console``, ``/proc``, ``/sys``.
-* :func:`run_vm` boots ``qemu-system-x86_64 -accel tcg`` and parses the serial console.
+* :func:`run_vm` boots ``qemu-system-x86_64 -accel tcg`` (arm64: ``qemu-system-aarch64 -M virt
+  -cpu cortex-a72``, console ttyAMA0, the probe cross-built) and parses the serial console.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ KERNELS: dict[str, tuple[list[tuple[str, str]], str, str]] = {
     # bookworm-security only: bookworm-backports' 6.12.95 oopses at boot under TCG
     "6.12": ([(_SECURITY, "bookworm-security")],
              r"linux-image-(6\.12\.\d+\+deb12-cloud-amd64)", "vmlinuz-6.12.*+deb12-cloud-amd64"),
+    # arm64 (an uncompressed arm64 Image as boot/vmlinuz-*), booted with qemu-system-aarch64
+    "6.1-arm64": ([(_MIRROR, "bookworm"), (_SECURITY, "bookworm-security")],
+                  r"linux-image-(6\.1\.0-\d+-cloud-arm64)", "vmlinuz-6.1.0-*-cloud-arm64"),
+}
+ARCH_OF = {"6.1-arm64": "arm64"}     # Debian architecture of a series (default amd64)
+# Debian architecture -> (qemu binary, Debian package, machine arguments, console)
+QEMU_FOR = {
+    "amd64": (QEMU, QEMU_PACKAGE, ["-accel", "tcg"], "ttyS0"),
+    "arm64": ("qemu-system-aarch64", "qemu-system-arm",
+              ["-accel", "tcg", "-M", "virt", "-cpu", "cortex-a72"], "ttyAMA0"),
 }
 
 
@@ -71,7 +82,7 @@ def _dpkg_cmp(a: str, b: str) -> int:
 
 
 def fetch_kernel(version: str, *, refresh: bool = False) -> Path:
-    """A Debian cloud kernel image for ``version`` ("5.10", "6.1", "6.12").
+    """A Debian cloud kernel image for ``version`` ("5.10", "6.1", "6.12", "6.1-arm64").
 
     A path to an existing file is returned as is. A cached image is reused unless
     ``refresh``; otherwise the newest ``linux-image-*-cloud-amd64`` of the series is
@@ -110,7 +121,7 @@ def fetch_kernel(version: str, *, refresh: bool = False) -> Path:
             "-o", f"Dir::State={tmp}/state",
             "-o", "Dir::State::status=/var/lib/dpkg/status",
             "-o", f"Dir::Cache={tmp}/cache",
-            "-o", "APT::Architectures=amd64",
+            "-o", f"APT::Architectures={ARCH_OF.get(version, 'amd64')}",
             "-o", "Acquire::Languages=none",
             "-o", "APT::Sandbox::User=root",
         ]
@@ -202,7 +213,7 @@ def _die_with_parent() -> None:  # runs in the child before exec
 def run_vm(kernel: Path, spec_text: str, *, cpus: int = 2, memory: str = "2G",
            timeout: float = 900, append: str = "", probe: Path | None = None,
            on_start: Callable[[int], None] | None = None,
-           log_tail: int = 40) -> tuple[dict, list[dict]]:
+           log_tail: int = 40, arch: str = "amd64") -> tuple[dict, list[dict]]:
     """Boot ``kernel`` with the probe as /init; return ``(header, results)``.
 
     The header additionally carries ``boot_seconds`` (qemu start to the probe header) and
@@ -211,22 +222,25 @@ def run_vm(kernel: Path, spec_text: str, *, cpus: int = 2, memory: str = "2G",
     ``on_start`` is called with qemu's pid. Raises :class:`HostError` with the serial log
     tail when the probe output is incomplete.
     """
-    qemu = shutil.which(QEMU)
+    if arch not in QEMU_FOR:
+        raise HostError(f"no qemu for {arch!r} (known: {', '.join(QEMU_FOR)})")
+    qemu_name, qemu_package, machine, console = QEMU_FOR[arch]
+    qemu = shutil.which(qemu_name)
     if qemu is None:
-        raise HostError(f"{QEMU} not found (Debian package {QEMU_PACKAGE})")
+        raise HostError(f"{qemu_name} not found (Debian package {qemu_package})")
     kernel = Path(kernel)
     if not kernel.is_file():
         raise HostError(f"no kernel image at {kernel}")
-    binary = probe or build_probe()
+    binary = probe or build_probe(arch=arch)
     tmp = Path(tempfile.mkdtemp(prefix=f"bpfmem-vm-{os.getpid()}-"))
     proc: subprocess.Popen | None = None
     serial = tmp / "serial.log"
     try:
         initrd = tmp / "initrd.cpio"
         initrd.write_bytes(build_initramfs(binary, spec_text))
-        cmdline = ("console=ttyS0 panic=-1 oops=panic quiet printk.time=1 rdinit=/init "
+        cmdline = (f"console={console} panic=-1 oops=panic quiet printk.time=1 rdinit=/init "
                    + append).strip()
-        args = [qemu, "-accel", "tcg", "-smp", str(cpus), "-m", str(memory),
+        args = [qemu, *machine, "-smp", str(cpus), "-m", str(memory),
                 "-kernel", str(kernel), "-initrd", str(initrd), "-append", cmdline,
                 "-nographic", "-nodefaults", "-monitor", "none",
                 "-serial", f"file:{serial}", "-no-reboot"]

@@ -29,8 +29,6 @@ PTR = 8
 LOCAL_STORAGE_ELEM = 128            # sizeof(struct bpf_local_storage_elem), 6.x x86_64
 LOCAL_STORAGE = 176                 # sizeof(struct bpf_local_storage)
 OBJCG_PTR = 8                       # sizeof(struct obj_cgroup *) charged per slab object
-KMALLOC_MAX_CACHE_SIZE = 8192       # SLUB: 2 * PAGE_SIZE
-PAGE_ALLOC_COSTLY = 32768           # PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER
 _KMALLOC_CLASSES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 CACHE_LINE = 64                     # SLAB_HWCACHE_ALIGN on x86_64 and arm64
 
@@ -268,31 +266,48 @@ def memlock(sh: MapShape, prof: KernelProfile, n: int = 0) -> int | None:
 
 
 # -- memory cgroup charge -------------------------------------------------------------------
-def kmalloc_size(size: int) -> int:
+def kmalloc_classes(minalign: int = 8) -> tuple[int, ...]:
+    """The kmalloc caches there are when ARCH_KMALLOC_MINALIGN is ``minalign``
+    (mm/slab_common.c ``setup_kmalloc_cache_index_table``: none below the alignment, and
+    kmalloc-96/-192 only where they are a multiple of it; arm64 before 6.5 has 128)."""
+    return tuple(c for c in _KMALLOC_CLASSES if c >= minalign and c % minalign == 0)
+
+
+_CLASSES = {8: _KMALLOC_CLASSES}
+
+
+def kmalloc_size(size: int, minalign: int = 8) -> int:
     """The kmalloc size class an object of ``size`` bytes lands in (SLUB, no debug)."""
-    for cls in _KMALLOC_CLASSES:
+    classes = _CLASSES.get(minalign)
+    if classes is None:
+        classes = _CLASSES[minalign] = kmalloc_classes(minalign)
+    for cls in classes:
         if size <= cls:
             return cls
     return p2(size)
 
 
-def slab_charge(size: int) -> int:
-    """A kmalloc'd object charged to a memcg: its size class plus the obj_cgroup pointer."""
+def slab_charge(size: int, prof: KernelProfile | None = None) -> int:
+    """A kmalloc'd object charged to a memcg: its size class plus the obj_cgroup pointer;
+    above KMALLOC_MAX_CACHE_SIZE (two pages) kmalloc_large's power-of-two pages."""
     if size == 0:
         return 0
-    if size > KMALLOC_MAX_CACHE_SIZE:
-        return p2((size + 4095) // 4096) * 4096           # kmalloc_large: whole pages
-    return kmalloc_size(size) + OBJCG_PTR
+    page = prof.page_size if prof is not None else 4096
+    if size > 2 * page:
+        return p2(-(-size // page)) * page                # kmalloc_large: whole pages
+    return kmalloc_size(size, prof.kmalloc_min if prof is not None else 8) + OBJCG_PTR
 
 
-def area_charge(size: int, page: int = 4096, mmapable: bool = False) -> int:
-    """``bpf_map_area_alloc``: kmalloc up to 32 KiB (slab, or kmalloc_large pages above 8 KiB),
-    vmalloc (whole pages) above that or when mmapable."""
+def area_charge(size: int, page: int = 4096, mmapable: bool = False,
+                prof: KernelProfile | None = None) -> int:
+    """``bpf_map_area_alloc``: kmalloc up to PAGE_SIZE << PAGE_ALLOC_COSTLY_ORDER (slab, or
+    kmalloc_large pages above two pages), vmalloc (whole pages) above that or when
+    mmapable."""
     if size == 0:
         return 0
-    if mmapable or size > PAGE_ALLOC_COSTLY:
+    if mmapable or size > page << 3:
         return page_align(size, page)
-    return slab_charge(size)
+    return slab_charge(size, prof)
 
 
 def _percpu_at_create(sh: MapShape, prof: KernelProfile) -> int:
@@ -310,11 +325,11 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
     """Bytes the creating process's memory cgroup is charged by BPF_MAP_CREATE."""
     era = prof.charge_era
     if era == CHARGE_NONE:
-        return 0
+        return fd_charge(prof)   # the map itself is not accounted, its fd is
     s, c, m, v, page = (prof.sizes, prof.possible_cpus, effective_max_entries(sh, prof),
                         sh.value_size, prof.page_size)
     t = sh.type
-    area = lambda size: area_charge(size, page)  # noqa: E731
+    area = lambda size: area_charge(size, page, prof=prof)  # noqa: E731
     if t in HASHES:
         total = area(s.bpf_htab) + area(s.bucket * p2(m))
         if prealloc(sh) or t in LRUS:
@@ -326,7 +341,7 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
             total = area(s.bpf_array + PTR * m)
         elif sh.map_flags & _F_MMAPABLE:
             total = area_charge(page_align(s.bpf_array, page) + page_align(m * elem, page),
-                                page, mmapable=True)
+                                page, mmapable=True, prof=prof)
         else:
             total = area(s.bpf_array + m * elem)
     elif t == T.STACK_TRACE:
@@ -339,7 +354,7 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
         total = area(s.bpf_bloom_filter + bloom_bitset_bytes(sh))
     elif t in RINGBUFS:
         data_pages = m // page
-        total = (slab_charge(s.bpf_ringbuf_map) + (3 + data_pages) * page
+        total = (slab_charge(s.bpf_ringbuf_map, prof) + (3 + data_pages) * page
                  + area((3 + 2 * data_pages) * PTR))
     elif t == T.DEVMAP:
         total = area(s.bpf_dtab) + area(PTR * m)
@@ -356,7 +371,7 @@ def charged_at_create(sh: MapShape, prof: KernelProfile) -> int | None:
     elif t == T.REUSEPORT_SOCKARRAY:
         total = area(s.reuseport_array + PTR * m)
     elif t in CGROUP_STORAGES:
-        total = slab_charge(s.bpf_cgroup_storage_map)
+        total = slab_charge(s.bpf_cgroup_storage_map, prof)
     elif t in LOCAL_STORAGES:
         total = (area(s.bpf_local_storage_map)
                  + area(s.bpf_local_storage_map_bucket * max(2, p2(c))))
@@ -396,18 +411,21 @@ def mem_alloc_prefill(sh: MapShape, prof: KernelProfile) -> int:
     if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh) \
             and prof.has("htab_mem_alloc"):
         unit = htab_elem_size(sh, prof) + LLIST_NODE_SZ
-        total = _prefill(slab_charge(unit), kmalloc_size(unit), False, prof)
+        total = _prefill(slab_charge(unit, prof), kmalloc_size(unit, prof.kmalloc_min), False,
+                         prof)
         if t == T.PERCPU_HASH:
-            total += _prefill(r8(v) * (c + 2) + slab_charge(2 * PTR), r8(v), True, prof)
+            total += _prefill(r8(v) * (c + 2) + slab_charge(2 * PTR, prof), r8(v), True, prof)
         return total
     if t == T.LPM_TRIE and prof.has("lpm_mem_alloc"):
         unit = s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ
-        return _prefill(slab_charge(unit), kmalloc_size(unit), False, prof)
+        return _prefill(slab_charge(unit, prof), kmalloc_size(unit, prof.kmalloc_min), False,
+                        prof)
     if t in (T.TASK_STORAGE, T.CGRP_STORAGE) and prof.has("local_storage_mem_alloc"):
         selem = LOCAL_STORAGE_ELEM + v + LLIST_NODE_SZ
         storage = LOCAL_STORAGE + LLIST_NODE_SZ
-        return (_prefill(slab_charge(selem), kmalloc_size(selem), False, prof)
-                + _prefill(slab_charge(storage), kmalloc_size(storage), False, prof))
+        ka = prof.kmalloc_min
+        return (_prefill(slab_charge(selem, prof), kmalloc_size(selem, ka), False, prof)
+                + _prefill(slab_charge(storage, prof), kmalloc_size(storage, ka), False, prof))
     return 0
 
 
@@ -424,19 +442,19 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
         if prealloc(sh):
             return 0.0
         elem = htab_elem_size(sh, prof)
-        per = slab_charge(elem + LLIST_NODE_SZ if new_alloc else elem)
+        per = slab_charge(elem + LLIST_NODE_SZ if new_alloc else elem, prof)
         if t == T.PERCPU_HASH:
             objcg = r8(v) * 2 if prof.at_least(5, 17) else 0   # pcpu objcg: size/4 * 8
-            per += r8(v) * c + objcg + (slab_charge(2 * PTR) if new_alloc else 0)
+            per += r8(v) * c + objcg + (slab_charge(2 * PTR, prof) if new_alloc else 0)
         return float(per)
     if t == T.LPM_TRIE:   # a leaf and an intermediate node (lpm_first_entry_credit)
         return float(_lpm_leaf(sh, prof) + _lpm_intermediate(sh, prof))
     if t in (T.DEVMAP, T.DEVMAP_HASH):
-        return float(slab_charge(s.bpf_dtab_netdev))
+        return float(slab_charge(s.bpf_dtab_netdev, prof))
     if t == T.SOCKHASH:
-        return float(slab_charge(s.bpf_shtab_elem + r8(k)))
+        return float(slab_charge(s.bpf_shtab_elem + r8(k), prof))
     if t == T.XSKMAP:
-        return float(slab_charge(s.xsk_map_node))
+        return float(slab_charge(s.xsk_map_node, prof))
     if t == T.ARENA:
         return float(prof.page_size)   # an entry is a page
     if t in LOCAL_STORAGES or t in CGROUP_STORAGES or t == T.STRUCT_OPS:
@@ -447,14 +465,14 @@ def charged_per_entry(sh: MapShape, prof: KernelProfile) -> float | None:
 def _lpm_leaf(sh: MapShape, prof: KernelProfile) -> int:
     s, k, v = prof.sizes, sh.key_size, sh.value_size
     if prof.has("lpm_mem_alloc"):   # one bpf_mem_alloc size for leaves and inner nodes
-        return slab_charge(s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ)
-    return slab_charge(s.lpm_trie_node + (k - 4) + v)
+        return slab_charge(s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ, prof)
+    return slab_charge(s.lpm_trie_node + (k - 4) + v, prof)
 
 
 def _lpm_intermediate(sh: MapShape, prof: KernelProfile) -> int:
     if prof.has("lpm_mem_alloc"):
         return _lpm_leaf(sh, prof)
-    return slab_charge(prof.sizes.lpm_trie_node + (sh.key_size - 4))
+    return slab_charge(prof.sizes.lpm_trie_node + (sh.key_size - 4), prof)
 
 
 def first_entry_credit(sh: MapShape, prof: KernelProfile) -> int:
@@ -488,12 +506,15 @@ def charged_slack(sh: MapShape, prof: KernelProfile) -> int:
     if t in (T.HASH, T.PERCPU_HASH, T.HASH_OF_MAPS) and not prealloc(sh) \
             and prof.has("htab_mem_alloc"):
         unit = htab_elem_size(sh, prof) + LLIST_NODE_SZ
-        slack = mem_alloc_slack(slab_charge(unit), kmalloc_size(unit), prof)
+        slack = mem_alloc_slack(slab_charge(unit, prof), kmalloc_size(unit, prof.kmalloc_min),
+                                prof)
         if t == T.PERCPU_HASH:
-            pcpu = r8(v) * (prof.possible_cpus + 2) + slab_charge(2 * PTR)
-            slack += mem_alloc_slack(pcpu, kmalloc_size(r8(v) + LLIST_NODE_SZ), prof)
+            pcpu = r8(v) * (prof.possible_cpus + 2) + slab_charge(2 * PTR, prof)
+            slack += mem_alloc_slack(pcpu, kmalloc_size(r8(v) + LLIST_NODE_SZ, prof.kmalloc_min),
+                                     prof)
         return slack
     if t == T.LPM_TRIE and prof.has("lpm_mem_alloc"):
         unit = s.lpm_trie_node + (k - 4) + v + LLIST_NODE_SZ
-        return mem_alloc_slack(slab_charge(unit), kmalloc_size(unit), prof)
+        return mem_alloc_slack(slab_charge(unit, prof), kmalloc_size(unit, prof.kmalloc_min),
+                               prof)
     return 0

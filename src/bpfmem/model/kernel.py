@@ -61,6 +61,28 @@ FEATURES = (
 
 NEWEST_MODELLED = (6, 18)
 
+# Architectures modelled, as `uname -m` names them, with the page sizes each builds.
+ARCHES = {"x86_64": (4096,), "aarch64": (4096, 16384, 65536)}
+ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
+
+
+def arch_name(text: str) -> str:
+    """'arm64', 'aarch64', 'amd64', 'x86_64' -> the `uname -m` name; ValueError else."""
+    name = ARCH_ALIASES.get(text.strip().lower(), text.strip().lower())
+    if name not in ARCHES:
+        raise ValueError(f"architecture {text!r} is not modelled (known: x86_64/amd64, "
+                         "aarch64/arm64)")
+    return name
+
+
+def kmalloc_minalign(arch: str, release: tuple[int, ...]) -> int:
+    """ARCH_KMALLOC_MINALIGN, the smallest kmalloc cache: 8 on x86_64; on arm64 the DMA
+    alignment, 128, until 6.5 ('arm64: Allow kmalloc() caches aligned to the smaller
+    cache_line_size()' made it 8 where non-coherent DMA bounces through swiotlb)."""
+    if arch == "aarch64" and tuple(release[:2]) < (6, 5):
+        return 128
+    return 8
+
 
 def _era(table, release: tuple[int, int]) -> str:
     value = table[0][1]
@@ -120,6 +142,7 @@ class KernelProfile:
     build: str = ""                           # the build named ("6.1.0-57-cloud-amd64"), if known
     sizes_source: str = ""                    # says where the struct sizes came from
     notes: tuple[str, ...] = ()               # what was assumed, where BTF and release disagree
+    kmalloc_min: int = None                   # type: ignore[assignment]  # smallest kmalloc
     _hash: int = field(default=0, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -136,9 +159,11 @@ class KernelProfile:
             set_(self, "features", features_for_release(self.release))
         if not self.sizes_source:
             set_(self, "sizes_source", self.sizes.name)
+        if self.kmalloc_min is None:
+            set_(self, "kmalloc_min", kmalloc_minalign(self.arch, self.release))
         set_(self, "_hash", hash((self.release, self.possible_cpus, self.page_size, self.arch,
                                   self.sizes, self.nr_cpus, self.memlock_era, self.charge_era,
-                                  self.features, self.map_types)))
+                                  self.features, self.map_types, self.kmalloc_min)))
 
     def __hash__(self) -> int:   # profiles key the model's caches: hash once
         return self._hash
@@ -180,6 +205,7 @@ class KernelProfile:
     def describe(self) -> dict:
         d = {"version": self.version, "possible_cpus": self.possible_cpus,
              "page_size": self.page_size, "arch": self.arch,
+             "kmalloc_min_align": self.kmalloc_min,
              "memlock_era": self.memlock_era, "charge_era": self.charge_era,
              "struct_sizes": self.sizes.name, "struct_sizes_exact": self.sizes.exact,
              "struct_sizes_source": self.sizes_source, "exact": self.exact}

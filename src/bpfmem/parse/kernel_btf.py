@@ -8,8 +8,17 @@ Files taken (the container is recognised from its bytes, not its name):
 * a compressed kernel image (``vmlinuz``/``bzImage``): the x86 boot header's payload
   (``payload_offset``/``payload_length``, boot protocol 2.08+), or any gzip/xz/bzip2 stream
   found in the file, decompressed to the ELF ``vmlinux`` inside;
+* an arm64 ``Image`` (the header's ``ARM\x64`` magic; Debian's arm64 ``vmlinuz``), raw or
+  gzip-compressed (``Image.gz``): the BTF blob inside it, and the page size its header's
+  flags state;
+* an EFI zboot image (``vmlinuz.efi``: ``MZ`` + ``zimg``, its payload offset, size and
+  compression named in the header), unpacked to the ``Image`` inside;
 * a BTFHub archive (``<release>.btf.tar.xz``, one raw BTF per distro kernel);
 * any of the above compressed whole with gzip, xz or bzip2 (``vmlinux.btf.xz``).
+
+The architecture comes from the image (bzImage: x86_64; arm64 Image; an ELF's e_machine), else
+from the BTF's ``struct pt_regs``; the page size from an arm64 Image's header (x86_64 has only
+4 KiB). What neither says is left None for the caller to ask for.
 
 The release comes from the kernel's banner (``Linux version 6.1.0-57-cloud-amd64 ...``) or the
 x86 boot header's version string where the file has one, else from the file name.
@@ -44,7 +53,12 @@ _NEEDS = {_LZ4_LEGACY: ("LZ4", "lz4"), _ZSTD: ("zstd", "zstandard")}
 
 # The members whose presence tells an accounting era or a feature (see model/kernel.py).
 MARKER_STRUCTS = ("bpf_map", "bpf_map_ops", "bpf_htab", "lpm_trie", "bpf_local_storage_map",
-                  "bpf_mem_alloc")
+                  "bpf_mem_alloc", "pt_regs")
+# struct pt_regs members only one architecture has
+_PT_REGS_ARCH = (("pt_regs.orig_ax", "x86_64"), ("pt_regs.orig_x0", "aarch64"))
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+_ARM64_MAGIC = b"ARM\x64"                      # arm64 Image header, at 0x38
+_ARM64_PAGES = {1: 4096, 2: 16384, 3: 65536}   # Image header flags bits 1-2
 # struct bpf_map members every kernel since 4.x has: without them the BTF is not a kernel's.
 REQUIRED_MAP_MEMBERS = ("map_type", "key_size", "value_size", "max_entries", "map_flags")
 
@@ -59,6 +73,8 @@ class KernelFacts:
     nr_cpus: int | None                         # CONFIG_NR_CPUS, from sizeof(struct cpumask)
     release: str | None                         # "6.1.0-57-cloud-amd64", when the file says
     container: str                              # "raw BTF", "ELF vmlinux", "bzImage", ...
+    arch: str | None = None                     # "x86_64", "aarch64" (uname -m), when known
+    page_size: int | None = None                # when the image says (arm64 Image header)
 
     def has(self, struct_member: str) -> bool:
         return struct_member in self.members
@@ -70,15 +86,22 @@ class KernelFacts:
 
 def parse_kernel_btf(data: bytes, *, name: str = "", struct_names=()) -> KernelFacts:
     """The facts of the kernel whose BTF ``data`` holds (any container above)."""
+    traits: dict = {}
     with decoding(name or "BTF"):
-        btf, release, container = unwrap(data, name)
+        btf, release, container = unwrap(data, name, traits=traits)
         facts = facts_from_btf(btf, struct_names, container, section=name or "BTF")
-    return replace(facts, release=release or release_from_name(name))
+    arch = traits.get("arch") or facts.arch
+    page = traits.get("page_size") or (4096 if arch == "x86_64" else None)
+    return replace(facts, release=release or release_from_name(name), arch=arch,
+                   page_size=page)
 
 
 # -- containers -------------------------------------------------------------------------------
-def unwrap(data: bytes, name: str = "", _depth: int = 0) -> tuple[bytes, str | None, str]:
-    """(raw BTF bytes, release from a banner or None, what the file was)."""
+def unwrap(data: bytes, name: str = "", _depth: int = 0,
+           traits: dict | None = None) -> tuple[bytes, str | None, str]:
+    """(raw BTF bytes, release from a banner or None, what the file was); ``traits`` gets
+    the image's ``arch`` and ``page_size`` where it states them."""
+    traits = {} if traits is None else traits
     if _depth > 3:
         raise ParseError("compressed too many times over to be a kernel file", offset=0)
     head = data[:8]
@@ -88,19 +111,79 @@ def unwrap(data: bytes, name: str = "", _depth: int = 0) -> tuple[bytes, str | N
         return data, None, "raw BTF"
     if head[:4] == b"\x7fELF":
         btf = _elf_btf(data)
+        if len(data) > 0x14:
+            machine = int.from_bytes(data[0x12:0x14], "little" if data[5] == 1 else "big")
+            traits.setdefault("arch", _ELF_MACHINES.get(machine))
         return btf, release_from_banner(data), "ELF vmlinux"
     if any(head.startswith(m) for m in _MAGICS):
         inner = _decompress(data, 0)
         if _is_tar(inner):
             return _from_tar(inner, name)
-        btf, release, what = unwrap(inner, name, _depth + 1)
+        btf, release, what = unwrap(inner, name, _depth + 1, traits)
         return btf, release, f"{_kind(head)}-compressed {what}"
     if _is_tar(data):
         return _from_tar(data, name)
     if len(data) > 0x260 and data[0x202:0x206] == b"HdrS":
+        traits["arch"] = "x86_64"
         return _from_bzimage(data)
+    if len(data) >= 0x40 and data[0x38:0x3C] == _ARM64_MAGIC:
+        return _from_arm64_image(data, traits)
+    if len(data) >= 0x40 and data[:2] == b"MZ" and data[4:8] == b"zimg":
+        btf, release, what = unwrap(_from_zboot(data), name, _depth + 1, traits)
+        return btf, release, f"EFI zboot {what}"
     raise ParseError("not a kernel BTF: expected raw BTF (magic 0xeb9f), an ELF vmlinux with "
-                     ".BTF, a vmlinuz/bzImage or a BTFHub .btf.tar.xz", offset=0)
+                     ".BTF, a vmlinuz/bzImage, an arm64 Image, an EFI zboot vmlinuz.efi or a "
+                     "BTFHub .btf.tar.xz", offset=0)
+
+
+def _from_arm64_image(data: bytes, traits: dict) -> tuple[bytes, str | None, str]:
+    """An arm64 ``Image`` (Documentation/arch/arm64/booting.rst): a 64-byte header (flags at
+    0x18: bit 0 big-endian, bits 1-2 the page size) before the kernel's bytes as loaded. The
+    BTF is the ``.BTF`` section's bytes, copied as is: the largest well-formed BTF blob in
+    the image (the BPF objects some kernels embed carry small ones)."""
+    flags = int.from_bytes(data[0x18:0x20], "little")
+    traits["arch"] = "aarch64"
+    if _ARM64_PAGES.get((flags >> 1) & 3):
+        traits["page_size"] = _ARM64_PAGES[(flags >> 1) & 3]
+    magic = BTF_MAGIC_BE + b"\x01" if flags & 1 else BTF_MAGIC_LE + b"\x01"
+    order = ">" if flags & 1 else "<"
+    best = None
+    i = data.find(magic)
+    while i >= 0:
+        if i + 24 <= len(data):
+            hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from(
+                order + "5I", data, i + 4)
+            size = hdr_len + max(type_off + type_len, str_off + str_len)
+            if hdr_len >= 24 and i + size <= len(data) and (best is None or size > best[1]):
+                best = (i, size)
+        i = data.find(magic, i + 1)
+    if best is None:
+        raise ParseError("arm64 Image without BTF (a kernel built without "
+                         "CONFIG_DEBUG_INFO_BTF)", section=".BTF", offset=0)
+    return (data[best[0]:best[0] + best[1]], release_from_banner(data), "arm64 Image")
+
+
+def _from_zboot(data: bytes) -> bytes:
+    """EFI zboot (drivers/firmware/efi/libstub/zboot-header.S): ``MZ``, ``zimg``, then the
+    payload's offset and size (u32 each) and, at 0x18, the compression's name; the payload
+    is the compressed ``Image``."""
+    off, size = struct.unpack_from("<II", data, 8)
+    kind = data[0x18:0x38].split(b"\0")[0].decode("ascii", "replace")
+    if not size or off + size > len(data):
+        raise ParseError("EFI zboot image whose payload lies past the end of the file "
+                         "(truncated?)", offset=8)
+    payload = data[off:off + size]
+    if kind == "lzma" or (payload[:1] == b"\x5d" and kind not in ("gzip", "zstd", "xz")):
+        import lzma
+        try:
+            return lzma.LZMADecompressor(lzma.FORMAT_ALONE).decompress(
+                payload, max_length=MAX_UNPACKED)
+        except lzma.LZMAError as e:
+            raise ParseError(f"corrupt lzma data: {e}", offset=off) from None
+    if not any(payload.startswith(m) for m in _MAGICS):
+        raise ParseError(f"EFI zboot image compressed with {kind or 'an unknown method'}, "
+                         "which bpfmem cannot unpack (gzip, xz, zstd, lz4, lzma)", offset=off)
+    return _decompress(payload, 0)
 
 
 def _kind(head: bytes) -> str:
@@ -304,5 +387,6 @@ def facts_from_btf(data: bytes, struct_names=(), container: str = "raw BTF",
                          "kernel bpfmem can model", section=section, offset=0)
     cpumask = sizes.pop("cpumask", None)
     struct_sizes = tuple(sorted((k, v) for k, v in sizes.items() if k in set(struct_names)))
+    arch = next((a for m, a in _PT_REGS_ARCH if m in members), None)
     return KernelFacts(struct_sizes, frozenset(members), map_types,
-                       cpumask * 8 if cpumask else None, None, container)
+                       cpumask * 8 if cpumask else None, None, container, arch)
