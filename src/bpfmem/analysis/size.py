@@ -17,14 +17,12 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
-from ..errors import ParseError, UnsupportedError
+from ..errors import ParseError
 from .imports import WhyLinked, why_linked
 from ..units import format_size
 from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
-                         SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section,
-                         parse_image)
-from ..parse.gobin import (BUILDINFO_MAGIC, C_CODE, TYPES, BuildInfo, Module, Pclntab,
-                           module_of, package_of, parse_buildinfo, parse_pclntab)
+                         SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section)
+from ..parse.gobin import C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of
 
 _START = operator.itemgetter(0)
 GROUPS = ("package", "module", "section", "symbol")
@@ -183,29 +181,6 @@ def _section_default(name: str, is_go: bool, flags: int) -> tuple[str, str]:
     return f"({name})", name
 
 
-_GO_SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
-
-
-def size_report(data, *, path: str,
-                demangle: Callable[[list[str]], list[str]] | None = None) -> SizeReport:
-    """Every byte of the ELF binary ``data`` (bytes or a mapping of the file) labelled: a Go
-    binary (stripped or not, PIE or not, Go 1.2+) by its pclntab and build info, any other
-    by sections and symbols (their names through ``demangle``). ParseError and
-    UnsupportedError name ``path``."""
-    try:
-        img = parse_image(data, path=path)
-        is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
-            not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
-        pcln = parse_pclntab(img) if is_go else None
-        info = parse_buildinfo(img) if is_go else None
-        return analyse_image(img, path=path, pcln=pcln, buildinfo=info,
-                             demangle=None if is_go else demangle)
-    except ParseError as e:
-        raise e.with_path(path) from None
-    except UnsupportedError as e:
-        raise UnsupportedError(f"{path}: {e.what}", e.since) from None
-
-
 def limit_for(path: str, max_size: int | None, file_limits: dict[str, int]) -> int | None:
     """A binary's size limit: that of the last per-file glob matching its path or its file
     name, else ``max_size``."""
@@ -217,18 +192,16 @@ def limit_for(path: str, max_size: int | None, file_limits: dict[str, int]) -> i
     return limit
 
 
-def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
-                  buildinfo: BuildInfo | None = None,
+def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = False,
+                  pcln: Pclntab | None = None, buildinfo: BuildInfo | None = None,
                   demangle: Callable[[list[str]], list[str]] | None = None,
                   package_of_native: Callable[[str], str] | None = None) -> SizeReport:
-    """Label every byte of ``img`` (see the module docstring)."""
+    """Label every byte of ``img`` (see the module docstring), parsed before: its
+    ``symbols`` (:meth:`ElfImage.symbol_tuples` of .symtab, or of .dynsym with ``dynamic``
+    when .symtab has none), its pclntab and build info (a Go binary)."""
     is_go = pcln is not None
-    syms = img.symbol_tuples()
-    stripped = not syms
-    dynamic = False
-    if stripped:
-        syms = img.symbol_tuples(dynamic=True)
-        dynamic = bool(syms)
+    syms = symbols
+    stripped = dynamic or not syms
     pkg_of_native = package_of_native or native_package
 
     func_ranges: list[tuple[int, int, str, str]] = []
@@ -299,7 +272,6 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go) if table else {}
     n_functions = pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2])
     del syms, cache
-    img.forget_symbols()
     sections = img.sections
     if not sections:
         sections = _segment_sections(img)

@@ -10,10 +10,13 @@ from typing import Iterator
 
 from ..analysis.imports import graph_notes, import_savings
 from ..errors import UsageError
-from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, judge_binary,
-                             limit_for, size_diff, size_report, size_result)
+from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, analyse_image,
+                             judge_binary, limit_for, size_diff, size_result)
+from ..errors import ParseError, UnsupportedError
 from ..host.gotool import cxxfilt, go_list_deps, go_version
 from ..inputs import split_binaries as _split_binaries
+from ..parse.elf import parse_image
+from ..parse.gobin import BUILDINFO_MAGIC, parse_buildinfo, parse_pclntab
 from ..parse.golist import parse_go_list
 
 
@@ -31,6 +34,33 @@ def _mapped(path: str | os.PathLike) -> Iterator[bytes | mmap.mmap]:
                     data.close()
                 except BufferError:   # a view still refers to it: the GC closes it
                     pass
+
+
+_GO_SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
+
+
+def size_report(data, *, path: str, demangle=None) -> SizeReport:
+    """Every byte of the ELF binary ``data`` (bytes or a mapping of the file) labelled: it
+    is parsed here (the image, its symbols; a Go binary's pclntab and build info), then
+    labelled by :func:`bpfmem.analysis.size.analyse_image` (other binaries' symbol names
+    through ``demangle``). ParseError and UnsupportedError name ``path``."""
+    try:
+        img = parse_image(data, path=path)
+        is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
+            not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
+        pcln = parse_pclntab(img) if is_go else None
+        info = parse_buildinfo(img) if is_go else None
+        syms, dynamic = img.symbol_tuples(), False
+        if not syms:
+            syms = img.symbol_tuples(dynamic=True)
+            dynamic = bool(syms)
+        img.forget_symbols()    # the list handed over is the only copy (10^5 tuples)
+        return analyse_image(img, path=path, symbols=syms, dynamic=dynamic, pcln=pcln,
+                             buildinfo=info, demangle=None if is_go else demangle)
+    except ParseError as e:
+        raise e.with_path(path) from None
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{path}: {e.what}", e.since) from None
 
 
 def load_binary_size(source: str | os.PathLike | bytes, *, path: str | None = None,
