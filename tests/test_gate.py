@@ -221,3 +221,27 @@ def test_maps_markdown(capsys):
     assert "refused, not created" in out and "what-if" in out
     # the what-if makes the LRU map invalid: the total says it leaves it out, by name
     assert "(refused, not counted: service_reverse_table)" in out
+
+
+def test_whatif_errors_are_values_the_cli_words():
+    """analysis names no CLI flag: a bad setting is a WhatIfError(kind, problem, setting),
+    and the CLI says --set (and which options dynamic sizing needs)."""
+    from bpfmem.errors import WhatIfError
+    with pytest.raises(WhatIfError) as e:
+        parse_setting("x.max_entries=abc")
+    assert e.value.kind == WhatIfError.SETTING and e.value.setting == "x.max_entries=abc"
+    assert "--set" not in str(e.value) and "not a number" in e.value.problem
+    with pytest.raises(WhatIfError) as e:
+        api.make_whatif([], 0.0025, None, {})
+    assert e.value.kind == WhatIfError.DYNAMIC and "--" not in str(e.value)
+
+    for argv, said in ((["--set", "x.max_entries=abc"],
+                        "bad --set 'x.max_entries=abc': 'abc' is not a number"),
+                       (["--size-ratio", "0.0025"],
+                        "dynamic sizing needs both --size-ratio and --node-memory")):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = cli.main(["check", EXAMPLE, "--limit", "128Mi", "--kernel", "6.18", *argv])
+        assert rc == 2 and said in err.getvalue(), err.getvalue()

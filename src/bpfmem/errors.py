@@ -46,6 +46,23 @@ class ParseError(BpfmemError):
         return ParseError(self.what, section=self.section, offset=self.offset, path=path)
 
 
+class WhatIfError(BpfmemError, ValueError):
+    """A what-if that is no valid one, as a value the CLI words (as a bad ``--set``, or the
+    options dynamic sizing needs): ``kind`` :attr:`SETTING` (``setting``, one
+    ``MAP.attr=VALUE`` expression as given, is wrong; ``problem`` says how) or
+    :attr:`DYNAMIC` (dynamic sizing lacks the size ratio or the node's memory)."""
+
+    SETTING = "setting"
+    DYNAMIC = "dynamic"
+
+    def __init__(self, kind: str, problem: str, setting: str | None = None):
+        self.kind = kind
+        self.problem = problem
+        self.setting = setting
+        super().__init__(f"bad setting {setting!r}: {problem}" if kind == self.SETTING
+                         else problem)
+
+
 class UnsupportedError(BpfmemError):
     """Something valid that bpfmem (or the named kernel) does not support."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field, replace
 
+from ..errors import WhatIfError
 from ..uapi import parse_flags
 from ..units import parse_size
 
@@ -54,12 +55,14 @@ class Setting:
 
 
 def parse_setting(text: str) -> Setting:
-    """One ``--set`` expression. ValueError names what is wrong."""
+    """One what-if expression (``MAP.attr=VALUE``: the CLI's ``--set``). A WhatIfError (a
+    ValueError) says what is wrong."""
     parts = _split_setting(text)
     shown = text if len(text) <= 60 else text[:57] + "..."
     if parts is None:
-        raise ValueError(f"bad --set {shown!r}: use MAP.max_entries=N, MAP.flags+=no_prealloc, "
-                         "MAP.flags-=..., MAP.count=N (MAP may be a glob like 'service_*')")
+        raise WhatIfError(WhatIfError.SETTING, "use MAP.max_entries=N, MAP.flags+=no_prealloc, "
+                          "MAP.flags-=..., MAP.count=N (MAP may be a glob like 'service_*')",
+                          shown)
     glob, attr, op, raw = parts
     attr = "flags" if attr == "map_flags" else attr
     text = shown
@@ -67,15 +70,16 @@ def parse_setting(text: str) -> Setting:
         value = parse_flags(raw)
     else:
         if op != "=":
-            raise ValueError(f"bad --set {text!r}: {attr} takes '=' only")
+            raise WhatIfError(WhatIfError.SETTING, f"{attr} takes '=' only", text)
         try:
             value = int(raw, 0) if len(raw) <= 40 else None
         except ValueError:
             value = None
         if value is None:
-            raise ValueError(f"bad --set {text!r}: {raw[:40]!r} is not a number") from None
+            raise WhatIfError(WhatIfError.SETTING, f"{raw[:40]!r} is not a number",
+                              text) from None
         if value < 0 or (attr != "map_extra" and value > 0xFFFFFFFF):
-            raise ValueError(f"bad --set {text!r}: {value} is out of range")
+            raise WhatIfError(WhatIfError.SETTING, f"{value} is out of range", text)
     return Setting(glob, attr, op, value)
 
 
@@ -164,7 +168,8 @@ def whatif_from(sets=(), size_ratio: float | None = None, node_memory=None,
     mem = node_memory if node_memory is not None else cfg.get("node_memory")
     if ratio is not None or mem is not None:
         if ratio is None or mem is None:
-            raise ValueError("dynamic sizing needs both --size-ratio and --node-memory")
+            raise WhatIfError(WhatIfError.DYNAMIC, "dynamic sizing needs both a size ratio and "
+                              "the node's memory")
         maps = {name: (int(v["default"]), int(v.get("min", 0)))
                 for name, v in cfg.get("maps", {}).items()}
         if not maps:

@@ -71,9 +71,21 @@ def kernels_of(args: argparse.Namespace, cfg) -> list:
 def whatif_of(args: argparse.Namespace, cfg):
     """bpfmem.toml's `set` and [dynamic] with --set/--size-ratio/--node-memory."""
     from .. import api
-    with as_usage():
+    from ..errors import WhatIfError
+    try:
         return api.make_whatif(list(cfg.sets) + list(args.set), args.size_ratio,
                                args.node_memory, cfg.dynamic)
+    except WhatIfError as e:
+        raise UsageError(whatif_message(e)) from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def whatif_message(e) -> str:
+    """A WhatIfError in the command line's words."""
+    if e.kind == e.SETTING:
+        return f"bad --set {e.setting!r}: {e.problem}"
+    return "dynamic sizing needs both --size-ratio and --node-memory"
 
 
 def size_of(text: str, option: str | None = None) -> int:
