@@ -86,3 +86,8 @@ class PermissionDenied(HostError):
 
 class ObjectGone(HostError):
     """A kernel object (map, program) vanished while being inspected: skip it."""
+
+
+class UnreadableInput(BpfmemError):
+    """A gate could not judge an input (a binary that is missing, truncated or no ELF):
+    not "over the limit". ``check`` exits 3 with it."""

@@ -32,9 +32,10 @@ class Advice:
     saves_memlock: int | None = None   # memlock (fdinfo) less at start
 
 
-# the kinds of advice that are changes to make (the others say what to keep or weigh)
+# the kinds of advice that are changes to make, in --apply (the others say what to keep or
+# weigh; "unused" says what dropping a map would save, which only its owner can decide)
 APPLIED = ("no_prealloc", "resize")
-SAVING = ("no_prealloc", "unused", "resize")
+SAVING = APPLIED
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,15 @@ class ObjectAdvice:
 
     @property
     def saves_at_create(self) -> int:
-        """What the recommended changes save at start, together."""
+        """What the recommended changes (:attr:`apply`) save at start, together: each
+        change's saving is counted on top of the changes to the same map before it, so this
+        is what ``check``/``diff`` with ``--set`` of :attr:`apply` save."""
         return sum(a.saves_at_create for a in self.advice if a.kind in SAVING)
+
+    @property
+    def saves_if_dropped(self) -> int:
+        """What dropping every map no program references would save at start."""
+        return sum(a.saves_at_create for a in self.advice if a.kind == "unused")
 
     @property
     def apply(self) -> tuple[str, ...]:
@@ -57,9 +65,11 @@ class ObjectAdvice:
 
 @dataclass(frozen=True)
 class AdviseResult:
-    """``bpfmem advise`` on one kernel."""
+    """``bpfmem advise`` on one kernel; ``warnings``: what of the occupancy given was not used
+    (maps it names that no object has, maps of a snapshot whose entries were not counted)."""
     kernel: KernelProfile
     objects: tuple[ObjectAdvice, ...]
+    warnings: tuple[str, ...] = ()
 
 
 def _prealloc_rule(prof: KernelProfile, prog_types: set[str]) -> str:
@@ -106,7 +116,7 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
                 "Drop it, or create it lazily when a feature needs it (userspace-only maps "
                 "still cost their full preallocation at every start).",
                 "A map is charged to the creating process's memory cgroup whether or not a "
-                "program uses it."))
+                "program uses it.", f"{m.name}.count=0"))
         if is_hash and prealloc and verdict == "read_only":
             after = estimate(replace(shape, map_flags=shape.map_flags | NO_PREALLOC), prof)
             out.append(Advice(
@@ -187,11 +197,70 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
                     "Preallocated maps cost max_entries elements whatever they hold.",
                     f"{m.name}.max_entries={suggested}"))
     out.sort(key=lambda a: -(a.saves_at_create or 0))
+    return _composed(obj, prof, out)
+
+
+def _composed(obj: ObjectSpec, prof: KernelProfile, advice: list[Advice]) -> list[Advice]:
+    """The advice with every saving measured as ``check`` and ``diff`` measure it: the map's
+    cost (the same footprint, times the times it is created) before and after its ``--set``
+    line, each change to a map counted on top of the changes to it listed before it (so a
+    resize and BPF_F_NO_PREALLOC of one map are not both counted in full)."""
+    from .footprints import map_costs
+    from .whatif import WhatIf, parse_setting
+    specs = {m.name: m for m in obj.maps}
+    applied: dict[str, list[str]] = {}
+    out = []
+
+    def cost(name: str, sets: list[str]):
+        wi = WhatIf(tuple(parse_setting(x) for x in sets))
+        (c,) = map_costs(obj.name, [specs[name]], prof, wi)
+        return c
+
+    for a in advice:
+        if a.set is None or a.kind not in APPLIED + ("unused",):
+            out.append(a)
+            continue
+        before = applied.get(a.map, [])
+        after = before + [a.set]
+        c0, c1 = cost(a.map, before), cost(a.map, after)
+        if a.kind in APPLIED:
+            applied[a.map] = after
+
+        def minus(x, y):
+            return None if x is None or y is None else x - y
+        out.append(replace(a, saves_at_create=minus(c0.charged_at_create,
+                                                     c1.charged_at_create) or 0,
+                           saves_full=minus(c0.charged_full, c1.charged_full),
+                           saves_memlock=minus(c0.memlock_at_create, c1.memlock_at_create)))
     return out
 
 
 def advise_all(objects_and_uses, prof: KernelProfile, occupancy=None) -> AdviseResult:
     """The advice for each (ObjectSpec, uses) pair on ``prof``."""
-    return AdviseResult(prof, tuple(ObjectAdvice(obj, uses, tuple(advise(obj, uses, prof,
-                                                                         occupancy)))
-                                    for obj, uses in objects_and_uses))
+    pairs = list(objects_and_uses)
+    objects = tuple(ObjectAdvice(obj, uses, tuple(advise(obj, uses, prof, occupancy)))
+                    for obj, uses in pairs)
+    return AdviseResult(prof, objects, occupancy_warnings(occupancy, [o for o, _ in pairs]))
+
+
+def occupancy_warnings(occupancy, objects) -> tuple[str, ...]:
+    """What of an occupancy the advice cannot use, said instead of dropped."""
+    if occupancy is None:
+        return ()
+    out = []
+    names = {n for o in objects for m in o.maps
+             for n in (m.name, getattr(m, "kernel_name", None) or m.name[:15])}
+    unknown = sorted(n for n in occupancy if n not in names)
+    if unknown:
+        shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8
+                                          else "")
+        out.append(f"the occupancy names {len(unknown)} map{'s' if len(unknown) != 1 else ''} "
+                   f"no object has, left unused: {shown}")
+    uncounted = [n for n in getattr(occupancy, "uncounted", ()) if n in names]
+    if uncounted:
+        out.append(f"the snapshot has no entry count for {len(uncounted)} of these objects' "
+                   f"maps ({', '.join(uncounted[:8])}{' ...' if len(uncounted) > 8 else ''}): "
+                   f"no resize advice for them; take the snapshot with entries counted")
+    if not occupancy and not uncounted and not unknown:
+        out.append("the occupancy has no entry counts: no resize advice")
+    return tuple(out)

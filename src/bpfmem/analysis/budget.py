@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.kernel import KernelProfile
+from ..model.kernel import CHARGE_NONE, KernelProfile
 from ..parse.objspec import ObjectSpec
 from .footprints import MapCost, object_costs, total
 from .placeholders import placeholder_note
@@ -89,6 +89,18 @@ class ProfileCheck:
     notes: tuple[str, ...]
     objects: tuple[ObjectCharge, ...]
     offenders: tuple[Offender, ...]     # the largest maps, largest first
+    memlock: int = 0                    # the maps' memlock at create, summed
+
+    @property
+    def charged_to_memcg(self) -> bool:
+        """Whether this kernel charges maps to the creator's memory cgroup at all (5.11+);
+        before, maps count against the creator's RLIMIT_MEMLOCK only."""
+        return self.kernel.charge_era != CHARGE_NONE
+
+    @property
+    def headroom(self) -> int:
+        """The budget less the maps' charge (negative: over the budget)."""
+        return self.budget.budget - self.total
 
     @property
     def refused(self) -> tuple[str, ...]:
@@ -126,6 +138,7 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
     then per object: the kernel accepts its maps, its own limit, its maps' caps), each named
     for exactly what it compares, so one object never both passes and fails the same thing;
     ``failures`` are theirs, in order."""
+    from ..units import format_size as fs
     from ..units import frozen_iec   # the check names' v1 spelling
     what = budget.measure
     results = []
@@ -144,7 +157,8 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
                                 object=o.name))
             lim = budget.object_limits.get(o.path or "") or budget.object_limits.get(o.name)
             if lim is not None:
-                over = ((f"{o.name}: {obj_total:,} bytes over its own limit {lim:,}",)
+                over = ((f"{o.name}: maps charge {fs(obj_total)}, over its own limit "
+                         f"{fs(lim)} by {fs(obj_total - lim)}",)
                         if obj_total > lim else ())
                 checks.append(Check(f"{o.name}: maps within its own limit {frozen_iec(lim)}",
                                     over, object=o.name, value=obj_total, limit=lim))
@@ -163,17 +177,29 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             if cap is None:
                 continue
             v = getattr(c, what)
-            over = ((f"{c.object}/{c.name}: {v:,} bytes over its cap {cap:,}",)
+            over = ((f"{c.object}/{c.name}: charges {fs(v)}, over its cap {fs(cap)} by "
+                     f"{fs(v - cap)}",)
                     if v is not None and v > cap else ())
             checks.append(Check(f"{c.object}/{c.name}: within its cap {frozen_iec(cap)}",
                                 over, object=c.object, map=c.name, value=v, limit=cap))
-        over = ((f"maps charge {grand:,} bytes, over the budget {budget.budget:,} "
-                 f"({budget.max_fraction:g} of {budget.limit:,})",)
+        of = ("" if budget.max_fraction == 1 else
+              f" ({budget.max_fraction:g} of the limit {fs(budget.limit)})")
+        over = ((f"maps charge {fs(grand)}, over the budget {fs(budget.budget)}{of} by "
+                 f"{fs(grand - budget.budget)}",)
                 if grand > budget.budget else ())
         checks.insert(0, Check(f"all maps within the budget {frozen_iec(budget.budget)}",
                                over, value=grand, limit=budget.budget))
+        memlock = sum(c.memlock_at_create or 0 for c in all_costs)
         notes = tuple(f"{c.object}/{c.name}: {n}" for c in all_costs
                       for n in (placeholder_note(c.spec),) if n)
+        if prof.charge_era == CHARGE_NONE:
+            notes = (f"Linux {prof.version} charges maps to no memory cgroup (that began in "
+                     f"5.11): the limit that matters is RLIMIT_MEMLOCK. The maps' memlock, "
+                     f"{fs(memlock)}, counts against the locked memory of their creator's "
+                     f"user (every process of that uid together), and creating a map fails "
+                     f"with EPERM past `ulimit -l`; agents raise it with setrlimit "
+                     f"(CAP_SYS_RESOURCE to raise the hard limit)",
+                     ) + notes
         ranked = sorted(((getattr(m.cost, what), o.spec.name, m.cost.name)
                          for o in objs for m in o.maps
                          if getattr(m.cost, what) is not None), reverse=True)[:top]
@@ -181,5 +207,6 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
         results.append(ProfileCheck(
             prof, loaders[0] if len(loaders) == 1 else tuple(loaders), grand, before, budget,
             tuple(checks), notes, objs,
-            tuple(Offender(on, mn, v, v / grand if grand else 0.0) for v, on, mn in ranked)))
+            tuple(Offender(on, mn, v, v / grand if grand else 0.0) for v, on, mn in ranked),
+            memlock))
     return CheckResult(budget, tuple(whatif.describe()) if whatif else (), tuple(results))

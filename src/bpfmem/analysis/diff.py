@@ -12,8 +12,7 @@ from ..uapi import flag_names
 from .footprints import MapCost, object_costs
 from .whatif import WhatIf
 
-# libbpf map_is_reuse_compat(): a pinned map is reused only if all of these match
-PIN_COMPAT = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra")
+from .pins import reusable
 
 
 def _costs(objects: list[ObjectSpec], prof, whatif) -> list[MapCost]:
@@ -145,8 +144,7 @@ def diff(old: list[ObjectSpec], new: list[ObjectSpec], prof: KernelProfile,
         if cb is not None and cb.spec.pinning:
             prev = pinned_old.get(cb.name)
             if prev is not None:
-                incompatible = any(getattr(prev.spec, f) != getattr(cb.spec, f)
-                                   for f in PIN_COMPAT)
+                incompatible = not reusable(prev.spec, cb.spec)
                 reused = not incompatible
         if cb is not None and not reused:
             upgrade += (cb.charged_at_create or 0)

@@ -48,12 +48,18 @@ class MapCost:
 def object_costs(obj: ObjectSpec, prof: KernelProfile,
                  whatif: WhatIf | None = None) -> list[MapCost]:
     """Every map the loader creates at start (autocreate), with what it costs on ``prof``."""
-    maps = [m for m in obj.maps if m.autocreate]
+    return map_costs(obj.name, [m for m in obj.maps if m.autocreate], prof, whatif)
+
+
+def map_costs(object_name: str, maps: list, prof: KernelProfile,
+              whatif: WhatIf | None = None) -> list[MapCost]:
+    """What each of ``maps`` (MapSpecs of the object ``object_name``) costs on ``prof`` after
+    ``whatif``, times the times it is created: the one figure every command sums."""
     pairs = whatif.apply(maps) if whatif else [(m, 1) for m in maps]
     out = []
     for m, count in pairs:
         fp, why = estimate_spec(m, prof)
-        out.append(MapCost(obj.name, m, count * getattr(m, "instances", 1), fp, why))
+        out.append(MapCost(object_name, m, count * getattr(m, "instances", 1), fp, why))
     return out
 
 

@@ -51,6 +51,7 @@ from ..uapi import map_type_name
 from ..units import format_size
 from .gosplit import GoSplit, go_split
 from .live import check_map
+from .pins import reusable
 
 if TYPE_CHECKING:
     from .diff import DiffResult
@@ -718,13 +719,6 @@ class Headroom:
     notes: tuple[str, ...]
 
 
-def _compatible(new, live: MapRow) -> bool:
-    """libbpf's reuse rule on NEW's spec (a MapSpec) and a live map."""
-    return (map_type_name(new.type) == live.type and new.key_size == live.key_size
-            and new.value_size == live.value_size and new.max_entries == live.max_entries
-            and (new.map_flags or 0) == live.map_flags)
-
-
 def _same_name(spec_name: str, live_name: str) -> bool:
     if spec_name[:_NAME_LEN] == live_name:
         return True
@@ -767,7 +761,7 @@ def headroom_after(view: PodView, diff: "DiffResult", *, before_given: bool) -> 
                    "created at start" + (" (OLD's pin is incompatible: recreated)"
                                         if r.pin_incompatible else ""))
         else:
-            match = [m for m in live if m.pins and _compatible(new.spec, m)] \
+            match = [m for m in live if m.pins and reusable(m, new.spec)] \
                 if new.spec.pinning else []
             reused = bool(match)
             why = (f"the pod's pinned map {match[0].id} is compatible: reused" if reused

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ..analysis.budget import Budget, CheckResult, check
 from ..analysis.diff import DiffResult, diff
+from ..analysis.gate import GateResult, GateSettings, gate_inputs
 from ..analysis.typos import unmatched
 from ..analysis.whatif import WhatIf, whatif_from
 from .objects import load_object
@@ -16,6 +17,66 @@ def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
                 dynamic_config: dict | None = None) -> WhatIf:
     """A WhatIf from ``--set`` expressions and Cilium-style dynamic sizing settings."""
     return whatif_from(sets, size_ratio, node_memory, dynamic_config)
+
+
+def gate_settings(*, limit: int | str | None = None, max_fraction: float | None = None,
+                  full: bool | None = None, max_binary_size: int | str | None = None,
+                  config=None) -> GateSettings:
+    """The one rule for what ``check`` judges: each setting given here (the command line)
+    over bpfmem.toml's (``config``, a :class:`bpfmem.config.Config`), over the defaults
+    (fraction 1, at create). Sizes may be quantities (``128Mi``) or bytes. ValueError for a
+    value that is wrong."""
+    from ..units import parse_size
+
+    def size(v):
+        return parse_size(v) if isinstance(v, str) else v
+    cfg = config
+    return GateSettings(
+        limit=size(limit) if limit is not None else getattr(cfg, "limit", None),
+        max_fraction=(max_fraction if max_fraction is not None else
+                      getattr(cfg, "max_fraction", None) or 1.0),
+        full=bool(full if full is not None else getattr(cfg, "full", None)),
+        object_limits=dict(getattr(cfg, "object_limits", None) or {}),
+        map_caps=dict(getattr(cfg, "map_caps", None) or {}),
+        binary_max=(size(max_binary_size) if max_binary_size is not None else
+                    getattr(cfg, "binary_max", None)),
+        binary_files=dict(getattr(cfg, "binary_files", None) or {}),
+        binary_modules=dict(getattr(cfg, "binary_modules", None) or {}),
+        binary_named=max_binary_size is not None, config=getattr(cfg, "path", None))
+
+
+def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
+                loader: str | list[str] | tuple[str, ...] | None = None) -> GateResult:
+    """Every gate ``settings`` asks for, on ``sources`` (paths; globs already expanded):
+    the maps budget on the BPF objects (:func:`check_objects`, on every profile and loader)
+    and the binary sizes on the binaries (:func:`bpfmem.api.check_binaries`). The result
+    passes only when every gate does. ValueError when no gate is asked for;
+    :class:`bpfmem.errors.UnreadableInput` when a binary cannot be read."""
+    from .size import check_binaries, split_binaries
+    if not settings.any_gate:
+        raise ValueError("no gate to check: give a memory limit or a binary size limit")
+    objects, binaries = split_binaries(list(sources))
+    maps_in, bins_in, notes = gate_inputs(settings, objects, binaries)
+    maps = None
+    if maps_in:
+        maps = check_objects(maps_in, limit=settings.limit, profiles=profiles,
+                             max_fraction=settings.max_fraction, full=settings.full,
+                             whatif=whatif, object_limits=settings.object_limits,
+                             map_caps=settings.map_caps, config=settings.config, loader=loader)
+    bins = None
+    if bins_in:
+        from ..errors import BpfmemError, UnreadableInput, UsageError
+        try:
+            bins = check_binaries(bins_in, max_size=settings.binary_max,
+                                  module_limits=settings.binary_modules,
+                                  file_limits=settings.binary_files)
+        except UsageError:
+            raise
+        except (BpfmemError, OSError) as e:
+            # not "over the limit": the gate could not judge this binary
+            raise UnreadableInput(f"{e.filename}: {e.strerror}"
+                                  if isinstance(e, OSError) and e.filename else str(e)) from e
+    return GateResult(maps, bins, notes)
 
 
 def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,

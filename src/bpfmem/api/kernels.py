@@ -79,6 +79,43 @@ def profiles(kernels=(), cpus=(), btfs=(), configured=(), *, page_size: int | No
     return out
 
 
+def resolve_kernels(kernels=(), btfs=(), cpus=(), *, entries=(), defaults=(),
+                    use_defaults: bool = True, page_size: int | None = None,
+                    arch: str | None = None) -> list[KernelProfile]:
+    """The one rule every command resolves its kernels by (``--kernel``, ``--kernel-btf``,
+    ``--cpus`` and bpfmem.toml's ``kernels``/``[[kernels]]``/``cpus``):
+
+    * each item of ``kernels`` is the ``name`` of a ``[[kernels]]`` entry (``entries``:
+      :class:`bpfmem.config.KernelEntry`) or a release; ``btfs`` are BTF files, whose release
+      a single release item names when the files do not;
+    * ``cpus`` are the possible-CPU counts: every kernel is modelled at each (an entry that
+      lists its own ``cpus`` keeps them unless ``cpus`` is given);
+    * with no kernel and no BTF named, ``entries`` and the ``defaults`` releases (bpfmem.toml's
+      kernels) when ``use_defaults``; with none of those, this host's kernel;
+    * ``page_size`` and ``arch``: what the BTF files do not say (:func:`profile`).
+
+    The profiles come in the order named, duplicates (same kernel and CPUs) once. ValueError
+    for a release that is not one or a file that is no kernel's BTF."""
+    kernels, btfs = [str(k) for k in kernels], [str(b) for b in btfs]
+    cpus = list(cpus)
+    by_name = {e.name: e for e in entries}
+    named = [by_name[k] for k in kernels if k in by_name]
+    releases = [k for k in kernels if k not in by_name]
+    if not (kernels or btfs):
+        if not use_defaults:
+            return profiles((), cpus, page_size=page_size, arch=arch)
+        named, releases = list(entries), list(defaults)
+    if any(not k[:1].isdigit() for k in releases):
+        bad = next(k for k in releases if not k[:1].isdigit())
+        known = ", ".join(sorted(by_name)) or "none: bpfmem.toml has no [[kernels]]"
+        raise ValueError(f"--kernel {bad}: not a kernel release nor a [[kernels]] name "
+                         f"(names: {known})")
+    if cpus:
+        named = [replace(e, cpus=tuple(cpus)) for e in named]
+    out = profiles(releases, cpus, btfs, named, page_size=page_size, arch=arch)
+    return list(dict.fromkeys(out))
+
+
 def parse_release(text: str) -> tuple[int, ...]:
     """A kernel release string (``6.1.90``, ``6.12.0-31-cloud-amd64``) as numbers;
     ValueError for anything else."""

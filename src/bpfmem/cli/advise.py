@@ -32,7 +32,7 @@ class Advise(Command):
                             "snapshot")
         p.add_argument("--apply", action="store_true",
                        help="print the what-if (--set ...) that `bpfmem check`/`diff` accept")
-        a.add_kernel(p)
+        a.add_kernels(p)
         a.add_loader(p)
         a.add_output(p, ("table", "json", "markdown"))
 

@@ -171,14 +171,18 @@ def add_image_facts(p: argparse.ArgumentParser) -> None:
 
 
 def add_kernels(p: argparse.ArgumentParser) -> None:
-    """--kernel, --kernel-btf, --cpus taking several: the kernels `check` gates on."""
+    """--kernel, --kernel-btf, --cpus taking several: every command that models kernels
+    (maps, check, diff, advise) resolves them by one rule (cli.common.kernels_of)."""
     p.add_argument("--kernel", type=kernel_list, metavar="V[,V...]",
-                   help="kernel release(s) to check against (release tables); default: "
-                        "`kernels` in bpfmem.toml, else the running kernel")
+                   help="kernel release(s) to model (5.10, 6.1, 6.12, 6.18: release tables) "
+                        "or names of [[kernels]] entries in bpfmem.toml; default: the "
+                        "kernels bpfmem.toml lists, else the running kernel (from its BTF); "
+                        "with --kernel-btf, the release of a file that does not say")
     p.add_argument("--kernel-btf", metavar="FILE", action="append", default=[],
                    help=KERNEL_BTF_HELP + "; repeat for several kernels")
     p.add_argument("--cpus", type=cpu_list, metavar="N[,N...]",
-                   help="possible CPU count(s) to check against")
+                   help="possible CPU count(s) of the node (default: bpfmem.toml's cpus, "
+                        "else this host's /sys/devices/system/cpu/possible)")
     add_image_facts(p)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from . import args as a
-from .command import EXIT_ERROR, EXIT_OK, Command
+from .command import EXIT_ERROR, EXIT_OK, EXIT_UNREADABLE, Command
 
 EPILOG = """examples:
   bpfmem check build/*.o --limit 128Mi --max-fraction 0.5
@@ -44,8 +44,11 @@ class Check(Command):
         a.add_loader(p, several=True)
         a.add_whatif(p)
         a.add_output(p, ("table", "json", "markdown", "junit", "html"))
-        from .size import add_binary_gate
-        add_binary_gate(p)
+        p.add_argument("--max-binary-size", metavar="SIZE",
+                       help="also gate binaries (Go or ELF) given as OBJ: fail when one is "
+                            "larger than SIZE (40Mi; M is 10^6); limits per binary and per "
+                            "module in [binary] of bpfmem.toml. Every gate given is checked; "
+                            "exit 1 over a limit, 3 when a binary cannot be read, 2 usage")
 
     def run(self, args: argparse.Namespace) -> int:
         import time
@@ -53,38 +56,36 @@ class Check(Command):
 
         from .. import api
         from ..errors import UsageError
-        from .common import as_usage, config_of, expand_objects, loader_of, size_of, whatif_of
-        from .output import emit_result
+        from .common import (as_usage, config_of, expand_objects, kernels_of, loader_of,
+                             size_of, whatif_of)
+        from ..errors import UnreadableInput
+        from .output import emit_result, fail, note
 
         started = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
         t0 = time.monotonic()
         with as_usage(argparse.ArgumentTypeError):
             cfg = config_of(args)
-            from .size import binary_gate_applies, check_binaries
+            settings = api.gate_settings(
+                limit=size_of(args.limit, "--limit") if args.limit is not None else None,
+                max_fraction=args.max_fraction, full=args.full,
+                max_binary_size=(size_of(args.max_binary_size, "--max-binary-size")
+                                 if args.max_binary_size else None), config=cfg)
+            if not settings.any_gate:
+                raise UsageError("check needs --limit (or `limit` in bpfmem.toml), "
+                                 "--max-binary-size (or [binary] in bpfmem.toml), or both")
             paths = expand_objects(args.objects)
-            if binary_gate_applies(args, cfg, paths):
-                return check_binaries(args, cfg, paths)
-            limit = size_of(args.limit) if args.limit is not None else cfg.limit
-            if limit is None:
-                raise UsageError("check needs --limit (or `limit` in bpfmem.toml)")
-            if limit <= 0:
-                raise UsageError(f"--limit must be more than 0 bytes, not {args.limit or limit!r}")
-            cpus = [a.positive(c) for c in a.comma_list(args.cpus)] or cfg.cpus
-            kernels = a.comma_list(args.kernel)
-            configured = () if (kernels or args.kernel_btf) else cfg.kernel_entries
-            profiles = api.profiles(kernels or ([] if args.kernel_btf else cfg.kernels), cpus,
-                                    args.kernel_btf, configured,
-                                    page_size=args.page_size, arch=args.arch)
-            fraction = args.max_fraction if args.max_fraction is not None else (
-                cfg.max_fraction if cfg.max_fraction is not None else 1.0)
-            if not 0 < fraction <= 1:
-                raise UsageError(f"--max-fraction must be in (0, 1], not {fraction}")
-            result = api.check_objects(
-                paths, limit=limit, profiles=profiles, max_fraction=fraction,
-                full=bool(args.full if args.full is not None else cfg.full),
-                whatif=whatif_of(args, cfg), object_limits=cfg.object_limits,
-                map_caps=cfg.map_caps, config=cfg.path,
-                loader=[loader_of(x, cfg) for x in (a.comma_list(args.loader) or [None])])
+            try:
+                result = api.check_gates(
+                    paths, settings, profiles=kernels_of(args, cfg),
+                    whatif=whatif_of(args, cfg),
+                    loader=[loader_of(x, cfg) for x in (a.comma_list(args.loader) or [None])])
+            except UnreadableInput as e:
+                fail(str(e))
+                return EXIT_UNREADABLE
+        if result.binaries is not None and args.format == "html":
+            raise UsageError("the binary gate renders table, json, markdown or junit")
+        for n in result.notes:
+            note(n)
         junit = ({"timestamp": started, "seconds": time.monotonic() - t0}
                  if args.format == "junit" else {})
         emit_result(result, args.format, args.output, **junit)

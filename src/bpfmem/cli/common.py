@@ -38,34 +38,35 @@ def loader_of(name: str | None, cfg=None) -> str:
         return api.loader_name(name)
 
 
-def profile_of(args: argparse.Namespace):
-    """The one kernel profile of a command's --kernel/--kernel-btf/--cpus (api.profile)."""
+def profile_of(args: argparse.Namespace, cfg=None):
+    """The one kernel profile of a one-kernel command (estimate, maps --from-bpftool):
+    --kernel (a release or a [[kernels]] name)/--kernel-btf/--cpus, else this host's, by
+    :func:`bpfmem.api.resolve_kernels`; several is a usage error."""
+    found = kernels_of(args, config_of(args) if cfg is None else cfg, use_defaults=False)
+    if len(found) != 1:
+        raise UsageError(f"this command models one kernel, not {len(found)}: name one with "
+                         "--kernel and --cpus")
+    return found[0]
+
+
+def kernels_of(args: argparse.Namespace, cfg=None, *, use_defaults: bool = True) -> list:
+    """The kernels a command runs on, by the one rule (:func:`bpfmem.api.resolve_kernels`):
+    --kernel (releases or [[kernels]] names of bpfmem.toml), --kernel-btf files, --cpus;
+    else every kernel bpfmem.toml lists; else this host's. Several: one result each."""
     from .. import api
-    with as_usage():
-        return api.profile(args.kernel, btf=getattr(args, "kernel_btf", None), cpus=args.cpus,
-                           page_size=getattr(args, "page_size", None),
-                           arch=getattr(args, "arch", None))
+    from . import args as a
 
-
-def kernels_of(args: argparse.Namespace, cfg) -> list:
-    """The kernels a one-kernel command (maps, diff, advise) runs on: --kernel/--kernel-btf
-    (--kernel may name a [[kernels]] entry of bpfmem.toml), else every kernel bpfmem.toml
-    lists, one after the other, else this host's."""
-    from dataclasses import replace
-
-    from .. import api
-    btf = getattr(args, "kernel_btf", None)
-    with as_usage():
-        if args.kernel or btf:
-            entry = next((e for e in cfg.kernel_entries if e.name == args.kernel), None)
-            if entry is not None and not btf:
-                cpus = (args.cpus,) if args.cpus else entry.cpus
-                return api.profiles((), cfg.cpus, (), [replace(entry, cpus=cpus)])
-            return [profile_of(args)]
-        if cfg.kernel_entries or cfg.kernels:
-            return api.profiles(cfg.kernels, [args.cpus] if args.cpus else cfg.cpus, (),
-                                cfg.kernel_entries)
-        return [profile_of(args)]
+    def listed(value) -> list[str]:
+        values = value if isinstance(value, list) else [value] if value else []
+        return [x for v in values for x in a.comma_list(str(v))]
+    cpus = [a.positive(c) for c in listed(getattr(args, "cpus", None))]
+    with as_usage(argparse.ArgumentTypeError):
+        return api.resolve_kernels(
+            listed(getattr(args, "kernel", None)), listed(getattr(args, "kernel_btf", None)),
+            cpus or (cfg.cpus if cfg is not None else []),
+            entries=cfg.kernel_entries if cfg is not None else (),
+            defaults=cfg.kernels if cfg is not None else (), use_defaults=use_defaults,
+            page_size=getattr(args, "page_size", None), arch=getattr(args, "arch", None))
 
 
 def whatif_of(args: argparse.Namespace, cfg):
@@ -98,30 +99,16 @@ def size_of(text: str, option: str | None = None) -> int:
         raise UsageError(f"{option}: {e}" if option else str(e)) from None
 
 
-def _has_magic(path: str) -> bool:
-    """glob.has_magic without importing glob (and its re, fnmatch) for plain paths."""
-    return any(c in path for c in "*?[")
-
-
 def expand_objects(arguments: Sequence[str]) -> list[str]:
-    """The one rule for object arguments in every command: each argument is a path, a glob
-    bpfmem expands itself when quoted ('build/*.o'), or a quoted list of them
-    ('a.o b/*.o'); a glob that matches nothing is a usage error, not a silent empty list. A file
-    that exists is itself, even with glob characters in its name (``build[arm]/x.o``)."""
-    import os
-    paths: list[str] = []
-    for arg in arguments:
-        parts = [arg] if os.path.exists(arg) else arg.split()
-        for part in parts:
-            if not os.path.exists(part) and _has_magic(part):   # build[arm]/x.o: a file
-                import glob
-                hits = sorted(glob.glob(part))
-                if not hits:
-                    raise UsageError(f"no file matches {part!r}")
-                paths += hits
-            else:
-                paths.append(part)
-    return paths
+    """The one rule for object and binary arguments in every command
+    (:func:`bpfmem.api.expand_paths`): paths, quoted globs, quoted lists; a glob matching
+    nothing is a usage error; a file named twice is read once, said on stderr."""
+    from .. import api
+    with as_usage():
+        found = api.expand_paths(arguments)
+    for n in found.notes:
+        print(f"bpfmem: note: {n}", file=sys.stderr)
+    return list(found.paths)
 
 
 def default_objects(arguments: Sequence[str]) -> list[str]:

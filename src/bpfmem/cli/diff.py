@@ -33,7 +33,7 @@ class Diff(Command):
         p.add_argument("unquoted", nargs="*", help=argparse.SUPPRESS)
         p.add_argument("--limit", metavar="SIZE",
                        help="memory limit, to show the share of it (128Mi; M is 10^6)")
-        a.add_kernel(p)
+        a.add_kernels(p)
         a.add_loader(p)
         p.add_argument("--old-loader", metavar="LOADER",
                        help="the loader of the OLD side (default: --loader)")

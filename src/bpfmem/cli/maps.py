@@ -53,7 +53,7 @@ class Maps(Command):
                        help="compiled BPF object(s) (clang -target bpf -g); "
                             "default: the bundled example")
         a.add_format(p, ("table", "json", "markdown"))
-        a.add_kernel(p)
+        a.add_kernels(p)
         a.add_loader(p)
         a.add_whatif(p)
         p.add_argument("--from-bpftool", metavar="FILE",

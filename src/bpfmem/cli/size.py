@@ -7,7 +7,7 @@ import argparse
 
 from ..errors import UsageError
 from . import args as a
-from .command import EXIT_ERROR, EXIT_OK, EXIT_UNREADABLE, Command
+from .command import EXIT_OK, Command
 
 EPILOG = """what you see:
   Every byte of the file labelled once: the parts add up to the file size. "file" is bytes
@@ -79,56 +79,6 @@ def _emit(result, fmt: str, output: str | None) -> None:
     from .output import emit_result
     with as_usage():
         emit_result(result, fmt, output)
-
-
-# -- the binary gate of `bpfmem check` -----------------------------------------------------
-
-def add_binary_gate(p: argparse.ArgumentParser) -> None:
-    """The binary-size options of `bpfmem check`."""
-    p.add_argument("--max-binary-size", metavar="SIZE",
-                   help="CI gate on binaries (Go or ELF) given as OBJ: fail when one is larger "
-                        "than SIZE, a Kubernetes quantity (40Mi; M is 10^6) "
-                        "(limits per binary and per module in [binary] of bpfmem.toml); "
-                        "exit 1 over a limit, 3 when a binary cannot be read, 2 usage")
-
-
-def binary_gate_applies(args: argparse.Namespace, cfg, paths: list[str]) -> bool:
-    """Whether `check` gates binary sizes: --max-binary-size, or every file is an ELF binary
-    that is no BPF object and bpfmem.toml has [binary] limits."""
-    if args.max_binary_size:
-        return True
-    if cfg.binary_max is None and not cfg.binary_modules and not cfg.binary_files:
-        return False
-    from .. import api
-    objects, binaries = api.split_binaries(paths)
-    return bool(binaries) and not objects
-
-
-def check_binaries(args: argparse.Namespace, cfg, binaries: list[str]) -> int:
-    """The binary-size gate: exit 1 when a binary or a module glob is over its limit, 3 when
-    a binary cannot be read."""
-    from .. import api
-    from .common import size_of
-    max_size = size_of(args.max_binary_size) if args.max_binary_size else cfg.binary_max
-    if max_size is None and not cfg.binary_modules and not cfg.binary_files:
-        raise UsageError("the binary gate needs --max-binary-size (or [binary] in bpfmem.toml)")
-    if args.format == "html":
-        raise UsageError("the binary gate renders table, json, markdown or junit")
-    from ..errors import BpfmemError
-    from .output import fail
-    try:
-        result = api.check_binaries(binaries, max_size=max_size,
-                                    module_limits=cfg.binary_modules,
-                                    file_limits=cfg.binary_files)
-    except UsageError:
-        raise
-    except (BpfmemError, OSError) as e:
-        # not "over the limit": the gate could not judge (a missing, truncated or non-ELF file)
-        fail(f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename
-             else str(e))
-        return EXIT_UNREADABLE
-    _emit(result, args.format, args.output)
-    return EXIT_OK if result.passed else EXIT_ERROR
 
 
 COMMAND = Size()

@@ -206,18 +206,28 @@ def looks_like_snapshot(head: str) -> bool:
     return head.startswith("[") or SNAPSHOT_SCHEMA_PREFIX in head
 
 
+class Occupancy(dict):
+    """``{map name: entries}``, and ``uncounted``: the names of a snapshot's maps whose
+    entries were not counted (a snapshot taken without ``--entries`` has only those)."""
+    uncounted: tuple[str, ...] = ()
+
+
 def occupancy_from(data: Any) -> dict[str, int]:
     """``{map name: entries}`` from a decoded occupancy file: that mapping itself, or a bpfmem
     snapshot's maps with their entry counts (v1 or v2: a map whose entries were not counted
     has none; a name seen on several maps, one per pod...: the fullest). ValueError names the
     field that is wrong."""
     if isinstance(data, dict) and str(data.get("schema", "")).startswith("bpfmem/snapshot"):
-        peaks: dict[str, int] = {}
+        peaks = Occupancy()
+        uncounted = []
         for m in Fields(data).objects("maps"):
             n = m.uint("entries", None, 32)
+            name = m.text("name")
             if n is not None:
-                name = m.text("name")
                 peaks[name] = max(peaks.get(name, 0), n)
+            else:
+                uncounted.append(name)
+        peaks.uncounted = tuple(dict.fromkeys(n for n in uncounted if n not in peaks))
         return peaks
     if not isinstance(data, dict):
         raise ValueError("expected {\"map name\": entries, ...}")

@@ -84,6 +84,20 @@ def check_document(r) -> dict[str, Any]:
             "results": [_profile_check(p) for p in r.results]}
 
 
+@maker("GateResult")
+def gate_document(r) -> dict[str, Any]:
+    """One gate: its own document. Both: the maps gate's ``bpfmem/check/v1`` with the binary
+    gate's document under ``binary_gate`` and ``pass`` the verdict of both."""
+    if len(r.parts) == 1:
+        return document(r.parts[0])
+    doc = check_document(r.maps)
+    doc["pass"] = r.passed
+    doc["binary_gate"] = document(r.binaries)
+    if r.notes:
+        doc["notes"] = list(r.notes)
+    return doc
+
+
 def _profile_check(p) -> dict[str, Any]:
     return {"kernel": p.kernel.describe(),
             "loader": p.loader if isinstance(p.loader, str) else list(p.loader),
@@ -139,11 +153,14 @@ def _diff_cost(c) -> dict[str, Any] | None:
 # -- advise ---------------------------------------------------------------------------------
 @maker("AdviseResult")
 def advise_document(r) -> dict[str, Any]:
-    return {"schema": ADVISE, "kernel": r.kernel.describe(),
-            "objects": [{"path": o.spec.path, "name": o.spec.name, "loader": _loader(o.spec),
-                         "maps": _uses(o), "advice": [_advice(a) for a in o.advice],
-                         "saves_at_create": o.saves_at_create, "apply": list(o.apply)}
-                        for o in r.objects]}
+    doc = {"schema": ADVISE, "kernel": r.kernel.describe(),
+           "objects": [{"path": o.spec.path, "name": o.spec.name, "loader": _loader(o.spec),
+                        "maps": _uses(o), "advice": [_advice(a) for a in o.advice],
+                        "saves_at_create": o.saves_at_create, "apply": list(o.apply)}
+                       for o in r.objects]}
+    if r.warnings:
+        doc["warnings"] = list(r.warnings)
+    return doc
 
 
 def _uses(o) -> list[dict[str, Any]]:

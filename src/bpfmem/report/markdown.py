@@ -24,8 +24,8 @@ def check_markdown(r, out: IO[str]) -> None:
              f"{b.max_fraction:g} of it), worst case {kernel_label(worst.kernel)}.", ""]
     whatif = bool(r.whatif)
     lines += ["| kernel | CPUs | " + ("before what-if | " if whatif else "") +
-              "maps charge | budget | verdict |",
-              "|---|---:|" + ("---:|" if whatif else "") + "---:|---:|---|"]
+              "maps charge | budget | headroom | verdict |",
+              "|---|---:|" + ("---:|" if whatif else "") + "---:|---:|---:|---|"]
 
     def loader(p) -> str:      # as the check document writes it
         return p.loader if isinstance(p.loader, str) else str(list(p.loader))
@@ -33,9 +33,13 @@ def check_markdown(r, out: IO[str]) -> None:
     for p in r.results:
         before = f"{fs(p.total_before_whatif)} | " if whatif else ""
         lo = f" ({loader(p)})" if len(loaders) > 1 else ""
+        room = fs(p.headroom) if p.charged_to_memcg else f"memlock {fs(p.memlock)}*"
         lines.append(f"| {p.kernel.version}{lo} | {p.kernel.possible_cpus} | {before}"
-                     f"{fs(p.total)} | {fs(b.budget)} | "
+                     f"{fs(p.total)} | {fs(b.budget)} | {room} | "
                      f"{'pass' if p.passed else '**fail**'} |")
+    if not all(p.charged_to_memcg for p in r.results):
+        lines += ["", "\\* this kernel charges maps to no memory cgroup (before 5.11): their "
+                  "memlock counts against RLIMIT_MEMLOCK instead"]
     lines += ["", "| top maps | charge | share |", "|---|---:|---:|"]
     for o in worst.offenders:
         lines.append(f"| {md_code(o.object + '/' + o.map)} | {fs(o.charged)} | "
@@ -158,7 +162,8 @@ def advise_markdown(r, out: IO[str]) -> None:
             lines += ["", "what-if: " + md_code("bpfmem check ... " +
                                                 " ".join(f"--set '{s}'" for s in o.apply))]
         lines.append("")
-    out.write("\n".join(lines))
+    lines += [f"> warning: {md_text(w)}" for w in r.warnings]
+    out.write("\n".join(lines) + ("\n" if r.warnings else ""))
 
 
 # -- several kernels ------------------------------------------------------------------------

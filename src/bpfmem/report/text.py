@@ -29,6 +29,56 @@ def kernel_label(k) -> str:
 
 
 # -- check ----------------------------------------------------------------------------------
+def _grid_row_label(p, several_loaders: bool) -> str:
+    k = p.kernel
+    label = f"Linux {k.build}" if (k.build and k.exact) else f"Linux {k.version}"
+    if several_loaders:
+        lo = p.loader
+        label += f" [{lo if isinstance(lo, str) else ', '.join(lo)}]"
+    return label
+
+
+def check_grid(r, console) -> None:
+    """The matrix at a glance: a row per kernel (and loader), a column per CPU count; each
+    cell the verdict, the maps' charge and the headroom left in the budget (or, on a
+    kernel that charges maps to no memory cgroup, the memlock RLIMIT_MEMLOCK must fit)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    loaders = {p.loader if isinstance(p.loader, str) else tuple(p.loader) for p in r.results}
+    rows: dict[str, dict[int, object]] = {}
+    for p in r.results:
+        rows.setdefault(_grid_row_label(p, len(loaders) > 1), {})[p.kernel.possible_cpus] = p
+    cpus = sorted({p.kernel.possible_cpus for p in r.results})
+    t = Table(box=box.SIMPLE_HEAD, title_justify="left",
+              title=f"budget {fs(r.budget.budget)} at {'full' if r.budget.full else 'start'}"
+                    f"; each cell: verdict, maps charge, headroom")
+    t.add_column("kernel")
+    for c in cpus:
+        t.add_column(f"{c} CPUs", justify="right")
+    for label, cells in rows.items():
+        row = [term(label)]
+        for c in cpus:
+            p = cells.get(c)
+            if p is None:
+                row.append("-")
+                continue
+            verdict = Text("PASS" if p.passed else "FAIL",
+                           style="bold green" if p.passed else "bold red")
+            room = (f"{fs(p.headroom)} left" if p.headroom >= 0 else
+                    f"over by {fs(-p.headroom)}")
+            what = (f" {fs(p.total)}, {room}" if p.charged_to_memcg else
+                    f" {fs(p.total)}; memlock {fs(p.memlock)}*")
+            row.append(Text.assemble(verdict, what))
+        t.add_row(*row)
+    if not all(p.charged_to_memcg for p in r.results):
+        t.caption = ("* this kernel charges maps to no memory cgroup (before 5.11): their "
+                     "memlock counts against RLIMIT_MEMLOCK instead")
+        t.caption_justify = "left"
+    console.print(t)
+
+
 def check_text(r, out: IO[str], *, width: int | None = None) -> None:
     from rich import box
     from rich.table import Table
@@ -37,13 +87,24 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
     console = _console(out, width)
     b = r.budget
     when = "full" if b.full else "start"
-    for p in r.results:
+    shown = list(r.results)
+    if len(r.results) > 1:
+        check_grid(r, console)
+        # below the grid: every profile that fails, or the worst one when all pass
+        failing = [p for p in r.results if not p.passed]
+        shown = failing or [max(r.results, key=lambda p: p.total)]
+        rest = len(r.results) - len(shown)
+        console.print(Text(f"{len(r.results)} profiles, {len(failing)} failing; below: "
+                           + ("each failing one" if failing else "the worst case")
+                           + (f" ({rest} more in the grid; --format json has every one)"
+                              if rest else ""), style="bold"))
+    for p in shown:
         verdict = Text("PASS", style="bold green") if p.passed else Text("FAIL", style="bold red")
         lo = p.loader
         loader = f" [{lo if isinstance(lo, str) else ', '.join(lo)}]" if lo else ""
+        of = "" if b.max_fraction == 1 else f" ({b.max_fraction:g} of the limit {fs(b.limit)})"
         console.print(Text.assemble(verdict, f"  {kernel_label(p.kernel)}{loader}: maps charge "
-                                    f"{fs(p.total)} at {when}, budget {fs(b.budget)} "
-                                    f"({b.max_fraction:g} of {fs(b.limit)}), "
+                                    f"{fs(p.total)} at {when}, budget {fs(b.budget)}{of}, "
                                     f"{p.share_of_limit:.0%} of the limit"))
         t = Table(box=box.SIMPLE_HEAD)
         t.add_column("top maps")
@@ -158,8 +219,15 @@ def advise_text(r, out: IO[str], *, width: int | None = None) -> None:
                 continue
             console.print(Text(f"  trade-off: {a.tradeoff}", style="dim"), overflow="fold")
             console.print(Text(f"  kernel: {a.rule}", style="dim"), overflow="fold")
-        console.print(Text(f"total saving at start from the recommended changes: "
+        console.print(Text(f"total saving at start from the recommended changes (--apply): "
                            f"{fs(o.saves_at_create)}", style="bold green"))
+        if o.saves_if_dropped:
+            console.print(Text(f"dropping the maps no program references would save "
+                               f"{fs(o.saves_if_dropped)} more (if userspace does not need "
+                               f"them: --set 'MAP.count=0' to see it)", style="green"),
+                          overflow="fold")
+    for w in r.warnings:
+        console.print(Text(f"warning: {w}", style="yellow"), overflow="fold")
 
 
 # -- maps -----------------------------------------------------------------------------------
