@@ -233,3 +233,39 @@ def test_the_package_builds_and_passes_twine_check(tmp_path):
                                 XDG_CACHE_HOME=str(tmp_path / "cache")))
     assert r.returncode == 0 and r.stdout.strip() == str(probe), r.stdout + r.stderr
     assert not (tmp_path / "cache" / "bpfmem" / "probe").exists()   # nothing compiled
+
+
+def test_the_workflow_examples_inputs_run_through_the_action(workspace, tmp_path):
+    """The example workflow's own `with:` (a kernel and CPU matrix and a quoted --set, for
+    both check and diff) runs through the action: check and diff both take it, the quotes
+    reach bpfmem as one argument, and the comment is posted."""
+    wf = yaml.safe_load((ROOT / "examples" / "github-actions" / "bpfmem.yml").read_text())
+    step = next(s for s in wf["jobs"]["map-memory"]["steps"]
+                if s.get("uses", "").split("@")[0].endswith("/bpfmem"))
+    inputs = {k: str(v) for k, v in step["with"].items() if "${{" not in str(v)}
+    assert "--kernel 6.1,6.12" in inputs["args"] and "'service_*" in inputs["args"]
+    inputs["base-objects"] = "base/build/*.o"
+    log = tmp_path / "gh.log"
+    env = {"PATH": f"{tmp_path / 'fakebin'}{os.pathsep}{os.environ['PATH']}",
+           "GH_LOG": str(log)}
+    github = {"event": {"pull_request": {"number": "7"}}, "repository": "o/agent",
+              "token": "t0ken"}
+    run = run_action(ROOT, workspace, inputs, github=github, env=env)
+    by_name = {s.name: s for s in run.steps}
+    diff_step = by_name["bpfmem diff against the base build"]
+    assert diff_step.returncode == 0, diff_step.stderr
+    diff = (workspace / "bpfmem-diff.md").read_text()
+    # one diff per kernel and CPU count, each with the what-if applied to NEW
+    assert diff.count("### bpfmem diff") == 4, diff
+    assert "service_*.flags+=no_prealloc" in diff
+    assert "| 6.1.0 | 64 |" in run.summary and "| 6.12.0 | 2 |" in run.summary
+    assert Path(f"{log}.body").read_text().startswith("<!-- bpfmem diff -->")
+
+    # unbalanced quotes: a usage error of the step, not a silent split
+    bad = dict(inputs, args="--set 'service_*.flags+=no_prealloc")
+    venv = workspace / ".runner" / "bpfmem-venv"
+    (workspace / ".runner" / "github_path").write_text(f"{venv / 'bin'}\n")
+    run = run_action(ROOT, workspace, bad, github=github, env=env,
+                     skip=("Install bpfmem from the action's checkout",))
+    check = next(s for s in run.steps if s.name == "bpfmem check")
+    assert check.returncode == 2 and "unbalanced quotes" in check.stdout
