@@ -80,7 +80,7 @@ def profiles(kernels=(), cpus=(), btfs=(), configured=(), *, page_size: int | No
 
 
 def resolve_kernels(kernels=(), btfs=(), cpus=(), *, entries=(), defaults=(),
-                    use_defaults: bool = True, page_size: int | None = None,
+                    default_cpus=(), use_defaults: bool = True, page_size: int | None = None,
                     arch: str | None = None) -> list[KernelProfile]:
     """The one rule every command resolves its kernels by (``--kernel``, ``--kernel-btf``,
     ``--cpus`` and bpfmem.toml's ``kernels``/``[[kernels]]``/``cpus``):
@@ -88,8 +88,9 @@ def resolve_kernels(kernels=(), btfs=(), cpus=(), *, entries=(), defaults=(),
     * each item of ``kernels`` is the ``name`` of a ``[[kernels]]`` entry (``entries``:
       :class:`bpfmem.config.KernelEntry`) or a release; ``btfs`` are BTF files, whose release
       a single release item names when the files do not;
-    * ``cpus`` are the possible-CPU counts: every kernel is modelled at each (an entry that
-      lists its own ``cpus`` keeps them unless ``cpus`` is given);
+    * ``cpus`` are the possible-CPU counts named (``--cpus``): every kernel is modelled at
+      each; with none, ``default_cpus`` (bpfmem.toml's), except for an entry that lists its
+      own ``cpus``;
     * with no kernel and no BTF named, ``entries`` and the ``defaults`` releases (bpfmem.toml's
       kernels) when ``use_defaults``; with none of those, this host's kernel;
     * ``page_size`` and ``arch``: what the BTF files do not say (:func:`profile`).
@@ -97,7 +98,8 @@ def resolve_kernels(kernels=(), btfs=(), cpus=(), *, entries=(), defaults=(),
     The profiles come in the order named, duplicates (same kernel and CPUs) once. ValueError
     for a release that is not one or a file that is no kernel's BTF."""
     kernels, btfs = [str(k) for k in kernels], [str(b) for b in btfs]
-    cpus = list(cpus)
+    named_cpus = list(cpus)
+    cpus = named_cpus or list(default_cpus)
     by_name = {e.name: e for e in entries}
     named = [by_name[k] for k in kernels if k in by_name]
     releases = [k for k in kernels if k not in by_name]
@@ -110,8 +112,8 @@ def resolve_kernels(kernels=(), btfs=(), cpus=(), *, entries=(), defaults=(),
         known = ", ".join(sorted(by_name)) or "none: bpfmem.toml has no [[kernels]]"
         raise ValueError(f"--kernel {bad}: not a kernel release nor a [[kernels]] name "
                          f"(names: {known})")
-    if cpus:
-        named = [replace(e, cpus=tuple(cpus)) for e in named]
+    if named_cpus:
+        named = [replace(e, cpus=tuple(named_cpus)) for e in named]
     out = profiles(releases, cpus, btfs, named, page_size=page_size, arch=arch)
     return list(dict.fromkeys(out))
 

@@ -63,7 +63,7 @@ def kernels_of(args: argparse.Namespace, cfg=None, *, use_defaults: bool = True)
     with as_usage(argparse.ArgumentTypeError):
         return api.resolve_kernels(
             listed(getattr(args, "kernel", None)), listed(getattr(args, "kernel_btf", None)),
-            cpus or (cfg.cpus if cfg is not None else []),
+            cpus, default_cpus=cfg.cpus if cfg is not None else (),
             entries=cfg.kernel_entries if cfg is not None else (),
             defaults=cfg.kernels if cfg is not None else (), use_defaults=use_defaults,
             page_size=getattr(args, "page_size", None), arch=getattr(args, "arch", None))
