@@ -99,3 +99,31 @@ def test_the_samples_reach_every_part_of_the_documents():
     trace = json.loads((GOLDEN / "pod-trace.out").read_text())
     assert trace["at_peak"] and trace["summary"]["notes"] is not None
     assert len(trace["samples"]) == 5
+
+
+def test_a_saved_trace_is_drawn_again_as_it_was(tmp_path, capsys):
+    """`pod --from FILE` reads a trace saved as JSON lines or JSON back (the input door) and
+    draws the same table the trace had; files that are no trace are one-line errors."""
+    from bpfmem import cli
+    saved = {"t.jsonl": (GOLDEN / "pod-trace-jsonl.out").read_text(),
+             "t.json": (GOLDEN / "pod-trace.out").read_text()}
+    want = (GOLDEN / "pod-trace-text.out").read_text()
+    for name, text in saved.items():
+        (tmp_path / name).write_text(text)
+        assert cli.main(["pod", "--from", str(tmp_path / name)]) == 0
+        out, _err = capsys.readouterr()
+        assert out == want, name
+    pytest.importorskip("plotly")
+    page = tmp_path / "t.html"
+    assert cli.main(["pod", "--from", str(tmp_path / "t.jsonl"), "--plot", str(page)]) == 0
+    assert "Plotly.newPlot" in page.read_text()
+    capsys.readouterr()
+    (tmp_path / "bad.jsonl").write_text('{"kind": "header", "schema": "bpfmem/pod/v1"}\n')
+    (tmp_path / "cut.json").write_text('{"schema": "bpfmem/pod-trace/v1", "cgroup": {}, '
+                                       '"summary": {"peak": {"t": 1}}, "samples": []}')
+    for bad in ("bad.jsonl", "cut.json"):
+        assert cli.main(["pod", "--from", str(tmp_path / bad)]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "not a" in err and "Traceback" not in err
+    assert cli.main(["pod", "--from", str(tmp_path / "t.json"), "--pid", "1"]) == 2
+    assert "leave out --pid" in capsys.readouterr().err

@@ -30,6 +30,8 @@ LIMITS = {
     "occupancy": 64 << 20,
     "config": 1 << 20,         # bpfmem.toml, pyproject.toml
     "batch line": 1 << 20,     # one line of an estimate --batch file
+    "trace": 256 << 20,        # a pod trace saved as JSON (pod --trace -o FILE): ~1 KiB a sample
+    "trace line": 16 << 20,    # a line of one saved as JSON lines (the last: the view at the peak)
 }
 
 

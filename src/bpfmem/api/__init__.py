@@ -34,7 +34,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "session": ("sweep_leftovers", "signals_interrupt"),
     "export": ("metrics_cache", "serve_metrics"),
     "pod": ("pod_cgroup", "go_prober", "pod_view", "pod_headroom", "pod_result",
-            "pod_trace", "write_trace_plot", "parse_container_id", "go_endpoints"),
+            "pod_trace", "load_trace", "write_trace_plot", "parse_container_id",
+            "go_endpoints"),
     "size": ("load_binary_size", "why_linked", "binary_size", "binary_size_diff",
              "check_binaries", "split_binaries"),
 }

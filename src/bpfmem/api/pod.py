@@ -17,8 +17,10 @@ from ..host.cgroup import resolve_cgroup
 from ..host.goproc import Endpoints, GoProber
 from ..host.podscan import PodSampler
 from ..host.trace import trace_cgroup, trace_command
+from ..inputs import InputError, input_lines, load_json
 from ..outputs import output_file
-from ..report.documents import document
+from ..parse.jsonlines import parse_trace_jsonl
+from ..report.documents import POD_TRACE, document
 from ..report.pod import plot_format, render_trace_html
 from .gate import diff_objects
 
@@ -127,6 +129,27 @@ def write_trace_plot(trace: PodTrace | dict, path: str, *, width: int = 1100,
     else:
         with output_file(p) as f:
             f.write(page)
+
+
+def load_trace(path: str) -> dict:
+    """A trace saved with ``bpfmem pod --trace -o FILE`` (``FILE.jsonl``: JSON lines; any
+    other name: the JSON document) as its ``bpfmem/pod-trace/v1`` document, the one the
+    trace's pages are drawn from (:func:`write_trace_plot`, the table of report.pod).
+    InputError when it is none."""
+    name = os.fspath(path)
+    if name.endswith(".jsonl"):
+        try:
+            doc = parse_trace_jsonl(input_lines(name, "trace line"))
+        except (ValueError, RecursionError) as e:
+            raise InputError(f"{name}: not JSON lines: {str(e)[:200]}") from None
+    else:
+        doc = load_json(name, "trace")
+    if not (isinstance(doc, dict) and doc.get("schema") == POD_TRACE
+            and isinstance(doc.get("summary"), dict) and isinstance(doc.get("samples"), list)
+            and isinstance(doc.get("cgroup"), dict)):
+        raise InputError(f"{name}: not a bpfmem pod trace ({POD_TRACE}, as pod --trace -o "
+                         "writes it)")
+    return doc
 
 
 def parse_container_id(text: str) -> str:

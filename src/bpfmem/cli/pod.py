@@ -53,6 +53,7 @@ examples:
   bpfmem pod --container 3f2a --metrics-url 4242=http://10.0.0.7:9962/metrics
         --pprof-url 4242=http://10.0.0.7:6060/debug/pprof/heap   (PID=URL: several processes)
   bpfmem pod --pid 4242 --trace 60s --interval 100ms -o trace.jsonl --plot trace.html
+  bpfmem pod --from trace.jsonl --plot trace.png     (a saved trace drawn again)
   bpfmem pod --trace 30s --limit 128Mi --plot startup.png -- ./agent --flags
         (starts ./agent in a fresh scratch cgroup and traces it from its first instant)
 
@@ -115,6 +116,9 @@ class Pod(Command):
         tr.add_argument("--plot", metavar="FILE",
                         help="stacked chart of the trace against the limit: FILE.html "
                              "(interactive, offline) or FILE.png (needs Chromium)")
+        tr.add_argument("--from", dest="from_trace", metavar="FILE",
+                        help="draw a trace saved with --trace -o FILE (.jsonl or .json) again: "
+                             "its table, or its chart with --plot; nothing is sampled")
         tr.add_argument("--limit", metavar="SIZE",
                         help="memory limit of the scratch cgroup a command runs in, a "
                              "Kubernetes quantity (128Mi; M is 10^6)")
@@ -122,6 +126,8 @@ class Pod(Command):
                        help="with --trace: a command to start in a fresh scratch cgroup")
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.from_trace is not None:
+            return redraw(args)
         cmd = checked_command(args)
         if args.trace is not None:
             return trace(args, cmd)
@@ -265,6 +271,35 @@ def trace(args, cmd: list[str]) -> int:
         api.write_trace_plot(result, args.plot)
         note(f"plot -> {args.plot}")
     return command_status(result.exit_code)
+
+
+def redraw(args) -> int:
+    """--from FILE: a saved trace drawn again (the table on stdout or -o, or --plot)."""
+    from .. import api
+    from ..errors import BpfmemError
+    from ..report.pod import render_trace_table
+    from .output import emit, note
+    given = [f"--{n.replace('_', '-')}" for n in ("cgroup", "pid", "container", "trace",
+                                                 "after", "before", "limit", "interval")
+             if getattr(args, n) is not None] + (["-- CMD"] if args.argv else [])
+    if given:
+        raise UsageError(f"--from draws a saved trace: leave out {', '.join(given)}")
+    if args.format == "json":
+        raise UsageError("--from draws a saved trace as a table or a --plot; its JSON is "
+                         "the file itself")
+    if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
+        raise UsageError(f"--plot wants FILE.png or FILE.html, not {args.plot}")
+    doc = api.load_trace(args.from_trace)
+    try:
+        if args.plot:
+            api.write_trace_plot(doc, args.plot)
+            note(f"plot -> {args.plot}")
+        if not args.plot or args.output:
+            emit(args.output, lambda out: render_trace_table(doc, out))
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise BpfmemError(f"{args.from_trace}: not a whole bpfmem pod trace "
+                         f"({e.__class__.__name__}: {str(e)[:100]})") from None
+    return EXIT_OK
 
 
 def command_status(code: int | None) -> int:
