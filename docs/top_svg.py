@@ -14,7 +14,6 @@ from rich.console import Console  # noqa: E402
 from mapfarm import MapFarm, MapPlan  # noqa: E402
 from bpfmem import api  # noqa: E402
 from bpfmem.host.profile import host_profile  # noqa: E402
-from bpfmem.report.documents import document  # noqa: E402
 from bpfmem.report.top import top_view  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
@@ -36,9 +35,9 @@ if __name__ == "__main__":
         snap = api.scan_node(entries=True)
         snap = replace(snap, maps=tuple(m for m in snap.maps if m.name in names),
                        hostname="node-a")
-        doc = document(api.snapshot_view(snap, host_profile()))
+        view = api.snapshot_view(snap, host_profile())
         console = Console(record=True, width=118, force_terminal=True)
-        console.print(top_view(doc, total_maps=len(snap.maps), rows=12, filters={},
+        console.print(top_view(view, total_maps=len(snap.maps), rows=12, filters={},
                                interval=2.0))
         console.save_svg(str(ROOT / "docs" / "top.svg"), title="bpfmem top")
         print("wrote docs/top.svg")
