@@ -52,18 +52,83 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
 
     def _fill_text(self, text, width, indent):
-        import textwrap
-        lines = []
-        for line in text.splitlines():
-            if len(indent + line) <= width or not line.strip():
-                lines.append(indent + line)
-                continue
-            lead = indent + line[:len(line) - len(line.lstrip())]
-            under = lead + "    " if line[:1].isspace() else lead    # an example: indented
-            lines += textwrap.wrap(line.strip(), width, initial_indent=lead,
-                                   subsequent_indent=under, break_on_hyphens=False,
-                                   break_long_words=False)
-        return "\n".join(lines)
+        return "\n".join(fill_help(text, width, indent))
+
+
+def _lead(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+_EXAMPLE = ("bpfmem ", "$ ", "python3 ", "sudo ", "curl ", "kubectl ")
+
+
+def fill_help(text: str, width: int, indent: str = "") -> list[str]:
+    """The description or epilog of a command, fitted to ``width`` without cutting a word:
+
+    - a heading (``examples:``) and a blank line stay as they are;
+    - an example (``bpfmem ...``) keeps its line; when too long, its comment (after two or
+      more spaces) goes on the next line, and what still does not fit wraps under it;
+    - a definition (``  memlock  what fdinfo shows``) wraps under its text;
+    - prose is one paragraph per run of lines at one indent, refilled to the width (lines
+      wrapped by hand at another width are joined first, so nothing is broken twice)."""
+    import re
+    import textwrap
+
+    def wrap(words: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(words, width, initial_indent=first, subsequent_indent=rest,
+                             break_on_hyphens=False, break_long_words=False) or [first.rstrip()]
+
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        body = line.strip()
+        lead = indent + line[:_lead(line)]
+        if not body or (body.endswith(":") and _lead(line) == 0 and len(body) < 60):
+            out.append((indent + line) if body else "")
+            i += 1
+            continue
+        # the lines that continue this one: indented deeper, not an example of their own
+        j = i + 1
+        while j < len(lines) and lines[j].strip() and _lead(lines[j]) > _lead(line) \
+                and not lines[j].strip().startswith(_EXAMPLE):
+            j += 1
+        more = [x.strip() for x in lines[i + 1:j]]
+        if body.startswith(_EXAMPLE):
+            m = re.match(r"(.*?\S)\s{2,}(\S.*)$", body)
+            cmd, comment = (m.group(1), m.group(2)) if m else (body, "")
+            comment = " ".join([comment, *more]).strip()
+            whole = lead + line.strip() if not more else None
+            if whole is not None and len(whole) <= width:
+                out.append(whole)
+            else:
+                out += wrap(cmd, lead, lead + "    ")
+                if comment:
+                    out += wrap(comment, lead + "    ", lead + "    ")
+            i = j
+            continue
+        m = re.match(r"(\S+(?: \S+)?)(\s{2,})(\S.*)$", body)
+        if m and len(m.group(1)) <= 18 and _lead(line) > 0:      # a definition
+            term, gap, text_ = m.groups()
+            col = len(lead) + len(term) + len(gap)
+            under = " " * col if col <= width // 2 else lead + "    "
+            out += wrap(" ".join([text_, *more]), lead + term + gap, under)
+            i = j
+            continue
+        # prose: this line and the next ones at the same indent
+        k = i + 1
+        while k < len(lines) and lines[k].strip() and _lead(lines[k]) == _lead(line) \
+                and not lines[k].strip().startswith(_EXAMPLE) \
+                and not (lines[k].strip().endswith(":") and _lead(lines[k]) == 0):
+            k += 1
+        para = [x.strip() for x in lines[i:k]]
+        if all(len(lead + x) <= width for x in para):
+            out += [lead + x for x in para]       # every line fits as written
+        else:
+            out += wrap(" ".join(para), lead, lead)
+        i = k
+    return out
 
 
 class Command:
