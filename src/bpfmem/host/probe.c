@@ -19,7 +19,7 @@
  *       FILLS       comma list of element counts to reach, in order ("0,500,1000"), or "-"
  *
  * Output: one JSON object per line.
- *   {"probe":"bpfmem","kernel":REL,"machine":UNAME_M,"possible_cpus":N,"online_cpus":N,"page_size":N,
+ *   {"probe":"bpfmem","kernel":REL,"machine":UNAME_M,"nr_cpus":NR_CPUS|-1,"possible_cpus":N,"online_cpus":N,"page_size":N,
  *    "cgroup":"v1"|"v2"|"none","counter":FILE|null,"flush":true|false,"pid1":bool}
  *   {"sizes":{...}}                                    (for a "sizes" line / --btf-sizes)
  *   {"id":ID,"type":T,"ok":false,"errno":E,"error":"create"}  (rejected create)
@@ -975,10 +975,14 @@ static void emit_header(void)
     char mach[100] = "\"?\"";
     if (uname(&u) == 0)
         json_str(mach, sizeof(mach), u.machine);
-    emit("{\"probe\":\"bpfmem\",\"kernel\":%s,\"machine\":%s,\"possible_cpus\":%d,"
-         "\"online_cpus\":%d,"
+    char kmax[32] = "";
+    long nr_cpus = -1;
+    if (read_file("/sys/devices/system/cpu/kernel_max", kmax, sizeof(kmax)) > 0)
+        nr_cpus = strtol(kmax, NULL, 10) + 1;
+    emit("{\"probe\":\"bpfmem\",\"kernel\":%s,\"machine\":%s,\"nr_cpus\":%ld,"
+         "\"possible_cpus\":%d,\"online_cpus\":%d,"
          "\"page_size\":%ld,\"cgroup\":\"%s\",\"counter\":%s,\"flush\":%s,\"pid1\":%s}",
-         rel, mach, ncpus_possible, ncpus_online, sysconf(_SC_PAGESIZE),
+         rel, mach, nr_cpus, ncpus_possible, ncpus_online, sysconf(_SC_PAGESIZE),
          counter_fd >= 0 ? cg_kind : "none", ctr, flush_dir[0] ? "true" : "false",
          is_pid1 ? "true" : "false");
 }

@@ -187,9 +187,12 @@ def profile_from_probe(header: dict, sizes: dict) -> KernelProfile:
 
     from ..model.structs import sizes_from_dict
     release = parse_release(header["kernel"])
+    nr_cpus = int(header.get("nr_cpus", -1))        # CONFIG_NR_CPUS (kernel_max + 1)
     prof = KernelProfile(release, int(header["possible_cpus"]),
                          int(header.get("page_size", 4096)), str(header.get("machine", "x86_64")),
-                         sizes_from_dict(sizes, release), "btf", build=str(header["kernel"]),
+                         sizes_from_dict(sizes, release), "btf",
+                         nr_cpus=nr_cpus if nr_cpus > 0 else None,
+                         build=str(header["kernel"]),
                          sizes_source="BTF read by the probe in the kernel measured")
     return replace(prof, notes=(f"eras of mainline {release[0]}.{release[1]} (the probe reads "
                                 "struct sizes only)",))

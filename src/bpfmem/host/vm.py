@@ -49,6 +49,13 @@ KERNELS: dict[str, tuple[list[tuple[str, str]], str, str]] = {
     "6.1-arm64": ([(_MIRROR, "bookworm"), (_SECURITY, "bookworm-security")],
                   r"linux-image-(6\.1\.0-\d+-cloud-arm64)", "vmlinuz-6.1.0-*-cloud-arm64"),
 }
+# the other flavours of each release (struct sizes differ: PREEMPT_RT's locks, configs)
+for _rel, _suites, _ver in (("6.1", [(_MIRROR, "bookworm"), (_SECURITY, "bookworm-security")],
+                             r"6\.1\.0-\d+"),
+                            ("6.12", [(_SECURITY, "bookworm-security")], r"6\.12\.\d+\+deb12")):
+    for _flavour, _suffix in (("generic", "amd64"), ("rt", "rt-amd64")):
+        KERNELS[f"{_rel}-{_flavour}"] = (_suites, f"linux-image-({_ver}-{_suffix})",
+                                         f"vmlinuz-{_rel}*-{_suffix}")
 ARCH_OF = {"6.1-arm64": "arm64"}     # Debian architecture of a series (default amd64)
 # Debian architecture -> (qemu binary, Debian package, machine arguments, console)
 QEMU_FOR = {
@@ -70,7 +77,9 @@ def cached_kernels(version: str) -> list[Path]:
     """Cached vmlinuz files for a series ("6.1"), oldest first."""
     if version not in KERNELS:
         raise ValueError(f"unknown kernel series {version!r}; known: {', '.join(KERNELS)}")
-    found = [p for p in _kernel_cache().glob(KERNELS[version][2]) if p.is_file()]
+    name = re.compile("vmlinuz-" + KERNELS[version][1][len("linux-image-"):])
+    found = [p for p in _kernel_cache().glob(KERNELS[version][2])
+             if p.is_file() and name.fullmatch(p.name)]
     return sorted(found, key=lambda p: _release_key(p.name))
 
 
