@@ -167,3 +167,47 @@ def test_binary_read_first_by_the_pod_is_charged_to_it(tmp_path):
                                                   text=True).stdout.split())]
     if not others:
         assert v.shared_elsewhere["binary"] <= resident * 0.1, v.shared_elsewhere
+
+
+from test_gomem_live import memdemo, wait_file  # noqa: E402,F401 - the fixture, built once
+
+
+def write_evicted(path, size: int) -> None:
+    """A file of ``size`` bytes written here and dropped from the page cache (so that the
+    next reader is charged for it)."""
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+        f.flush()
+        os.fsync(f.fileno())
+    evict(str(path))
+
+
+def test_open_files_by_who_is_charged(memdemo, tmp_path):
+    """A reader in cgroup A reads file F1; a pod B reads F2 and then runs memdemo (a static
+    Go binary: no shared libraries) holding both open. "its open and mapped files" of B is
+    F2's pages (B read them), F1's pages are shared, charged elsewhere; checked against the
+    kernel's page cache counters of A and B (memory.stat). Measured here: 16.0 MiB each,
+    to the page."""
+    exe, _tmp = memdemo
+    f1, f2 = tmp_path / "f1", tmp_path / "f2"
+    write_evicted(f1, 16 * MiB)
+    write_evicted(f2, 16 * MiB)
+    ready = tmp_path / "ready"
+    with scratch_cgroup(prefix="bpfmem-test-reader-") as reader:
+        read_in(reader, str(f1))
+        a_file = read_cgroup_memory(reader.fs_path).file
+        cmd = ["sh", "-c", f'cat "$1" > /dev/null; exec "$2" -ready "$3" 3<"$4" 4<"$1"',
+               "sh", str(f2), str(exe), str(ready), str(f1)]
+        with launched(cmd, limit=512 * MiB) as job:
+            wait_file(ready)
+            v = api.pod_view(cgroup=job.cgroup.fs_path, profile=HOST, pprof=False)
+            b_file = read_cgroup_memory(job.cgroup.fs_path).file
+    comps = {c.key: c.bytes for c in v.components}
+    assert sum(comps.values()) == v.usage
+    print(f"\nA's page cache {a_file / MiB:.2f} MiB, B's {b_file / MiB:.2f} MiB; open files "
+          f"charged to B {comps['open_files'] / MiB:.2f} MiB, elsewhere "
+          f"{v.shared_elsewhere['open_files'] / MiB:.2f} MiB")
+    assert abs(comps["open_files"] - 16 * MiB) <= 2 * PAGE, comps
+    assert comps["open_files"] <= b_file + PAGE
+    assert abs(v.shared_elsewhere["open_files"] - 16 * MiB) <= 2 * PAGE, v.shared_elsewhere
+    assert a_file >= v.shared_elsewhere["open_files"] - PAGE     # A holds those pages

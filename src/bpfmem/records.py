@@ -150,3 +150,4 @@ class PodSample:
     skipped: int = 0                      # processes or maps gone meanwhile
     bpffs: tuple[str, ...] = ()
     details: dict = field(default_factory=dict)   # pid -> goproc.ProcDetail (with ``go``)
+    files: object = None                  # pagemap.FilePages of its open and mapped files

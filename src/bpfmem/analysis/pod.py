@@ -24,6 +24,10 @@ binary          out of "page cache": the Go executables' resident file pages tha
                 (``shared_elsewhere``, not in usage), like other files the Go processes map.
                 Without pagemap (no root), a stated estimate: the binaries' resident pages.
                 Each part is capped at what is left of the one it comes from (said in a note)
+open_files      out of "page cache": the resident pages of the regular files its processes
+                have open or map (``/proc/PID/fd``, ``map_files``; Go executables aside)
+                that the kernel charges here; the rest of them is "shared, charged
+                elsewhere" (a one-time reading: not in a trace)
 thp_residue     anonymous memory charged here that no process maps (:func:`anon_unmapped`):
                 huge pages partly returned with MADV_DONTNEED; reclaimable (a note says so,
                 and the Go setting that avoids it); at most what is left of usage
@@ -69,6 +73,7 @@ COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not ret
               ("processes", "processes (anon)"),
               ("thp_residue", "huge-page residue (reclaimable)"),
               ("binary", "Go binary pages"),
+              ("open_files", "its open and mapped files"),
               ("page_cache", "page cache"),
               ("kernel", "kernel (not maps)"), ("maps", "BPF maps"), ("sock", "sockets"),
               ("unexplained", "unexplained"))
@@ -261,7 +266,21 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     splits = sorted((x for x in (go_split(d) for d in details.values()) if x is not None),
                     key=lambda x: -x.rss)
     elsewhere: dict = {}
-    go_keys = _carve_go(parts, splits, details, notes, elsewhere) if splits else ()
+    go_keys = (_carve_go(parts, splits, details, notes, elsewhere,
+                         getattr(sample, "files", None) is not None) if splits else ())
+    fp = getattr(sample, "files", None)
+    if fp is not None and parts["page_cache"] is not None:
+        take = max(0, min(fp.here * fp.page_size, parts["page_cache"]))
+        parts["open_files"] = take
+        parts["page_cache"] -= take
+        elsewhere["open_files"] = fp.elsewhere * fp.page_size
+        if fp.elsewhere:
+            notes.append(f"shared, charged elsewhere: {format_size(fp.elsewhere * fp.page_size)}"
+                         f" of the page cache of the {fp.files} files its processes have open "
+                         "or map is charged to the cgroups that read it first, not here")
+        if fp.capped:
+            notes.append(f"{fp.capped} open file(s) larger than 4 GiB: only their first 4 GiB "
+                         "were looked at")
     known = sum(v for v in parts.values() if v is not None)
     residue = anon_unmapped(cg)
     if residue is not None:
@@ -273,6 +292,7 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     comps = tuple(Component(k, label, parts[k]) for k, label in COMPONENTS
                   if not (k == "sock" and cg.version == 1)
                   and (k != "thp_residue" or residue is not None)
+                  and (k != "open_files" or k in parts)
                   and (not k.startswith("go_") and k != "binary" or k in go_keys))
     missing = [label for k, label in COMPONENTS if k in ("processes", "page_cache", "kernel")
                and parts[k] is None and not (k == "kernel" and here)]
@@ -362,7 +382,7 @@ def _residue_note(residue: int, cg, splits) -> str:
 
 
 def _carve_go(parts: dict, splits: list[GoSplit], details: dict, notes: list[str],
-              elsewhere: dict) -> tuple[str, ...]:
+              elsewhere: dict, files_read: bool = False) -> tuple[str, ...]:
     """Take the Go processes' parts out of "processes" and "page cache" (in place); the
     keys added. The heap parts are what is resident (:func:`_resident_go`); the binary's
     pages are those charged to this cgroup (pagemap + kpagecgroup), else an estimate."""
@@ -406,13 +426,18 @@ def _carve_go(parts: dict, splits: list[GoSplit], details: dict, notes: list[str
             page = ds[0].binary_pages.page_size
             binary = len(here) * page
             elsewhere["binary"] = len(other) * page
-            elsewhere["mapped_files"] = len(files) * page
+            if files_read:         # the pod's open and mapped files are counted whole
+                files = frozenset()
+            else:
+                elsewhere["mapped_files"] = len(files) * page
             if other or files:
                 notes.append(
                     f"shared, charged elsewhere: {format_size(len(other) * page)} of the Go "
-                    f"binaries' resident pages and {format_size(len(files) * page)} of other "
-                    "files the Go processes map are charged to the cgroup that read them "
-                    "first (/proc/kpagecgroup), not to this one: not in its usage")
+                    "binaries' resident pages" + (
+                        f" and {format_size(len(files) * page)} of other files the Go "
+                        "processes map" if files else "")
+                    + " are charged to the cgroup that read them first (/proc/kpagecgroup), "
+                    "not to this one: not in its usage")
         else:
             binary = 0
             seen: dict = {}    # one executable file mapped by several processes: counted once
@@ -542,10 +567,10 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
     gc = gc or {}
     if gc.get("garbage") is not None:
         notes.append(
-            f"at the peak the Go heap held {format_size(gc['heap'])}: "
-            f"{format_size(gc['garbage'])} of it garbage awaiting GC (the next cycle, seen "
-            f"by {gc['after']:.1f}s, freed it), {format_size(gc['heap'] - gc['garbage'])} "
-            "live")
+            f"the Go heap at the peak: {format_size(gc['heap'])} allocated in that GC cycle "
+            f"(HeapAlloc), {format_size(gc['garbage'])} of it garbage awaiting GC (the next "
+            f"cycle, seen by {gc['after']:.1f}s, freed it), "
+            f"{format_size(gc['heap'] - gc['garbage'])} live")
     elif gc.get("since_gc") is not None and gc["since_gc"] >= max(1 << 20, gc["heap"] // 10):
         notes.append(
             f"at the peak the Go heap held {format_size(gc['heap'])}, "
@@ -589,12 +614,18 @@ def gc_at_peak(views: list[PodView], points: list[TracePoint], index: int) -> di
         return {}
     out: dict = {"heap": heap}
     if cycles is not None:
+        top = heap        # the most the heap held in the peak's GC cycle (the figures come
+        #                   from the endpoint a little apart from the counters)
         for j in range(index + 1, len(views)):
             h, c, _l = _go_heap(views[j])
-            if h is not None and c is not None and c > cycles:
-                out["garbage"] = max(0, heap - h)
+            if h is None or c is None:
+                continue
+            if c > cycles:
+                out["heap"] = top
+                out["garbage"] = max(0, top - h)
                 out["after"] = points[j].t
                 return out
+            top = max(top, h)
     if live is not None:
         out["since_gc"] = max(0, heap - live)
     return out

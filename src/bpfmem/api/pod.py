@@ -55,7 +55,8 @@ def pod_view(*, cgroup: str | None = None, pid: int | None = None,
     :func:`go_prober`). Reading other processes' maps and smaps needs root."""
     fs = pod_cgroup(cgroup=cgroup, pid=pid, container=container)
     prober = go_prober(endpoints, go=go, discover=discover, pprof=pprof)
-    sample = PodSampler(fs, entries=entries, entry_time_bound=time_bound, go=prober).sample()
+    sample = PodSampler(fs, entries=entries, entry_time_bound=time_bound, go=prober,
+                        files=True).sample()
     return split(sample, profile)
 
 

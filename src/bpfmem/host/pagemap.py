@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
-__all__ = ["PageOwners", "PageReader", "PAGE_SIZE", "cgroup_inodes"]
+__all__ = ["PageOwners", "PageReader", "PAGE_SIZE", "cgroup_inodes", "FilePages",
+           "process_files", "file_page_owners"]
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _PRESENT = 1 << 63
@@ -157,3 +158,164 @@ class PageReader:
     def charged_to(self, pfns: Iterable[int]) -> dict[int, int]:
         """pfn -> the inode of the memory cgroup charged for it (0: none)."""
         return dict(self._cgroups(sorted(set(pfns)))) if self._kpc is not None else {}
+
+
+# ---- the page cache of whole files ----
+
+@dataclass(frozen=True)
+class FilePages:
+    """The resident page cache of the files a pod's processes have open or mapped, by who
+    is charged for it (pages; each file once)."""
+    files: int                    # regular files looked at
+    here: int                     # resident pages charged to one of the pod's cgroups
+    elsewhere: int                # resident pages charged to another cgroup
+    capped: int                   # files only partly looked at (larger than the cap)
+    page_size: int = PAGE_SIZE
+
+
+_MAX_FILE = 4 << 30               # bytes of one file looked at (the rest left out, counted)
+
+
+def _libc():
+    import ctypes
+    import ctypes.util
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long)
+    libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+    return libc
+
+
+def process_files(pids, root: str = "/", skip: set | None = None) -> dict:
+    """(st_dev, st_ino) -> a path that opens it, for every regular file ``pids`` hold open
+    (``/proc/PID/fd``) or map (``/proc/PID/map_files``), once each; ``skip`` (dev, ino)
+    left out."""
+    out: dict = {}
+    skip = skip or set()
+    for pid in pids:
+        for sub in ("fd", "map_files"):
+            d = os.path.join(root, "proc", str(pid), sub)
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for n in names:
+                p = os.path.join(d, n)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in out or key in skip or (st.st_mode & 0o170000) != 0o100000:
+                    continue
+                if st.st_size:
+                    out[key] = p
+    return out
+
+
+def _one_file(libc, pm: int, kpc: int, path: str, inodes) -> tuple[int, int, bool] | None:
+    """(pages charged here, elsewhere, capped) of one file; None: unreadable; raises
+    PermissionError without frame numbers."""
+    import ctypes
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        capped = size > _MAX_FILE
+        size = min(size, _MAX_FILE)
+        if size <= 0:
+            return None
+        n = (size + PAGE_SIZE - 1) // PAGE_SIZE
+        addr = libc.mmap(None, n * PAGE_SIZE, 1, 1, fd, 0)   # PROT_READ, MAP_SHARED
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return None
+    finally:
+        os.close(fd)
+    here = elsewhere = 0
+    try:
+        vec = ctypes.create_string_buffer(n)
+        if libc.mincore(addr, n * PAGE_SIZE, vec) != 0:
+            return None
+        resident = [i for i, b in enumerate(vec.raw) if b & 1]
+        for i in resident:
+            ctypes.string_at(addr + i * PAGE_SIZE, 1)        # map it (a minor fault)
+        ents = memoryview(os.pread(pm, n * 8, addr // PAGE_SIZE * 8)).cast("Q")
+        for i in resident:
+            if i < len(ents) and ents[i] & _PRESENT:
+                pfn = ents[i] & _PFN
+                if pfn == 0:
+                    raise PermissionError("pagemap gives no page frame numbers")
+                ino = int.from_bytes(os.pread(kpc, 8, pfn * 8), "little")
+                if ino in inodes:
+                    here += 1
+                else:
+                    elsewhere += 1
+    finally:
+        libc.munmap(addr, n * PAGE_SIZE)
+    return here, elsewhere, capped
+
+
+def _child(paths: list[str], inodes, root: str, w: int) -> None:
+    libc = _libc()
+    pm = os.open("/proc/self/pagemap", os.O_RDONLY)
+    kpc = os.open(os.path.join(root, "proc", "kpagecgroup"), os.O_RDONLY)
+    for path in paths:
+        try:
+            got = _one_file(libc, pm, kpc, path, inodes)
+        except PermissionError:
+            os.write(w, b"noframes\n")
+            return
+        line = "-" if got is None else f"{got[0]} {got[1]} {int(got[2])}"
+        os.write(w, line.encode() + b"\n")
+
+
+def file_page_owners(paths, inodes: frozenset[int], root: str = "/") -> FilePages | None:
+    """Who is charged for the resident pages of each file in ``paths`` (one path a file);
+    None when the kernel does not say (no root).
+
+    Each file is mapped (shared, read-only) in a forked helper, its resident pages found
+    with mincore(2) and read once each, which maps them without reading anything from disk
+    (a page not resident is never touched, so nothing new is charged; a page evicted in
+    between is the exception), and /proc/self/pagemap gives their frames for
+    /proc/kpagecgroup. The helper takes the SIGBUS of a file truncated meanwhile (that file
+    is left out). Reading marks the pages accessed, as any read would."""
+    paths = list(paths)
+    if not os.access(os.path.join(root, "proc", "kpagecgroup"), os.R_OK):
+        return None
+    from .cleanup import die_with_parent
+    here = elsewhere = files = capped = 0
+    i = 0
+    parent = os.getpid()
+    while i < len(paths):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.close(r)
+                die_with_parent(parent)
+                _child(paths[i:], inodes, root, w)
+            except BaseException:   # noqa: BLE001 - the parent sees the lines it got
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        buf = b""
+        with os.fdopen(r, "rb") as f:
+            for line in f:
+                buf = line.strip()
+                if buf == b"noframes":
+                    os.waitpid(pid, 0)
+                    return None
+                i += 1
+                if buf != b"-":
+                    h, e, c = map(int, buf.split())
+                    here, elsewhere, files, capped = here + h, elsewhere + e, files + 1, \
+                        capped + c
+        os.waitpid(pid, 0)
+        i += 1 if i < len(paths) else 0     # the file it died on (SIGBUS) is left out
+    return FilePages(files, here, elsewhere, capped)

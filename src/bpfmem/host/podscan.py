@@ -28,7 +28,7 @@ from bpfmem.host.cgroup import (ScratchCgroup, read_cgroup_memory,
                                 read_subtree_procs, scratch_cgroup)
 from bpfmem.host.goproc import GoProber
 from bpfmem.host.live import walk_pins, maps_held_by
-from bpfmem.host.pagemap import cgroup_inodes
+from bpfmem.host.pagemap import cgroup_inodes, file_page_owners, process_files
 from bpfmem.records import LiveMap, Pin, PodSample, ProcMem
 
 __all__ = ["ProcMem", "Pin", "PodSample", "PodSampler", "read_proc_mem", "boot_seconds",
@@ -113,7 +113,7 @@ class PodSampler:
     def __init__(self, fs_path: str, *, entries: bool = False, entry_time_bound: float = 0.5,
                  smaps: bool = True, maps: bool = True, pins: bool = True,
                  root: str = "/", go: GoProber | None = None,
-                 budget: Callable[[int], float] | None = None):
+                 budget: Callable[[int], float] | None = None, files: bool = False):
         self.fs_path = fs_path
         self.entries = entries
         self.entry_time_bound = entry_time_bound
@@ -126,6 +126,7 @@ class PodSampler:
         self._pin_cache: dict[int, tuple[Pin, ...]] = {}
         self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
         self.go = go      # reads each process in detail (smaps by class, Go runtime)
+        self.files = files     # who is charged for its open and mapped files' page cache
         self.budget = budget   # processes -> seconds per sample for that detail (a trace's);
         #                        None: every process in full each time
 
@@ -155,6 +156,17 @@ class PodSampler:
                                     budget=None if self.budget is None
                                     else self.budget(len(procs)))
                    if self.go is not None else {})
+        files = None
+        if self.files and pids:
+            skip = set()
+            for pid in details:          # Go executables: their pages are "binary"
+                try:
+                    st = os.stat(os.path.join(self.root, "proc", str(pid), "exe"))
+                    skip.add((st.st_dev, st.st_ino))
+                except OSError:
+                    pass
+            found = process_files(pids, self.root, skip)
+            files = file_page_owners(found.values(), cgroup_inodes(self.fs_path), self.root)
         pins: dict = {}
         if self.pins and maps:
             ids = frozenset(m.id for m in maps)
@@ -163,7 +175,7 @@ class PodSampler:
                 self._pin_ids = ids
             pins = {i: p for i, p in self._pin_cache.items() if i in ids}
         return PodSample(t, wall, time.monotonic() - t, cg, tuple(procs), maps, pins,
-                         skipped, tuple(self._bpffs), details)
+                         skipped, tuple(self._bpffs), details, files)
 
 
 def sample_loop(sample: Callable[[], PodSample], duration: float, interval: float, *,
