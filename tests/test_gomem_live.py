@@ -492,10 +492,10 @@ def test_trace_peak_separates_live_heap_from_garbage(memdemo, tmp_path):
     doc = document(api.pod_trace(
         command=["env", "GOGC=off", str(exe), "-ready", str(ready),
                  "-script", "hold:0.3,garbage:1.0,return:2.0"],
-        duration=3.0, interval=0.1, limit=512 * MiB, stop_on_exit=False,
+        duration=4.0, interval=0.1, limit=512 * MiB, stop_on_exit=False,
         command_output=subprocess.DEVNULL, profile=HOST))
     s = doc["summary"]
-    assert 1.0 <= s["peak"]["t"] <= 2.3, s["peak"]["t"]
+    assert 1.0 <= s["peak"]["t"] <= 2.6, s["peak"]["t"]     # (2.0 s, late under load)
     assert s["peak_garbage"] is not None, s["notes"]
     assert 60 * MiB <= s["peak_garbage"] <= 68 * MiB, s["peak_garbage"] / MiB
     assert s["peak_gc_at"] >= 2.0
