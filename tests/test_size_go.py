@@ -370,3 +370,36 @@ def test_size_diff_warns_when_builds_differ(go119):
     # memory: the rows add up to each build's memory
     assert sum(x.vm_delta for x in d.deltas) == d.new.vm_size - d.old.vm_size
     assert any(x.vm_delta for x in d.deltas)
+
+
+def test_stripped_type_descriptors_as_reflect_sees_them(tmp_path):
+    """A stripped binary's type descriptors are found by the moduledata's links and given
+    the package reflect gives them: tests/goreal/typeaddrs.go prints each type's descriptor
+    address and PkgPath at run time; its stripped copy is read by bpfmem."""
+    from bpfmem.analysis.size import go_type_ranges
+    from bpfmem.parse.elf import parse_image
+    from bpfmem.parse.gobin import parse_pclntab
+    b = GoBuilder(tmp_path, GO)
+    b.write("ta/go.mod", "module example.com/ta\n\ngo 1.19\n")
+    b.write("ta/main.go", (Path(__file__).parent / "goreal" / "typeaddrs.go").read_text())
+    binary = b.build(b.root / "src" / "ta", "ta")
+    seen = {}
+    for line in subprocess.run([str(binary)], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        a, kind, pkg, _name = line.split(" ", 3)
+        seen[int(a, 16)] = (kind, pkg)
+    stripped = strip_copy(binary, tmp_path / "ta-strip")
+    img = parse_image(stripped.read_bytes(), path=str(stripped))
+    ours = {r[0]: r[2] for r in go_type_ranges(img, parse_pclntab(img))
+            if r[3] == "type descriptor"}
+    named = {a: p for a, (_k, p) in seen.items() if p != "-"}
+    print(f"{len(seen)} types at run time, {sum(a in ours for a in seen)} found; "
+          f"{len(named)} named")
+    assert len(named) > 50 and all(a in ours for a in seen)
+    assert {a: ours[a] for a in named} == named
+    # a pointer to or slice of a named type goes with it
+    for a, (kind, _p) in seen.items():
+        if kind in ("ptr", "slice") and ours[a] != "(Go types)":
+            assert not ours[a].startswith("(")
+    rep = api.load_binary_size(stripped)
+    assert rep.stripped and {r.name for r in rep.group("package")} >= {"net/http"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import operator
 import re
+import struct
 from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
@@ -22,7 +23,9 @@ from .imports import WhyLinked, why_linked
 from ..units import format_size
 from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
                          SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section)
-from ..parse.gobin import C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of, package_of
+from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of,
+                           moduledata_words, package_of)
+from ..parse.gotypes import type_ranges as _type_ranges
 
 _START = operator.itemgetter(0)
 GROUPS = ("package", "module", "section", "symbol")
@@ -227,8 +230,7 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
             pkg = get(name)
             if pkg is not None:          # a function of the pclntab (or a repeated name)
                 continue
-            pkg = cache[name] = TYPES if name[:5] in _TYPE_PREFIXES and not name.startswith(
-                _TYPE_FUNC_PREFIXES) else package_of(name)
+            pkg = cache[name] = package_of(name)
             if size > 0 and typ != STT_SECTION and typ != STT_FILE:
                 add_sym((value, value + size, pkg, name))
     else:
@@ -246,6 +248,21 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
     if is_go and syms and not dynamic:
         sym_ranges += _go_markers(syms)
     sym_ranges.sort(key=_START)
+    # stripped Go: type descriptors and itabs to packages by the moduledata's links
+    type_ranges: list[tuple[int, int, str, str]] = []
+    if is_go and stripped and pcln is not None:
+        type_ranges = sorted(go_type_ranges(img, pcln) or (), key=_START)
+        if type_ranges and dynamic:
+            # the dynamic symbols of type descriptors have hashed names: their package is
+            # the type's
+            starts = [r[0] for r in type_ranges]
+            for name, value, *_ in syms:
+                if cache.get(name) == TYPES:
+                    i = bisect.bisect_right(starts, value) - 1
+                    if i >= 0 and value < type_ranges[i][1]:
+                        cache[name] = type_ranges[i][2]
+            sym_ranges = [(a, b, TYPES if pkg == TYPES else pkg, nm)
+                          for a, b, pkg, nm in sym_ranges if pkg != TYPES]
 
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
@@ -305,6 +322,8 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                 lo, hi = lo + shift, hi + shift
             if func_ranges and sec.flags & SHF_EXECINSTR:
                 layers.append(_window(func_ranges, lo, hi))
+            if type_ranges:
+                layers.append(_window(type_ranges, lo, hi))
             if sym_ranges:
                 layers.append(_window(sym_ranges, lo, hi))
             if cu_ranges and sec.flags & SHF_EXECINSTR:
@@ -320,6 +339,11 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
         if sec.index in table_pieces and in_file:
             pieces += table_pieces[sec.index]
             continue
+        if is_go and stripped and sec.name == ".rela.dyn" and in_file:
+            owned = _reloc_pieces(img, sec, [func_ranges, type_ranges, sym_ranges], alloc)
+            if owned:
+                pieces += owned
+                continue
         if in_file and not alloc and name.lstrip(".").lstrip("z").startswith("debug_") \
                 and (pcln is not None or sym_ranges):
             try:
@@ -414,6 +438,41 @@ def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, i
     return []
 
 
+def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
+    """A PIE's dynamic relocations, each entry to the package of the place it relocates
+    (the first layer that names it); the rest to the section's bucket."""
+    ent = 24 if img.is64 else 8 if sec.type == 9 else 12
+    if sec.entsize not in (0, ent) or not img.is64 or sec.type != 4:
+        return []
+    raw = img.data[sec.offset:sec.offset + sec.size - sec.size % ent]
+    offs = sorted(o for (o,) in struct.iter_unpack("<Q16x", raw))
+    acc: dict[str, int] = {}
+    left = offs
+    for layer in layers:
+        if not left or not layer:
+            continue
+        starts = [r[0] for r in layer]
+        rest = []
+        k, n = 0, len(layer)
+        for o in left:               # both sorted: one merge walk
+            while k + 1 < n and starts[k + 1] <= o:
+                k += 1
+            if starts[k] <= o < layer[k][1]:
+                pkg = layer[k][2]
+                acc[pkg] = acc.get(pkg, 0) + ent
+            else:
+                rest.append(o)
+        left = rest
+    if not acc:
+        return []
+    out = [(sec.name, pkg, sec.name, n, n if alloc else 0) for pkg, n in acc.items()]
+    rest_bytes = sec.size - sum(acc.values())
+    if rest_bytes:
+        out.append((sec.name, "(relocations)", sec.name, rest_bytes,
+                    rest_bytes if alloc else 0))
+    return out
+
+
 def _segment_sections(img: ElfImage) -> list[Section]:
     """Pseudo-sections for an image whose section headers are gone: one per PT_LOAD
     segment's file bytes (named LOAD#n r-x), one for its memory past them (zero-filled)."""
@@ -437,9 +496,40 @@ def _segment_sections(img: ElfImage) -> list[Section]:
     return out
 
 
+def go_type_ranges(img: ElfImage, pcln: Pclntab):
+    """The type descriptors and itabs of a stripped Go binary by package
+    (:func:`bpfmem.parse.gotypes.type_ranges`), or None when its layout is not known."""
+    fn = next((p.offset for p in pcln.parts if p.name == "funcnametab"), None)
+    if fn is None or not pcln.addr:
+        return None
+    words = moduledata_words(img, pcln.addr, pcln.addr + fn, pcln.ptr_size,
+                             "<" if img.endian == "<" else ">", 48)
+    if not words:
+        return None
+    out = _type_ranges(img, words)
+    if out is None:
+        return None
+    # Go 1.18-1.19: each function's funcdata (stack maps, ...) in go.func.*, from
+    # moduledata.gofunc (word 38), to the first function that uses it
+    gofunc = words[38]
+    if pcln.fd_refs and gofunc and img.addr_to_offset(gofunc) is not None:
+        pkgs = [package_of(n) for n in pcln.names]
+        mask = (1 << 22) - 1
+        refs = sorted(pcln.fd_refs)
+        starts, owners, last = [], [], -1
+        for r in refs:
+            t = r >> 22
+            if t != last:
+                starts.append(t)
+                owners.append(r & mask)
+                last = t
+        ends = starts[1:] + [starts[-1] + 8]
+        out += [(gofunc + a, gofunc + b, pkgs[i], "funcdata")
+                for a, b, i in zip(starts, ends, owners)]
+    return out
+
+
 _PCLN = "(the pclntab)"
-_TYPE_PREFIXES = ("type.", "type:")
-_TYPE_FUNC_PREFIXES = ("type..eq.", "type:.eq.", "type..hash.", "type:.hash.")
 
 
 def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,

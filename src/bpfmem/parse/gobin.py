@@ -66,6 +66,9 @@ class Pclntab:
     # per function: its funcdata (stack maps, ...) when the linker put that inside the table
     # (Go 1.26+: moduledata.gofunc points past the _func records), else ()
     fd_bytes: tuple[int, ...] = ()
+    #: otherwise (Go 1.18-1.25: funcdata in go:func.*, outside the table) each function's
+    #: funcdata offsets from moduledata.gofunc, as offset << 22 | function index
+    fd_refs: tuple[int, ...] = ()
 
     @property
     def nfunc(self) -> int:
@@ -353,7 +356,7 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
         if gofunc is not None else ()
     return Pclntab(layout, magic, off, addr, total, ptr, how, tuple(names), tuple(starts),
                    tuple(ends), tuple(spans), tuple(records), tuple(parts), pc_bytes,
-                   fd_bytes)
+                   fd_bytes, tuple(fd_refs) if gofunc is None else ())
 
 
 def _gofunc_in_table(img: ElfImage, addr: int, funcnametab: int, ptr: int, e: str,
@@ -368,7 +371,7 @@ def _gofunc_in_table(img: ElfImage, addr: int, funcnametab: int, ptr: int, e: st
     g = (records_end + 7) & ~7
     if g >= limit or g + (max(refs) >> 22) >= limit:
         return None
-    words = _moduledata_words(img, addr, addr + funcnametab, ptr, e, 64)
+    words = moduledata_words(img, addr, addr + funcnametab, ptr, e, 64)
     if not words or addr + g not in words:
         return None
     ff = words[19] - addr
@@ -410,12 +413,12 @@ def _moduledata_text(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int,
                      e: str) -> int:
     """``runtime.firstmoduledata.text``: the moduledata starts with a pointer to the pclntab
     header, then the funcnametab slice; ``text`` is its 23rd word (Go 1.16 and later)."""
-    words = _moduledata_words(img, pcln_addr, funcnametab, ptr, e, 23)
+    words = moduledata_words(img, pcln_addr, funcnametab, ptr, e, 23)
     return words[22] if words else 0
 
 
-def _moduledata_words(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int, e: str,
-                      n: int) -> tuple[int, ...]:
+def moduledata_words(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int, e: str,
+                     n: int) -> tuple[int, ...]:
     """The first ``n`` words of ``runtime.firstmoduledata`` (found by its first two: the
     pclntab header's address and the funcnametab's), or () when it is not found."""
     w = "Q" if ptr == 8 else "I"

@@ -81,6 +81,22 @@ def path_end(name: str) -> int:
     return -1
 
 
+def _fast_path_end(name: str) -> int:
+    """:func:`path_end`, without its element walk for the usual names: no dot between the
+    first and the last slash, and a first element that is a host or has no dot."""
+    cut = name.find("[")
+    base = name if cut < 0 else name[:cut]
+    last = base.rfind("/")
+    if last < 0:
+        return base.find(".")
+    first = base.find("/")
+    if base.find(".", first, last) < 0:
+        d = base.find(".", 0, first)
+        if d < 0 or _HOST.fullmatch(base, 0, first) and not base.startswith("main."):
+            return base.find(".", last + 1)
+    return path_end(name)
+
+
 def _unescape(path: str) -> str:
     if "%" not in path:
         return path
@@ -97,7 +113,7 @@ def package_of(name: str) -> str:
             if name.startswith(pre):
                 pkg = package_of(_ARRAY.sub("", name[len(pre):].lstrip("*")))
                 return pkg if not pkg.startswith("(") else TYPES
-        return TYPES
+        return type_package(name[5:])
     if c == "g":
         if name.startswith(("go:", "go.")):
             rest = name[3:]
@@ -118,12 +134,35 @@ def package_of(name: str) -> str:
         return RUNTIME_DATA
     if name.startswith(_UNNAMED_PREFIXES):
         return UNNAMED
-    dot = path_end(name)
+    dot = _fast_path_end(name)
     if dot <= 0:
         return C_CODE
     if dot == 1 and c == "_":   # the runtime's linknamed closures: _.goready.func1
         return RUNTIME_DATA
     return _unescape(name[:dot])
+
+
+#: what makes a type from another: pointer, slice, array, channel
+_COMPOSITE = re.compile(r"^(?:\*|\[\]|\[[0-9]+\]|chan<- |<-chan |chan )+")
+
+
+def type_package(t: str) -> str:
+    """The package of a type descriptor named ``t`` (a type symbol less its ``type:``
+    prefix): a named type's, or that of the named type a pointer, slice, array or channel
+    is made of; TYPES for the rest (maps, funcs, structs, interfaces, the linker's type data
+    such as ``.namedata.`` and ``.importpath.``)."""
+    if t[:1] in "*[c<":
+        m = _COMPOSITE.match(t)
+        if m:
+            t = t[m.end():]
+    if t[:1] == "." or t.startswith(_UNNAMED_PREFIXES) or t.startswith(("map[", "func(",
+                                                                          "go.", "go:")):
+        return TYPES
+    dot = path_end(t)
+    if dot <= 0:
+        return TYPES          # a predeclared type: int, string, error, unsafe.Pointer
+    pkg = _unescape(t[:dot])
+    return TYPES if pkg == "unsafe" else pkg
 
 
 def _on_go_host(name: str) -> bool:
