@@ -505,3 +505,41 @@ def test_trace_peak_separates_live_heap_from_garbage(memdemo, tmp_path):
     assert "garbage awaiting GC" in why, why
     print(f"\ngarbage {s['peak_garbage'] / MiB:.1f} MiB of {s['peak_go_heap'] / MiB:.1f} MiB "
           f"at {s['peak']['t']:.2f}s; GC seen at {s['peak_gc_at']:.2f}s\n{why}")
+
+
+def test_trace_does_not_wait_for_a_slow_endpoint(memdemo, tmp_path):
+    """The pod's Go process named with a /metrics that answers after 1.5 s (a loopback server
+    of this test): the trace keeps sampling every 0.1 s (before: one sample per 1.6 s), the
+    figures arrive in the background and are used when they come, said to be late.
+    Measured here: gaps median 0.10 s, max 0.20 s, the figures in samples from 1.65 s on.
+    Asserted: median gap <= 0.3 s, none over 1 s, figures in the samples after 2 s, the
+    summary's note of the late figures."""
+    import threading
+    from test_gomem import Server, metrics_text
+    body = metrics_text().encode()
+
+    def slow(conn, stop):
+        if not stop.wait(1.5):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\n\r\n" + body)
+    srv = Server(slow)
+    exe, _tmp = memdemo
+    try:
+        doc = document(api.pod_trace(
+            command=[str(exe), "-ready", str(tmp_path / "ready")], duration=3.5,
+            interval=0.1, limit=512 * MiB, stop_on_exit=False, discover=False,
+            endpoints={None: api.go_endpoints(metrics=srv.url)},
+            command_output=subprocess.DEVNULL, profile=HOST))
+    finally:
+        srv.close()
+    ts = [s["t"] for s in doc["samples"]]
+    gaps = sorted(b - a for a, b in zip(ts, ts[1:]))
+    assert gaps[len(gaps) // 2] <= 0.3 and gaps[-1] <= 1.0, gaps
+    late = [s for s in doc["samples"] if s["t"] >= 2.0]
+    assert late and all("go_heap" in s["parts"] for s in late), [
+        (s["t"], sorted(s["parts"])) for s in late]
+    first = next(s["t"] for s in doc["samples"] if "go_heap" in s["parts"])
+    assert [n for n in doc["summary"]["notes"] if "answers slower than the trace" in n]
+    notes = [n for g in (doc["at_peak"] or {}).get("go", []) for n in g["notes"]]
+    print(f"\ngaps median {gaps[len(gaps) // 2]:.2f}s, max {gaps[-1]:.2f}s; figures from "
+          f"{first:.2f}s; notes {notes}")

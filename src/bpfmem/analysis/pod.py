@@ -514,7 +514,8 @@ class TraceSummary:
 def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None = None,
                     fresh_cgroup: bool = False, interval: float | None = None,
                     readings: list[float] | None = None, left: tuple = (),
-                    processes: int | None = None, gc: dict | None = None) -> TraceSummary:
+                    processes: int | None = None, gc: dict | None = None,
+                    late_figures: int = 0) -> TraceSummary:
     """The peak of a trace and when it happened; what the usage settled at; whether the
     samples kept up with ``interval`` (``readings``: seconds each took); the processes that
     left (``left``: (pid, comm, t)); and, with ``gc`` (:func:`gc_at_peak`), how much of the
@@ -556,6 +557,11 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
                      "a shorter spike happened between two samples" + (
                          " (the samples could not keep up: the high-water mark is the peak)"
                          if behind else " (sample faster with --interval)"))
+    if late_figures:
+        notes.append(f"{late_figures} of {len(points)} samples split a Go process with runtime "
+                     "figures a second old or more, or none yet: its endpoint answers slower "
+                     "than the trace samples (it is read in the background, the trace does "
+                     "not wait for it)")
     if left:
         if len(left) <= 5:
             notes.extend(f"process {pid} ({comm}) left after {t:.1f}s" for pid, comm, t in left)
@@ -668,6 +674,7 @@ class TraceBuilder:
         self.readings: list[float] = []
         self.left: list[tuple] = []
         self.most = 0
+        self.late = 0
         self._seen: dict[int, tuple[str, float]] = {}
 
     def add(self, sample, t: float) -> None:
@@ -676,6 +683,9 @@ class TraceBuilder:
         self.views.append(v)
         self.points.append(trace_point(v, t))
         self.readings.append(getattr(sample, "duration", 0.0) or 0.0)
+        if any(n.startswith(("runtime figures from", "its endpoint has not answered"))
+               for d in v.details.values() for n in getattr(d, "notes", ())):
+            self.late += 1
         now = {p.pid: p.comm for p in sample.procs}
         self.most = max(self.most, len(now))
         for pid, (comm, last) in list(self._seen.items()):
@@ -699,7 +709,7 @@ class TraceBuilder:
         return summarize_trace(pts, kernel_peak_before=kernel_peak_before,
                                fresh_cgroup=fresh_cgroup, interval=interval,
                                readings=self.readings, left=left, processes=self.most,
-                               gc=gc)
+                               gc=gc, late_figures=self.late)
 
     def view_at(self, peak: Peak | None) -> PodView | None:
         return self.views[peak.index] if peak is not None else None
