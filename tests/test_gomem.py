@@ -622,3 +622,20 @@ def test_endpoint_flags_map_to_processes():
         7: Endpoints(pprof="http://10.0.0.1:6060/debug/pprof/heap")}
     a = p.parse_args(["pod", "--container", "3f2a9c1e7b4d", "--metrics-url", "http://x/m"])
     assert cli_pod.endpoints(a) == {None: Endpoints(metrics="http://x/m")}
+
+
+def test_many_go_processes_are_summed_not_listed():
+    """Five Go processes: the three largest drawn in full, the other two summed on a line."""
+    from dataclasses import replace
+    d = detail()
+    ds = {pid: replace(d, pid=pid) for pid in range(7, 12)}
+    cg = cg_v1(usage=900 * MiB, anon=700 * MiB, cache=150 * MiB, kmem=20 * MiB)
+    procs = [ProcMem(pid, "agent", d.classes.rss, d.classes.rss, d.classes.rss, None, None,
+                     None, 0, 100.0) for pid in ds]
+    v = ap.pod_view(PodSample(0.0, 0.0, 0.0, cg, tuple(procs), (), {}, details=ds), PROF)
+    import io
+    out = io.StringIO()
+    rp.pod_text(v, out, width=140)
+    text = out.getvalue()
+    assert text.count("Go process ") == 3, text
+    assert "2 more Go processes: RSS " in text and "Go heap in use 120Mi" in text

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -705,3 +706,27 @@ if __name__ == "__main__":
                       "then the seed's maps)"]
     api.write_trace_plot(doc, out)
     print(rp.trace_headline(doc))
+
+
+def test_trace_says_when_it_falls_behind_and_who_left():
+    """Samples asked every 0.1 s arriving every 0.5 s, three processes of which one leaves:
+    both said in the summary's notes (and the kernel's peak between samples not blamed on
+    the interval)."""
+    b = ap.TraceBuilder(PROF)
+    for i in range(10):
+        procs = [proc(1), proc(2)] + ([proc(3)] if i < 4 else [])
+        s = sample(cg_v1(60 * MiB + i * MiB, 30 * MiB, 20 * MiB, 5 * MiB,
+                         peak=200 * MiB), procs)
+        b.add(replace(s, duration=0.45), i * 0.5)
+    sm = b.summary(interval=0.1, fresh_cgroup=True)
+    assert sm.behind and sm.processes == 3 and sm.left == ((3, "p3", 1.5),)
+    assert sm.reading == 0.45 and sm.asked_interval == 0.1
+    assert any(n.startswith("the samples fell behind: one every 0.50s (median), not every "
+                            "0.1s as asked; a reading took 0.45s (3 processes)")
+               for n in sm.notes), sm.notes
+    assert "process 3 (p3) left after 1.5s" in sm.notes
+    assert any("the high-water mark is the peak" in n for n in sm.notes)
+    ok = ap.TraceBuilder(PROF)
+    for i in range(10):
+        ok.add(sample(cg_v1(60 * MiB, 30 * MiB, 20 * MiB, 5 * MiB), [proc(1)]), i * 0.1)
+    assert not ok.summary(interval=0.1).behind

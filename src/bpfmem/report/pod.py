@@ -94,8 +94,18 @@ def render_table(view, out: IO[str], width: int | None = None) -> None:
     p.add_row("", "[b]total[/b]", format_size(tot.get("rss")), format_size(tot.get("pss")),
               format_size(tot.get("uss")), format_size(tot.get("pss_anon")), "")
     con.print(p)
-    for g in view.go:
+    for g in view.go[:_GO_TABLES]:
         _go_table(con, g, view.details[g.pid])
+    if len(view.go) > _GO_TABLES:   # a pod of many Go processes: the largest, then a sum
+        rest = view.go[_GO_TABLES:]
+        sums: dict = {}
+        for g in rest:
+            for k, v in g.parts:
+                sums[k] = sums.get(k, 0) + v
+        labels = dict(GO_PARTS)
+        con.print(f"{len(rest)} more Go processes: RSS {format_size(sum(g.rss for g in rest))}"
+                  " (" + ", ".join(f"{labels.get(k, k)} {format_size(v)}"
+                                   for k, v in sums.items() if v) + ")")
     if view.maps:
         m = Table(title="BPF maps held by these processes", title_justify="left", box=None,
                   pad_edge=False)
@@ -132,6 +142,9 @@ def render_table(view, out: IO[str], width: int | None = None) -> None:
                      if h.limit is not None else ""))
         for n in h.notes:
             con.print(f"  note: {n}")
+
+
+_GO_TABLES = 3     # Go processes drawn in full (largest first); the others summed
 
 
 def _go_table(con, g, detail) -> None:
