@@ -18,8 +18,8 @@ from importlib import import_module
 
 # family module -> the names it provides
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "objects": ("EXAMPLE_OBJECT", "example_object_path", "load_object",
-                "loader_name"),
+    "objects": ("EXAMPLE_OBJECT", "example_object_path", "load_object", "load_objects",
+                "load_all", "load_embedded", "carries_objects", "loader_name"),
     "kernels": ("profile", "profiles", "resolve_kernels", "parse_release",
                 "newest_modelled_release"),
     "maps": ("inventory", "one_or_matrix", "unmatched_sets"),

@@ -6,15 +6,19 @@ from ..analysis.advise import AdviseResult, advise_all
 from ..inputs import load_json
 from ..parse.access import analyze_code
 from ..parse.snapshot import occupancy_from as decode_occupancy
-from .objects import load_object
+from .objects import load_all
 
 
 def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None,
                    loader: str | None = None) -> AdviseResult:
     """The :class:`~bpfmem.analysis.advise.AdviseResult`: per object, what its programs do with
     each map and the recommended changes with the bytes each saves."""
-    codes = [load_object(s, loader=loader, code=True) for s in sources]
-    return advise_all([(c.spec, analyze_code(c)) for c in codes], profile, occupancy)
+    codes, skipped = load_all(sources, loader=loader, code=True)
+    result = advise_all([(c.spec, analyze_code(c)) for c in codes], profile, occupancy)
+    if skipped:
+        from dataclasses import replace
+        result = replace(result, warnings=tuple(result.warnings) + tuple(skipped))
+    return result
 
 
 def load_occupancy(path: str) -> dict[str, int]:

@@ -10,7 +10,7 @@ from ..analysis.diff import DiffResult, diff
 from ..analysis.gate import GateResult, GateSettings, gate_inputs
 from ..analysis.typos import unmatched
 from ..analysis.whatif import WhatIf, whatif_from
-from .objects import load_object
+from .objects import load_all
 
 
 def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
@@ -55,14 +55,19 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
     from .size import check_binaries, split_binaries
     if not settings.any_gate:
         raise ValueError("no gate to check: give a memory limit or a binary size limit")
+    from .objects import carries_objects
     objects, binaries = split_binaries(list(sources))
-    maps_in, bins_in, notes = gate_inputs(settings, objects, binaries)
+    # a binary that carries BPF objects feeds the maps gate with them (and is sized)
+    carriers = [b for b in binaries if carries_objects(b)] if settings.maps_gate else []
+    maps_in, bins_in, notes = gate_inputs(settings, objects + carriers, binaries)
     maps = None
     if maps_in:
-        maps = check_objects(maps_in, limit=settings.limit, profiles=profiles,
-                             max_fraction=settings.max_fraction, full=settings.full,
-                             whatif=whatif, object_limits=settings.object_limits,
-                             map_caps=settings.map_caps, config=settings.config, loader=loader)
+        maps, skipped = _check_objects(
+            maps_in, limit=settings.limit, profiles=profiles,
+            max_fraction=settings.max_fraction, full=settings.full, whatif=whatif,
+            object_limits=settings.object_limits, map_caps=settings.map_caps,
+            config=settings.config, loader=loader)
+        notes = tuple(notes) + tuple(skipped)
     bins = None
     if bins_in:
         from ..errors import BpfmemError, UnreadableInput, UsageError
@@ -88,10 +93,18 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
     cap or an object limit names nothing checked (a gate must not pass on a typo);
     ``config`` names the file the caps and limits came from. ``loader`` may name several
     loaders (``["libbpf", "cilium-ebpf"]``): the objects are then checked as each one reads
-    them, one result per loader and profile, and the gate must hold for all."""
+    them, one result per loader and profile, and the gate must hold for all. A binary among
+    ``sources`` is read for the BPF objects it carries."""
+    return _check_objects(sources, limit=limit, profiles=profiles, max_fraction=max_fraction,
+                          full=full, whatif=whatif, object_limits=object_limits,
+                          map_caps=map_caps, config=config, loader=loader)[0]
+
+
+def _check_objects(sources, *, limit, profiles, max_fraction, full, whatif, object_limits,
+                   map_caps, config, loader) -> tuple[CheckResult, list[str]]:
     loaders = [loader] if loader is None or isinstance(loader, str) else list(loader)
     # a gate judges maps only: the program list is not read (same maps, notes, refusals)
-    objs = [load_object(s, loader=loaders[0], programs=False) for s in sources]
+    objs, skipped = load_all(sources, loader=loaders[0], programs=False)
     typos = unmatched(objs, whatif, map_caps, object_limits, config)
     if typos:
         raise ValueError("; ".join(typos))
@@ -99,10 +112,10 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
     profiles = list(profiles)
     result = check(objs, budget, profiles, whatif)
     for name in loaders[1:]:
-        part = check([load_object(s, loader=name, programs=False) for s in sources], budget,
-                     profiles, whatif)
+        part = check(load_all(sources, loader=name, programs=False)[0], budget, profiles,
+                     whatif)
         result = replace(result, results=result.results + part.results)
-    return result
+    return result, skipped
 
 
 def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
@@ -111,7 +124,8 @@ def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
     objects) on ``profile``; the what-if applies to the new side. ``old_loader`` and
     ``new_loader`` read each side as that loader does: the same object under libbpf and
     cilium/ebpf shows what a move from one to the other changes."""
-    new_objs = [load_object(s, loader=new_loader, programs=False) for s in new]
-    result = diff([load_object(s, loader=old_loader, programs=False) for s in old], new_objs,
-                  profile, whatif, limit)
-    return replace(result, warnings=tuple(unmatched(new_objs, whatif)))
+    new_objs, new_skipped = load_all(new, loader=new_loader, programs=False)
+    old_objs, old_skipped = load_all(old, loader=old_loader, programs=False)
+    result = diff(old_objs, new_objs, profile, whatif, limit)
+    return replace(result, warnings=tuple(unmatched(new_objs, whatif)) +
+                   tuple(old_skipped + new_skipped))

@@ -82,8 +82,10 @@ class Maps(Command):
         objects, errors = [], []
         for path in paths:
             try:
-                objects.append(api.load_object(path, loader=loader,
-                                               programs=not args.no_programs))
+                got, skipped = api.load_objects(path, loader=loader,
+                                                programs=not args.no_programs)
+                objects += got
+                warn("maps", skipped)
             except BpfmemError as e:
                 errors.append((path, str(e)))
                 fail(str(e))

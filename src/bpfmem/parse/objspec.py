@@ -162,14 +162,15 @@ class ObjectCode:
 
 
 def parse_object_code(data: bytes, *, path: str | None = None,
-                      loader: Loader | str | None = None) -> ObjectCode:
+                      loader: Loader | str | None = None,
+                      name: str | None = None) -> ObjectCode:
     """Like :func:`parse_object`, keeping what code analyses need."""
     if loader == AUTO:
-        spec = parse_object_auto(data, path=path)
+        spec = parse_object_auto(data, path=path, name=name)
         loader = spec.loader
     try:
         with decoding():
-            p = _ObjectParser(data, path, None, get_loader(loader))
+            p = _ObjectParser(data, path, name, get_loader(loader))
             spec = p.run()
     except ParseError as e:
         raise e.with_path(path) if path else e
