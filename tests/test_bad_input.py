@@ -126,6 +126,14 @@ SLOTS = {
     "check --config": (["check", EXAMPLE, "--limit", "128Mi", "--config", "{}"], "config"),
     "estimate --batch": (["estimate", "--batch", "{}"], "batch"),
     "pod --after": (["pod", "--pid", "{pid}", "--after", "{}"], "object"),   # root only
+    "size": (["size", "{}"], "binary"),
+    "size diff (old)": (["size", "diff", "{}", "/bin/true"], "binary"),
+    "size diff (new)": (["size", "diff", "/bin/true", "{}"], "binary"),
+    "maps --kernel-btf": (["maps", EXAMPLE, "--kernel-btf", "{}"], "kernel"),
+    "check --kernel-btf": (["check", EXAMPLE, "--limit", "128Mi", "--kernel-btf", "{}"],
+                           "kernel"),
+    "measure --vm-kernel": (["measure", EXAMPLE, "--vm-kernel", "{}"], "kernel"),
+    "pod --from": (["pod", "--from", "{}"], "trace"),
 }
 
 DEEP = 100_000
@@ -160,7 +168,8 @@ CONTENT = {
 FILE_CASES = ["nonexistent", "directory", "FIFO", "/dev/zero", "sparse 2 GB", "symlink loop",
               "unreadable (nobody)"]
 SUFFIX = {"object": ".o", "bpftool": ".json", "snapshot": ".json", "occupancy": ".json",
-          "config": ".toml", "batch": ".jsonl"}
+          "config": ".toml", "batch": ".jsonl", "binary": "", "kernel": ".btf",
+          "trace": ".jsonl"}
 
 
 def _make(case: str, kind: str, d: Path) -> str:
@@ -178,6 +187,9 @@ def _make(case: str, kind: str, d: Path) -> str:
     elif case == "sparse 2 GB":
         with open(path, "wb") as f:
             f.truncate(2 << 30)
+    elif case == "sparse 10 GiB":
+        with open(path, "wb") as f:
+            f.truncate(10 << 30)
     elif case == "symlink loop":
         os.symlink(d / f"other{SUFFIX[kind]}", path)
         os.symlink(path, d / f"other{SUFFIX[kind]}")
@@ -215,8 +227,8 @@ def _cases():
                 yield slot, case
 
 
-def _run(slot: str, case: str, nobody: str | None):
-    argv, kind = SLOTS[slot]
+def _run(slot: str, case: str, nobody: str | None, slots: dict | None = None):
+    argv, kind = (slots or SLOTS)[slot]
     d = Path(tempfile.mkdtemp(prefix="bpfmem-bad-"))
     try:
         d.chmod(0o755)
@@ -285,6 +297,37 @@ def test_every_command_against_every_hostile_input(capsys):
               f"{'as nobody' if nobody else 'as root without CAP_DAC_OVERRIDE'}), "
               f"slowest {slowest:.1f}s, {len(bad)} wrong")
     assert not bad, "\n".join(bad)
+
+
+#: what the input door says when it refuses a file before reading it
+DOOR_CASES = {"FIFO": "not a regular file", "directory": "is a directory",
+              "/dev/zero": "not a regular file", "sparse 10 GiB": "file may have at most"}
+#: the binary gate's own exit status for a binary it cannot read (README: 3), beside SLOTS
+BINARY_GATE = {"check --max-binary-size": (["check", "{}", "--max-binary-size", "64Mi"],
+                                           "binary")}
+
+
+def test_every_file_argument_is_refused_at_the_door():
+    """Every file argument of every command, given a FIFO, a directory, /dev/zero or a
+    sparse 10 GiB file: one line naming the file, in the words of the input door's stat
+    check (so nothing was opened for reading, nor read), exit 1 (3 from the binary gate,
+    its status for a binary it cannot read), and no hang."""
+    slots = {**SLOTS, **BINARY_GATE}
+    cases = [(s, c) for s in slots for c in DOOR_CASES if s != "pod --after" or os.geteuid() == 0]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda sc: _run(*sc, None, slots), cases))
+    bad = []
+    for slot, case, path, p, _took in results:
+        if p is None:
+            bad.append(f"{slot} / {case}: no answer within {TIME_BOUND}s")
+            continue
+        err = [ln for ln in p.stderr.strip().splitlines()
+               if not ln.startswith("bpfmem: removed what an earlier run")]
+        if p.returncode != (3 if slot in BINARY_GATE else 1) or len(err) != 1 \
+                or path not in err[0] \
+                or DOOR_CASES[case] not in err[0]:
+            bad.append(f"{slot} / {case}: exit {p.returncode}: {p.stderr[-300:]!r}")
+    assert len(results) >= 4 * 18 and not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("argv", [

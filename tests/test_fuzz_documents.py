@@ -22,8 +22,8 @@ from bpfmem import api
 from bpfmem.analysis.advise import advise_all
 from bpfmem.report.documents import document
 from bpfmem.config import ConfigError, parse_config
-from bpfmem.errors import BpfmemError
-from bpfmem.inputs import InputError, parse_json
+from bpfmem.errors import BpfmemError, InputError
+from bpfmem.parse.document import parse_json
 from bpfmem import api as _api
 from bpfmem.parse.access import analyze_code
 from bpfmem.parse.objspec import parse_object_code

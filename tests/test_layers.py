@@ -40,8 +40,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "analysis": {"model", "parse"} | GROUND,
     "host": {"model", "parse", "inputs", "outputs"} | GROUND,
     "model": {"parse"} | GROUND,
-    "parse": {"inputs"} | GROUND,
-    "inputs": GROUND - {"records"},
+    "inputs": {"parse"} | GROUND - {"records"},
+    "parse": GROUND,
     "outputs": GROUND - {"records"},
     "uapi": set(), "errors": set(), "units": set(), "records": set(),
     "bpfmem": set(),          # the package's __init__: its version, no import

@@ -42,8 +42,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-from .errors import BpfmemError
-from .inputs import Fields, InputError, load_toml
+from .errors import BpfmemError, InputError
+from .inputs import load_toml, read_input
+from .parse.document import Fields
 
 KEYS = {"limit", "max_fraction", "full", "kernels", "cpus", "set", "objects", "maps",
         "dynamic", "binary", "loader"}
@@ -97,8 +98,7 @@ def find_config(start: str | os.PathLike = ".") -> Path | None:
         pp = os.path.join(d, "pyproject.toml")
         if os.path.isfile(pp):
             try:
-                with open(pp, "rb") as f:
-                    found = b"bpfmem" in f.read()    # no [tool.bpfmem]: no TOML parser
+                found = b"bpfmem" in read_input(pp, "config")   # none: no TOML parser
                 if found:
                     tool = load_toml(pp).get("tool", {})
                     if isinstance(tool, dict) and "bpfmem" in tool:

@@ -63,6 +63,12 @@ class WhatIfError(BpfmemError, ValueError):
                          else problem)
 
 
+class InputError(BpfmemError, OSError):
+    """A file a user named cannot be read, or is not what its kind must be (a FIFO, a
+    device, a directory, too large, not JSON...). Names the file. An OSError too: the file
+    could not be used."""
+
+
 class UnsupportedError(BpfmemError):
     """Something valid that bpfmem (or the named kernel) does not support."""
 

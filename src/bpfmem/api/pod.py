@@ -140,7 +140,7 @@ def load_trace(path: str) -> dict:
     name = os.fspath(path)
     if name.endswith(".jsonl"):
         try:
-            doc = parse_trace_jsonl(input_lines(name, "trace line"))
+            doc = parse_trace_jsonl(input_lines(name, "trace"))
         except (ValueError, RecursionError) as e:
             raise InputError(f"{name}: not JSON lines: {str(e)[:200]}") from None
     else:

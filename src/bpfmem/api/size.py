@@ -3,10 +3,7 @@ compared (``size diff``), binaries against their limits (``check --max-binary-si
 
 from __future__ import annotations
 
-import mmap
 import os
-from contextlib import contextmanager
-from typing import Iterator
 
 from ..analysis.imports import graph_notes, import_savings
 from ..errors import UsageError
@@ -14,26 +11,11 @@ from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, anal
                              judge_binary, limit_for, size_diff, size_result)
 from ..errors import ParseError, UnsupportedError
 from ..host.gotool import cxxfilt, go_list_deps, go_version
+from ..inputs import mapped_input
 from ..inputs import split_binaries as _split_binaries
 from ..parse.elf import parse_image
 from ..parse.gobin import BUILDINFO_MAGIC, parse_buildinfo, parse_pclntab
 from ..parse.golist import parse_go_list
-
-
-@contextmanager
-def _mapped(path: str | os.PathLike) -> Iterator[bytes | mmap.mmap]:
-    """A file's bytes mapped read-only (``b""`` when empty): binaries can be large."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        try:
-            yield data
-        finally:
-            if not isinstance(data, bytes):
-                try:
-                    data.close()
-                except BufferError:   # a view still refers to it: the GC closes it
-                    pass
 
 
 _GO_SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
@@ -73,7 +55,7 @@ def load_binary_size(source: str | os.PathLike | bytes, *, path: str | None = No
     demangler = cxxfilt if demangle else None
     if isinstance(source, (bytes, bytearray, memoryview)):
         return size_report(bytes(source), path=path or "<bytes>", demangle=demangler)
-    with _mapped(source) as data:
+    with mapped_input(source, "binary") as data:
         return size_report(data, path=path or os.fspath(source), demangle=demangler)
 
 

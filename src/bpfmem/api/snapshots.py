@@ -8,7 +8,8 @@ from dataclasses import replace
 from ..analysis.live import SnapshotDiff, SnapshotView, filter_maps
 from ..analysis.live import diff_snapshots as diff
 from ..analysis.live import snapshot_view as view_of
-from ..inputs import InputError, load_json, peek_input
+from ..errors import InputError
+from ..inputs import load_json, peek_input
 from ..parse.snapshot import looks_like_snapshot, snapshot_from_bpftool, snapshot_from_dict
 
 

@@ -7,14 +7,13 @@ The model never reads files: this module reads ``/sys`` and BTF files, hands the
 from __future__ import annotations
 
 import os
-import stat
 
 from ..errors import ParseError
+from ..inputs import read_input
 from ..model.kernel import KernelProfile, parse_cpu_list, parse_release, profile_from_facts
 from ..model.structs import STRUCT_NAMES
 
 HOST_BTF = "sys/kernel/btf/vmlinux"
-MAX_BTF_FILE = 512 << 20      # a compressed kernel image is ~15 MB, raw BTF ~6 MB
 
 
 def host_possible_cpus(root: str = "/") -> int:
@@ -34,32 +33,6 @@ def host_nr_cpus(root: str = "/") -> int | None:
         return None
 
 
-def read_file_bounded(path: str, limit: int = MAX_BTF_FILE) -> bytes:
-    """A regular file's bytes, at most ``limit``: a FIFO, device or directory is refused
-    (without blocking), and so is a larger file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(21, "is a directory", path)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(22, "not a regular file", path)
-        if st.st_size > limit:
-            from ..units import format_size
-            raise ParseError(f"{format_size(st.st_size)} is larger than any kernel file "
-                             f"({format_size(limit)})", path=path)
-        chunks, size = [], 0
-        while size <= limit:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-            size += len(b)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def _is_host_btf(path: str, root: str = "/") -> bool:
     try:
         return os.path.samefile(path, os.path.join(root, HOST_BTF))
@@ -77,7 +50,7 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
     profile's notes. Raises ParseError (naming the file) for a file that is no kernel's BTF,
     ValueError when no release is known or the file contradicts ``arch``/``page_size``."""
     from ..model.kernel import ARCHES, arch_name
-    data = read_file_bounded(path)
+    data = read_input(path, "kernel")
     try:
         from ..parse.kernel_btf import parse_kernel_btf
         facts = parse_kernel_btf(data, name=os.path.basename(path), struct_names=STRUCT_NAMES)
@@ -170,9 +143,7 @@ def _cached_host_facts(btf_path: str, release: str):
                                str(d["container"]))
         except (ValueError, TypeError, KeyError):
             pass
-    with open(btf_path, "rb") as f:
-        data = f.read()
-    facts = parse_kernel_btf(data, name="", struct_names=STRUCT_NAMES)
+    facts = parse_kernel_btf(read_input(btf_path, "kernel"), name="", struct_names=STRUCT_NAMES)
     d = asdict(facts)
     d["members"], d["map_types"] = sorted(d["members"]), sorted(d["map_types"])
     cache.store("btf-facts", key, d)

@@ -26,6 +26,7 @@ from typing import Callable
 from bpfmem.errors import HostError
 from bpfmem.host import cache
 from bpfmem.host.probe import build_probe, parse_output
+from bpfmem.inputs import check_input
 
 __all__ = ["KERNELS", "fetch_kernel", "cached_kernels", "build_initramfs", "run_vm",
            "QEMU", "QEMU_PACKAGE"]
@@ -101,7 +102,8 @@ def fetch_kernel(version: str, *, refresh: bool = False) -> Path:
     """
     if version not in KERNELS:
         p = Path(version)
-        if p.is_file():
+        if os.path.lexists(p):          # a kernel image a user named: the checks of every input
+            check_input(p, "kernel")
             return p
         raise HostError(f"no such kernel image and not a known series: {version!r} "
                         f"(known: {', '.join(KERNELS)})")

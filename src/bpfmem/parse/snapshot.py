@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from ..inputs import Fields
+from .document import Fields
 from ..records import LiveMap, Owner, ProgRef, Snapshot
 from ..uapi import MapType, ProgType
 
