@@ -7,8 +7,10 @@ elsewhere". The kernel's count is read here on its own: every present file page 
 executable's mappings (/proc/PID/pagemap) looked up in /proc/kpagecgroup.
 
 Measured here (prometheus 2.42, go1.19.8, Linux 6.18, cgroup v1): 41.0 MiB of the binary
-resident, 0 pages charged to the pod when a reader in another cgroup came first; when the
-pod itself read it first, all of it (the kernel's page cache counter of the pod holding it).
+mapped, 0 pages charged to the pod when a reader in another cgroup came first (47.6 MiB of
+the file cached, all elsewhere); when the pod itself read it first, 29.1 MiB mapped and 47.6
+MiB of the file cached, all charged to the pod (its memory.stat file: 47.63 MiB, of which
+0.02 MiB its open files).
 """
 
 from __future__ import annotations
@@ -59,6 +61,13 @@ def kernel_owners(pid: int) -> dict[int, int]:
                     kc.seek(pfn * 8)
                     out[pfn] = int.from_bytes(kc.read(8), "little")
     return out
+
+
+def other_prometheus() -> list[int]:
+    """prometheus processes running now (another test's, or a real one): their mappings keep
+    the binary's pages from being evicted, and from being charged to whoever reads next."""
+    out = subprocess.run(["pidof", "prometheus"], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
 
 
 def evict(path: str) -> None:
@@ -116,13 +125,21 @@ def check(job, *, reader_ino: int | None):
     assert d.binary_pages is not None, d.pages_unread
     here_k = [sum(1 for i in k.values() if i == ino) * PAGE for k in (before, after)]
     else_k = [sum(1 for i in k.values() if i != ino) * PAGE for k in (before, after)]
-    # the kernel's count, read before and after the view: equal within a page
-    assert min(here_k) - PAGE <= comps["binary"] <= max(here_k) + PAGE, (comps, here_k)
-    assert (min(else_k) - PAGE <= v.shared_elsewhere["binary"] <= max(else_k) + PAGE), \
-        (v.shared_elsewhere, else_k)
+    # the kernel's count of the mapped pages, read before and after the view: the part
+    # holds them (within a page) and what the binary has cached beyond them (read ahead,
+    # not mapped: also charged by who read it first)
+    assert comps["binary"] >= min(here_k) - PAGE, (comps, here_k)
+    assert v.shared_elsewhere["binary"] >= min(else_k) - PAGE, (v.shared_elsewhere, else_k)
+    if max(here_k) <= PAGE:          # none of its mapped pages charged here
+        assert comps["binary"] <= os.path.getsize(EXE) // 100, comps
     # and what is charged here is inside the pod's page cache counter (memory.stat)
     cg = read_cgroup_memory(job.cgroup.fs_path)
     assert comps["binary"] <= cg.file + PAGE
+    # its open files (the TSDB's WAL, its log) charged here are in that counter too
+    assert comps["binary"] + comps["open_files"] <= cg.file + 2 * PAGE
+    print("\n" + ", ".join(f"{k} {b / MiB:.2f}" for k, b in comps.items())
+          + f"; memory.stat file {cg.file / MiB:.2f} anon {cg.anon / MiB:.2f} MiB; elsewhere "
+          + ", ".join(f"{k} {b / MiB:.2f}" for k, b in v.shared_elsewhere.items()))
     assert sum(comps.values()) == v.usage
     if reader_ino is not None:
         to_reader = sum(1 for i in after.values() if i == reader_ino) * PAGE
@@ -133,6 +150,7 @@ def check(job, *, reader_ino: int | None):
 def test_binary_read_by_another_cgroup_first_is_charged_there(tmp_path):
     """A reader in cgroup A reads prometheus's binary first; prometheus then starts in its own
     cgroup B: its binary's pages are A's, and "Go binary pages" of B says so."""
+    others = other_prometheus()
     with scratch_cgroup(prefix="bpfmem-test-reader-") as reader:
         evict(EXE)
         read_in(reader, EXE)
@@ -140,12 +158,13 @@ def test_binary_read_by_another_cgroup_first_is_charged_there(tmp_path):
         rino = os.stat(reader.fs_path).st_ino
         comps, v, to_reader, resident = prometheus(
             tmp_path, lambda job: check(job, reader_ino=rino))
+    others += other_prometheus()
     assert resident > 5 * MiB
     # the old carve (min(binary resident, page cache)) would have moved the pod's page
     # cache into "binary"; now only pages the kernel charges here are
     assert comps["binary"] <= resident // 10, comps
-    if a_file >= os.path.getsize(EXE) // 2:      # the eviction worked: A read it all
-        assert to_reader >= resident * 0.9, (to_reader, resident)
+    if a_file >= os.path.getsize(EXE) // 2 and not others:   # the eviction worked: A
+        assert to_reader >= resident * 0.9, (to_reader, resident)       # read it all
     print(f"\nbinary resident {resident / MiB:.1f} MiB: charged to the pod "
           f"{comps['binary'] / MiB:.2f} MiB, to the reader cgroup {to_reader / MiB:.1f} MiB, "
           f"elsewhere in all {v.shared_elsewhere['binary'] / MiB:.1f} MiB")
@@ -154,17 +173,17 @@ def test_binary_read_by_another_cgroup_first_is_charged_there(tmp_path):
 def test_binary_read_first_by_the_pod_is_charged_to_it(tmp_path):
     """With the binary out of the page cache, prometheus started in its own cgroup reads it
     in itself: its resident binary pages are charged there (whatever eviction could drop)."""
+    others = other_prometheus()
     evict(EXE)
     comps, v, _r, resident = prometheus(tmp_path, lambda job: check(job, reader_ino=None))
+    others += other_prometheus()
     print(f"\nbinary resident {resident / MiB:.1f} MiB: charged to the pod "
           f"{comps['binary'] / MiB:.1f} MiB, elsewhere "
           f"{v.shared_elsewhere['binary'] / MiB:.1f} MiB")
     # (prometheus still faults its binary in: the view and the reading after it differ by
-    # the pages touched in between)
+    # the pages touched in between; the part counts the whole file's cached pages)
     assert comps["binary"] + v.shared_elsewhere["binary"] >= resident * 0.9
     # pages another running prometheus maps cannot be evicted: those stay someone else's
-    others = [p for p in map(int, subprocess.run(["pidof", "prometheus"], capture_output=True,
-                                                  text=True).stdout.split())]
     if not others:
         assert v.shared_elsewhere["binary"] <= resident * 0.1, v.shared_elsewhere
 

@@ -151,3 +151,4 @@ class PodSample:
     bpffs: tuple[str, ...] = ()
     details: dict = field(default_factory=dict)   # pid -> goproc.ProcDetail (with ``go``)
     files: object = None                  # pagemap.FilePages of its open and mapped files
+    exe_files: object = None              # the same of its Go executables (whole files)

@@ -19,7 +19,8 @@ go_*            for Go processes (:mod:`bpfmem.analysis.gosplit`), out of "proce
                 and is named once in a note ("allocated but never written")
 binary          out of "page cache": the Go executables' resident file pages that the kernel
                 charges to this cgroup (``/proc/PID/pagemap`` + ``/proc/kpagecgroup``; once
-                per page frame). A page cache page is charged to the cgroup that read it
+                per page frame; in a one-time reading the whole executable files, also
+                their pages read ahead and not mapped). A page cache page is charged to the cgroup that read it
                 first: the binary's pages charged elsewhere are "shared, charged elsewhere"
                 (``shared_elsewhere``, not in usage), like other files the Go processes map.
                 Without pagemap (no root), a stated estimate: the binaries' resident pages.
@@ -267,7 +268,8 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
                     key=lambda x: -x.rss)
     elsewhere: dict = {}
     go_keys = (_carve_go(parts, splits, details, notes, elsewhere,
-                         getattr(sample, "files", None) is not None) if splits else ())
+                         getattr(sample, "files", None) is not None,
+                         getattr(sample, "exe_files", None)) if splits else ())
     fp = getattr(sample, "files", None)
     if fp is not None and parts["page_cache"] is not None:
         take = max(0, min(fp.here * fp.page_size, parts["page_cache"]))
@@ -382,7 +384,8 @@ def _residue_note(residue: int, cg, splits) -> str:
 
 
 def _carve_go(parts: dict, splits: list[GoSplit], details: dict, notes: list[str],
-              elsewhere: dict, files_read: bool = False) -> tuple[str, ...]:
+              elsewhere: dict, files_read: bool = False,
+              exe_files=None) -> tuple[str, ...]:
     """Take the Go processes' parts out of "processes" and "page cache" (in place); the
     keys added. The heap parts are what is resident (:func:`_resident_go`); the binary's
     pages are those charged to this cgroup (pagemap + kpagecgroup), else an estimate."""
@@ -426,6 +429,11 @@ def _carve_go(parts: dict, splits: list[GoSplit], details: dict, notes: list[str
             page = ds[0].binary_pages.page_size
             binary = len(here) * page
             elsewhere["binary"] = len(other) * page
+            if exe_files is not None:   # the executables read whole: their pages not
+                #                         mapped (read ahead) are the binary's too
+                binary = max(binary, exe_files.here * exe_files.page_size)
+                elsewhere["binary"] = exe_files.elsewhere * exe_files.page_size
+                other = frozenset(range(exe_files.elsewhere))
             if files_read:         # the pod's open and mapped files are counted whole
                 files = frozenset()
             else:

@@ -156,17 +156,23 @@ class PodSampler:
                                     budget=None if self.budget is None
                                     else self.budget(len(procs)))
                    if self.go is not None else {})
-        files = None
+        files = exe_files = None
         if self.files and pids:
-            skip = set()
-            for pid in details:          # Go executables: their pages are "binary"
+            exes: dict = {}
+            for pid, d in details.items():   # Go executables: their pages are "binary"
+                if getattr(d, "go", None) is None:
+                    continue
+                p = os.path.join(self.root, "proc", str(pid), "exe")
                 try:
-                    st = os.stat(os.path.join(self.root, "proc", str(pid), "exe"))
-                    skip.add((st.st_dev, st.st_ino))
+                    st = os.stat(p)
                 except OSError:
-                    pass
-            found = process_files(pids, self.root, skip)
-            files = file_page_owners(found.values(), cgroup_inodes(self.fs_path), self.root)
+                    continue
+                exes.setdefault((st.st_dev, st.st_ino), p)
+            inodes = cgroup_inodes(self.fs_path)
+            found = process_files(pids, self.root, set(exes))
+            files = file_page_owners(found.values(), inodes, self.root)
+            if exes and files is not None:
+                exe_files = file_page_owners(exes.values(), inodes, self.root)
         pins: dict = {}
         if self.pins and maps:
             ids = frozenset(m.id for m in maps)
@@ -175,7 +181,7 @@ class PodSampler:
                 self._pin_ids = ids
             pins = {i: p for i, p in self._pin_cache.items() if i in ids}
         return PodSample(t, wall, time.monotonic() - t, cg, tuple(procs), maps, pins,
-                         skipped, tuple(self._bpffs), details, files)
+                         skipped, tuple(self._bpffs), details, files, exe_files)
 
 
 def sample_loop(sample: Callable[[], PodSample], duration: float, interval: float, *,
