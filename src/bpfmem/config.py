@@ -1,37 +1,7 @@
 """bpfmem's project configuration: ``bpfmem.toml``, or ``[tool.bpfmem]`` in pyproject.toml.
 
-    limit = "128Mi"            # the agent container's memory limit
-    max_fraction = 0.5         # share of it the maps may take
-    full = false               # judge maps when full instead of at create
-    kernels = ["6.1", "6.18"]  # a matrix: the gate must hold on every kernel ...
-    cpus = [2, 64]             # ... and every possible-CPU count
-    [[kernels]]                # or the fleet's own kernels, from their BTF (instead of the
-    name = "prod-6.1"          #   list above): struct sizes, eras and map types exact
-    btf = "btf/6.1.0-57-cloud-amd64.btf"   # a path relative to this file
-    cpus = [2, 96]             # possible CPUs of the nodes that run it (default: `cpus`)
-    [[kernels]]
-    name = "rhel9"
-    btf = "btf/5.14.0-427.el9.x86_64.btf.tar.xz"
-    [[kernels]]
-    name = "6.12 table"
-    release = "6.12"           # no BTF: the release table
-    set = ["service_*.flags+=no_prealloc", "policy_map.count=110"]   # what-if
-    loader = "cilium-ebpf"     # libbpf | cilium-ebpf | cilium-ebpf@0.9 | auto (the default)
-    [objects]                  # limits per object (path or object name)
-    "build/cni.bpf.o" = "96Mi"
-    [maps]                     # caps per map
-    conntrack_table = "32Mi"
-    [dynamic]                  # Cilium-style dynamic sizing (--size-ratio/--node-memory)
-    size_ratio = 0.0025
-    node_memory = "64Gi"
-    max = 16777216
-    [dynamic.maps]
-    ct_tcp = { default = 524288, min = 131072 }
-    [binary]                   # binary-size gate (bpfmem check BINARY ...)
-    max = "60Mi"               # any binary
-    files = { "cilium-cni" = "24Mi" }      # per binary (path or file-name glob)
-    modules = { "k8s.io/*" = "2Mi" }       # per module glob: their bytes in each binary
-"""
+Every key, with what it means, is in ``bpfmem.toml.example`` at the root of the repository
+(a file the test suite loads with :func:`load_config`, so it stays valid)."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["BINARY", "DECIMAL", "parse_size", "format_size", "format_delta", "format_bytes",
-           "in_mi", "format_gomemlimit", "parse_gomemlimit", "frozen_iec",
-           "frozen_mib"]
+           "in_mi", "format_gomemlimit", "parse_gomemlimit"]
 
 BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
           "Ei": 1 << 60}
@@ -169,21 +168,6 @@ def format_gomemlimit(n: int) -> str:
     return f"{n}B"
 
 
-# -- the spellings frozen in v1 JSON documents -------------------------------------------------
-# A few prose fields of the versioned JSON documents (check names, advise titles) were recorded
-# with sizes spelled the old way; the documents stay byte for byte what they were (the golden
-# test), so these two keep that spelling there until a new schema version. Nothing else uses
-# them: everything drawn for people goes through format_size.
-
-def frozen_iec(n: int) -> str:
-    """``128.0 MiB``: the check names' spelling in bpfmem/check/v1."""
-    sign, n = ("-", -n) if n < 0 else ("", n)
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{sign}{n / size:.1f} {unit}"
-    return f"{sign}{n} B"
-
-
-def frozen_mib(n: int, places: int) -> str:
-    """``8.0 MiB`` / ``0.13 MiB``: the advise titles' spelling in bpfmem/advise/v1."""
-    return f"{n / (1 << 20):.{places}f} MiB"
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 map``, ``2 maps``, ``0 maps`` (``plural`` for nouns that do not take an s)."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

@@ -12,7 +12,7 @@ from ..model.kernel import KernelProfile
 from ..model.shape import MapShape
 from ..parse.objspec import ObjectSpec
 from ..uapi import MapFlag, MapType as T
-from ..units import frozen_mib   # the advise titles' v1 spelling
+from ..units import format_size
 
 NO_PREALLOC = int(MapFlag.NO_PREALLOC)
 PERCPU = {T.PERCPU_HASH, T.PERCPU_ARRAY, T.LRU_PERCPU_HASH, T.PERCPU_CGROUP_STORAGE}
@@ -168,11 +168,11 @@ def advise(obj: ObjectSpec, uses: dict, prof: KernelProfile,
             out.append(Advice(
                 m.name, "percpu",
                 f"{m.name}: per-CPU: memlock "
-                + ", ".join(f"{c} CPUs {frozen_mib(v, 1)}" for c, v in costs.items()
+                + ", ".join(f"{c} CPUs {format_size(v)}" for c, v in costs.items()
                             if v is not None),
                 0, None,
                 "A shared map with atomic updates (__sync_fetch_and_add) would cost "
-                f"{frozen_mib(shared.memlock_at_create or 0, 2)} memlock on any node, "
+                f"{format_size(shared.memlock_at_create or 0)} memlock on any node, "
                 "at the price of cache-line contention on hot counters." if shared else
                 "Per-CPU values scale with the node's possible CPUs.",
                 "Per-CPU memory is allocated for every possible CPU "

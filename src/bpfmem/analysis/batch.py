@@ -6,7 +6,7 @@ distinct spec); this only checks each spec, estimates it and keeps order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator
 
 from ..model.estimate import Footprint, estimate
@@ -16,6 +16,10 @@ from ..uapi import MapType, parse_flags
 
 MEMO = 1 << 16
 _U32 = 0xFFFFFFFF
+# the keys a spec line may have: the map's attributes, entries present, the line's possible
+# CPUs, and a label for the caller's own use; anything else is a typo, refused on its line
+KEYS = ("type", "key_size", "value_size", "max_entries", "map_flags", "map_extra", "entries",
+        "cpus", "name")
 
 
 def _check_u32(name: str, val: Any) -> None:
@@ -59,16 +63,31 @@ def batch_results(decoded: Iterable[tuple[int, Any]], profile: KernelProfile
         try:
             if isinstance(d, Exception):
                 raise d
+            if not isinstance(d, dict):
+                raise ValueError("expected a JSON object (a map spec)")
+            unknown = [k for k in d if k not in KEYS]
+            if unknown:
+                raise ValueError(f"unknown key{'s' if len(unknown) > 1 else ''} "
+                                 f"{', '.join(map(repr, unknown[:5]))} (a spec takes "
+                                 f"{', '.join(KEYS)})")
+            if "type" not in d:
+                raise ValueError("missing 'type' (hash, lru_hash, percpu_array, ...)")
+            cpus = d.get("cpus")
+            if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int)
+                                     or not 1 <= cpus <= 1 << 16):
+                raise ValueError(f"cpus must be a CPU count in 1..65536, not {cpus!r:.40}")
             key = (d["type"], d.get("key_size", 0), d.get("value_size", 0),
                    d.get("max_entries", 0), d.get("map_flags", 0) or 0,
-                   d.get("map_extra", 0) or 0, d.get("entries", 0) or 0)
+                   d.get("map_extra", 0) or 0, d.get("entries", 0) or 0, cpus)
             fp = done.get(key)
             if fp is None:
-                shape, entries = batch_shape(key, type_ids)
-                fp = estimate(shape, profile, entries)
+                shape, entries = batch_shape(key[:7], type_ids)
+                prof = profile if cpus is None else replace(profile, possible_cpus=cpus)
+                fp = estimate(shape, prof, entries)
                 if len(done) < MEMO:
                     done[key] = fp
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            yield None, BatchError(lineno, f"line {lineno}: {e.__class__.__name__}: {e}")
+            what = f"missing {e}" if isinstance(e, KeyError) else str(e)
+            yield None, BatchError(lineno, f"line {lineno}: {what}")
             continue
         yield key, fp

@@ -139,7 +139,6 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
     for exactly what it compares, so one object never both passes and fails the same thing;
     ``failures`` are theirs, in order."""
     from ..units import format_size as fs
-    from ..units import frozen_iec   # the check names' v1 spelling
     what = budget.measure
     results = []
     for prof in profiles:
@@ -160,7 +159,7 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
                 over = ((f"{o.name}: maps charge {fs(obj_total)}, over its own limit "
                          f"{fs(lim)} by {fs(obj_total - lim)}",)
                         if obj_total > lim else ())
-                checks.append(Check(f"{o.name}: maps within its own limit {frozen_iec(lim)}",
+                checks.append(Check(f"{o.name}: maps within its own limit {fs(lim)}",
                                     over, object=o.name, value=obj_total, limit=lim))
         grand = sum(t for _o, _c, t, _u in per_object)
         before = None
@@ -180,14 +179,14 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             over = ((f"{c.object}/{c.name}: charges {fs(v)}, over its cap {fs(cap)} by "
                      f"{fs(v - cap)}",)
                     if v is not None and v > cap else ())
-            checks.append(Check(f"{c.object}/{c.name}: within its cap {frozen_iec(cap)}",
+            checks.append(Check(f"{c.object}/{c.name}: within its cap {fs(cap)}",
                                 over, object=c.object, map=c.name, value=v, limit=cap))
         of = ("" if budget.max_fraction == 1 else
               f" ({budget.max_fraction:g} of the limit {fs(budget.limit)})")
         over = ((f"maps charge {fs(grand)}, over the budget {fs(budget.budget)}{of} by "
                  f"{fs(grand - budget.budget)}",)
                 if grand > budget.budget else ())
-        checks.insert(0, Check(f"all maps within the budget {frozen_iec(budget.budget)}",
+        checks.insert(0, Check(f"all maps within the budget {fs(budget.budget)}",
                                over, value=grand, limit=budget.budget))
         memlock = sum(c.memlock_at_create or 0 for c in all_costs)
         notes = tuple(f"{c.object}/{c.name}: {n}" for c in all_costs

@@ -32,7 +32,16 @@ def estimate_batch_stream(lines: Iterable[str], out: IO[str], profile: KernelPro
     was bad, else 0 (the command's exit status).
 
     Capacity plans repeat shapes, so a result line is built once per distinct spec."""
-    result_text = batch_line(profile.describe())
+    from dataclasses import replace
+    makers: dict = {}           # possible CPUs of the line -> its result line maker
+
+    def result_text(key, fp):
+        cpus = key[7] if len(key) > 7 else None
+        make = makers.get(cpus)
+        if make is None:
+            prof = profile if cpus is None else replace(profile, possible_cpus=cpus)
+            make = makers[cpus] = batch_line(prof.describe())
+        return make(fp)
     texts: dict[tuple, str] = {}
     status = 0
     write = out.write
@@ -43,7 +52,7 @@ def estimate_batch_stream(lines: Iterable[str], out: IO[str], profile: KernelPro
             continue
         text = texts.get(key)
         if text is None:
-            text = result_text(r)
+            text = result_text(key, r)
             if len(texts) < MEMO:
                 texts[key] = text
         write(text)

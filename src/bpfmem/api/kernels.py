@@ -58,7 +58,8 @@ def profiles(kernels=(), cpus=(), btfs=(), configured=(), *, page_size: int | No
     for entry in configured:
         for c in (list(entry.cpus) or cpu_list):
             try:
-                out.append(profile(entry.release, btf=entry.btf, cpus=c))
+                out.append(replace(profile(entry.release, btf=entry.btf, cpus=c),
+                                   name=entry.name))
             except ValueError as e:
                 raise ValueError(f"[[kernels]] {entry.name}: "
                                  + str(e).replace("give --kernel VERSION with --kernel-btf",

@@ -15,7 +15,9 @@ EPILOG = """one map:
 
 many (capacity planning): one JSON spec per line in, one JSON result per line out:
   {"type": "lru_hash", "key_size": 16, "value_size": 40, "max_entries": 65536,
-   "map_flags": 0, "map_extra": 0, "entries": 0}
+   "map_flags": 0, "map_extra": 0, "entries": 0, "cpus": 96}
+  ("cpus" and "name" are optional: the line's possible CPUs, a label; any other key is an
+  error on that line)
   bpfmem estimate --batch specs.jsonl > results.jsonl      (--batch - reads stdin)
 
 Map types are the kernel's names (hash, lru_percpu_hash, ...); flags the kernel's without
@@ -33,8 +35,11 @@ class Estimate(Command):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--type", help="map type, e.g. hash, lru_hash, percpu_array, ringbuf")
-        p.add_argument("--key-size", type=a.u32, default=0, metavar="K")
-        p.add_argument("--value-size", type=a.u32, default=0, metavar="V")
+        p.add_argument("--key-size", type=a.u32, default=None, metavar="K",
+                       help="key size in bytes (required but for maps without keys: "
+                            "ringbuf, user_ringbuf, queue, stack, bloom_filter)")
+        p.add_argument("--value-size", type=a.u32, default=None, metavar="V",
+                       help="value size in bytes (required but for ring buffers)")
         p.add_argument("--max-entries", type=a.u32, default=None, metavar="N",
                        help="max_entries (required; for a ring buffer, its size in bytes)")
         p.add_argument("--flags", default="", metavar="a,b",
@@ -46,27 +51,41 @@ class Estimate(Command):
         p.add_argument("--batch", metavar="SPECS.jsonl",
                        help="estimate one JSON spec per line ('-' for stdin); JSON lines out")
         a.add_format(p, ("table", "json"), help=None)
+        a.add_output_file(p)
         a.add_kernel(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from .. import api
         from ..errors import UsageError
         from .common import as_usage, profile_of
-        from .output import render
+        from .output import emit, render
 
         prof = profile_of(args)
         if args.batch:
             lines = sys.stdin if args.batch == "-" else api.read_lines(args.batch)
+            if args.output:
+                from ..report.output import emit as emit_to
+                status = []
+                emit_to(args.output,
+                        lambda out: status.append(api.estimate_batch_stream(lines, out, prof)))
+                return status[0]
             return api.estimate_batch_stream(lines, sys.stdout, prof)
         if not args.type:
             raise UsageError("estimate needs --type (or --batch FILE)")
         with as_usage():
-            shape = api.shape_from_args(args.type, args.key_size, args.value_size,
+            shape = api.shape_from_args(args.type, args.key_size or 0, args.value_size or 0,
                                         args.max_entries or 0, args.flags, args.map_extra)
+        kind = args.type.strip().lower()
+        keyless = kind in ("ringbuf", "user_ringbuf", "queue", "stack", "bloom_filter")
+        if args.key_size is None and not keyless:
+            raise UsageError(f"estimate needs --key-size BYTES for a {args.type} map")
+        if args.value_size is None and kind not in ("ringbuf", "user_ringbuf"):
+            raise UsageError(f"estimate needs --value-size BYTES for a {args.type} map")
         if args.max_entries is None:
             raise UsageError("estimate needs --max-entries N (for a ring buffer its size in "
                              "bytes, e.g. 262144)")
-        render(api.estimate_map(shape, prof, args.entries), args.format, sys.stdout)
+        fp = api.estimate_map(shape, prof, args.entries)
+        emit(args.output, lambda out: render(fp, args.format, out))
         return EXIT_OK
 
 

@@ -58,8 +58,9 @@ class Export(Command):
             server, _thread = api.serve_metrics(host, port, cache, profile)
         except OSError as e:
             raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        from ..units import count
         print(f"bpfmem: serving http://{host}:{port}/metrics "
-              f"({len(cache.snapshot.maps)} maps; scans reused for {args.interval:g}s)",
+              f"({count(len(cache.snapshot.maps), 'map')}; scans reused for {args.interval:g}s)",
               file=sys.stderr, flush=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -53,6 +53,7 @@ class Maps(Command):
                        help="compiled BPF object(s) (clang -target bpf -g); "
                             "default: the bundled example")
         a.add_format(p, ("table", "json", "markdown"))
+        a.add_output_file(p)
         a.add_kernels(p)
         a.add_loader(p)
         a.add_whatif(p)
@@ -74,7 +75,7 @@ class Maps(Command):
         from .. import api
         from ..errors import BpfmemError
         from .common import config_of, default_objects, kernels_of, loader_of, whatif_of
-        from .output import fail, render, warn
+        from .output import emit, fail, render, warn
 
         paths = default_objects(args.objects)
         cfg = config_of(args)      # (maps has no --config: found from the directory)
@@ -99,9 +100,13 @@ class Maps(Command):
         results = [api.inventory(objects, errors, profile=p, whatif=whatif) for p in profiles]
         if objects:
             warn("maps", api.unmatched_sets(objects, whatif))
-        options = ({"indent": 2 if sys.stdout.isatty() else None} if args.format == "json" else
+        if not objects and args.format == "table":
+            return EXIT_ERROR       # each error said on its line: no empty table under them
+        to_tty = args.output is None and sys.stdout.isatty()
+        options = ({"indent": 2 if to_tty else None} if args.format == "json" else
                    {"width": args.width} if args.format == "table" else {})
-        render(api.one_or_matrix(results), args.format, sys.stdout, **options)
+        emit(args.output, lambda out: render(api.one_or_matrix(results), args.format, out,
+                                             **options))
         return EXIT_ERROR if errors else EXIT_OK
 
     def run_saved(self, args: argparse.Namespace) -> int:

@@ -85,8 +85,9 @@ class Snapshot(Command):
             render(view, args.format, out, **options)
         emit(args.output, draw)
         if args.output:
-            from ..units import format_size
-            note(f"{len(view.maps)} maps, memlock {format_size(view.memlock)} -> {args.output}")
+            from ..units import count, format_size
+            note(f"{count(len(view.maps), 'map')}, memlock {format_size(view.memlock)} -> "
+                 f"{args.output}")
         return EXIT_OK
 
 

@@ -142,6 +142,7 @@ class KernelProfile:
     build: str = ""                           # the build named ("6.1.0-57-cloud-amd64"), if known
     sizes_source: str = ""                    # says where the struct sizes came from
     notes: tuple[str, ...] = ()               # what was assumed, where BTF and release disagree
+    name: str = ""                            # the [[kernels]] entry of bpfmem.toml, if one
     kmalloc_min: int = None                   # type: ignore[assignment]  # smallest kmalloc
     _hash: int = field(default=0, init=False, compare=False, repr=False)
 
@@ -211,6 +212,8 @@ class KernelProfile:
              "struct_sizes_source": self.sizes_source, "exact": self.exact}
         if self.build:
             d["build"] = self.build
+        if self.name:
+            d["name"] = self.name
         if self.notes:
             d["notes"] = list(self.notes)
         return d

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from ..units import format_bytes
+from ..units import format_size as fs
 
 
 def check_junit(r, out: IO[str], *, timestamp: str | None = None, seconds: float = 0.0,
@@ -45,9 +45,9 @@ def check_junit(r, out: IO[str], *, timestamp: str | None = None, seconds: float
                 msg = "; ".join(c.failures)
                 ET.SubElement(tc, "failure", message=msg, type="bpfmem.budget").text = msg
             if c.value is not None:
-                limit = f" (limit {format_bytes(c.limit)})" if c.limit is not None else ""
-                ET.SubElement(tc, "system-out").text = f"{format_bytes(c.value)} bytes{limit}"
-        ET.SubElement(ts, "system-out").text = (f"maps charge {format_bytes(p.total)} bytes at "
+                limit = f" (limit {fs(c.limit)})" if c.limit is not None else ""
+                ET.SubElement(tc, "system-out").text = f"{fs(c.value)}{limit}"
+        ET.SubElement(ts, "system-out").text = (f"maps charge {fs(p.total)} at "
                                                 f"{'full' if b.full else 'create'}")
         ET.SubElement(ts, "system-err").text = ""
     ET.indent(root)

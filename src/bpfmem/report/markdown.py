@@ -5,6 +5,8 @@ fields; text from inputs is escaped by :mod:`.escape`'s Markdown rule."""
 
 from __future__ import annotations
 
+from ..units import count
+
 from typing import IO, Any
 
 from ..units import format_delta as delta, format_size as fs
@@ -114,7 +116,7 @@ def maps_markdown(inv, out: IO[str]) -> None:
     lines = []
     k = inv.kernel
     for o in inv.objects:
-        lines.append(f"### {md_text(o.spec.path or o.spec.name)}: {len(o.maps)} maps"
+        lines.append(f"### {md_text(o.spec.path or o.spec.name)}: {count(len(o.maps), 'map')}"
                      + (f" (Linux {k.version}, {k.possible_cpus} CPUs)" if k else ""))
         mem = o.memory is not None
         lines += ["", "| map | type | key | value | max_entries | flags" +

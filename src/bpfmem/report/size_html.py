@@ -4,6 +4,8 @@ by file bytes, coloured by growth since the old build) and the table of changes.
 
 from __future__ import annotations
 
+from ..units import count
+
 from typing import Any
 
 from ..units import format_delta, format_size
@@ -80,7 +82,7 @@ def render_size_diff_html(diff, *, title: str = "bpfmem: binary size diff") -> s
     if diff.why:
         items = "".join(
             f"<li>dropping the import <code>{_esc(s.importer)} → {_esc(s.imported)}"
-            f"</code> saves <b>{format_size(s.saves)}</b> ({len(s.packages)} packages); "
+            f"</code> saves <b>{format_size(s.saves)}</b> ({count(len(s.packages), 'package')}); "
             f"chain <code>{_esc(' → '.join(s.chain))}</code></li>" for s in diff.why.savings)
         why_html = f'<ul class="offenders">{items}</ul>'
     else:

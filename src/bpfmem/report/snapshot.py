@@ -9,6 +9,8 @@ shown because it means that either the model or the map's state is not what we t
 
 from __future__ import annotations
 
+from ..units import count
+
 import json
 from functools import partial
 from typing import IO
@@ -108,7 +110,7 @@ def render_table(view, out: IO[str], *, limit: int | None = None,
     s = view.snapshot
     console = Console(file=out, width=width or (None if out.isatty() else 160),
                       highlight=False, soft_wrap=False)
-    t = Table(title=f"{len(view.maps)} maps on {s.hostname or 'the node'} "
+    t = Table(title=f"{count(len(view.maps), 'map')} on {s.hostname or 'the node'} "
                     f"({s.kernel or 'kernel unknown'}), memlock {format_size(view.memlock)}",
               title_justify="left")
     cols = (("id", "right"), ("name", "left"), ("type", "left"), ("key/value", "right"),
@@ -155,7 +157,7 @@ def render_table(view, out: IO[str], *, limit: int | None = None,
             f"{n} {k}" for k, n in sorted(st.items())) +
             ("  (= equal, ~ within empty..full, ≠ differs, ? not modelled)"))
     if s.skipped:
-        console.print(f"{s.skipped} maps or processes vanished during the scan (skipped)")
+        console.print(f"{count(s.skipped, 'map or process', 'maps or processes')} vanished during the scan (skipped)")
     for e in s.errors[:10]:
         console.print(f"[yellow]warning:[/] {e}")
 

@@ -5,6 +5,8 @@ draws a finished result's fields on ``out``; it computes nothing of the model.""
 
 from __future__ import annotations
 
+from ..units import count
+
 from typing import IO, Any
 
 from ..units import format_bytes, format_delta as delta, format_size as fs
@@ -20,18 +22,21 @@ def _console(out: IO[str], width: int | None = None):
 
 def kernel_label(k) -> str:
     """'Linux 6.1.0-57-cloud-amd64, 2 CPUs' for a kernel's own BTF, 'Linux 6.1.0 (release
-    table), 2 CPUs' for a release number (``k``: a KernelProfile)."""
+    table), 2 CPUs' for a release number (``k``: a KernelProfile); a [[kernels]] entry of
+    bpfmem.toml by its name first ('prod-6.1: Linux ...')."""
+    named = f"{k.name}: " if getattr(k, "name", "") else ""
     if k.build and k.exact:
-        return f"Linux {k.build}, {k.possible_cpus} CPUs"
-    return f"Linux {k.version}{'' if k.exact else ' (release table)'}, {k.possible_cpus} CPUs"
-
-
+        return f"{named}Linux {k.build}, {k.possible_cpus} CPUs"
+    return (f"{named}Linux {k.version}{'' if k.exact else ' (release table)'}, "
+            f"{k.possible_cpus} CPUs")
 
 
 # -- check ----------------------------------------------------------------------------------
 def _grid_row_label(p, several_loaders: bool) -> str:
     k = p.kernel
     label = f"Linux {k.build}" if (k.build and k.exact) else f"Linux {k.version}"
+    if getattr(k, "name", ""):
+        label = f"{k.name}: {label}"
     if several_loaders:
         lo = p.loader
         label += f" [{lo if isinstance(lo, str) else ', '.join(lo)}]"
@@ -116,7 +121,7 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
         for f in p.failures:
             console.print(Text(f"  - {f}", style="red"))
         if p.refused:
-            console.print(Text(f"  the total leaves out {len(p.refused)} refused map(s), "
+            console.print(Text(f"  the total leaves out {count(len(p.refused), 'refused map')}, "
                                f"not created: {', '.join(p.refused)}", style="red"))
         for n in p.notes:
             console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
@@ -144,7 +149,7 @@ def diff_text(r, out: IO[str], *, width: int | None = None) -> None:
     console.print(f"maps at start: {fs(old.charged_at_create)} -> "
                   f"{fs(new.charged_at_create)} ({delta(r.delta_at_create)}); "
                   f"when full {fs(old.charged_full)} -> "
-                  f"{fs(new.charged_full)}  [{kernel_label(r.kernel)}]")
+                  f"{fs(new.charged_full)}  {markup('[' + kernel_label(r.kernel) + ']')}")
     share = (f" = {r.new_share_of_limit:.0%} of the {fs(r.limit)} limit" if r.limit else "")
     console.print(f"first start after upgrading: {fs(r.upgrade_charge)} charged to the "
                   f"new pod{share}; {fs(r.newly_charged)} for new or recreated maps")
@@ -257,7 +262,7 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
             console.print(Text(f"  note: {note}", style="dim"), overflow="fold")
     for o in inv.objects:
         s = o.spec
-        title = f"{s.path or s.name}: {len(o.maps)} maps" + (
+        title = f"{s.path or s.name}: {count(len(o.maps), 'map')}" + (
             f", {len(s.programs)} programs" if s.programs is not None else "")
         t = Table(title=term(title), title_justify="left", expand=False, box=box.SIMPLE_HEAD)
         longest = max((len(m.spec.name) for m in o.maps), default=3)

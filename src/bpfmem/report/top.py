@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from ..units import count
+
 import time
 from typing import Any
 
@@ -45,7 +47,7 @@ def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
         f"maps [bold]{shown:,}[/]" + (f" of {total_maps:,}" if shown != total_maps else "") +
         f"   memlock [bold]{format_size(view.memlock)}[/]"
         + (f"   model charge {format_size(view.charged_model)}" if view.charged_model else "")
-        + (f"   [bold red]{hot} maps ≥90% full[/]" if hot else "")
+        + (f"   [bold red]{count(hot, 'map')} ≥90% full[/]" if hot else "")
         + (f"   [red]{mism} model mismatches[/]" if mism else "")
         + (f"\nfilter: {flt}" if flt else "")
         + f"\nsort: {sort}" + ("   [dim](s: sort by memlock/pressure/entries/name, q: quit)[/]"
