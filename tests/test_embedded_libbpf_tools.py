@@ -154,3 +154,18 @@ def _create_open_view(harness, obj, leave_out: set[str]) -> list[dict]:
     rc, created = harness.run("create", stdin="\n".join(specs) + "\n")
     assert rc == 0, created
     return created
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(not is_root(), reason="creating maps needs root")
+def test_measure_takes_a_binary(tools):
+    """bpfmem measure on a libbpf-tools binary creates its embedded object's maps: the
+    kernel's memlock equals the model's for every map."""
+    t = next(t for t in tools if t.name == "opensnoop")
+    p = subprocess.run([sys.executable, "-m", "bpfmem", "measure", str(t), "--format", "json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rows = doc["maps"]
+    assert rows and all(r["measured"]["created"] and r["memlock_match"] and
+                        r["measured"]["memlock"] == r["model"]["memlock"] for r in rows), rows

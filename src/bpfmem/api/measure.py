@@ -9,7 +9,7 @@ from ..analysis.measure import MeasureResult, compare, plan_measure, release_gue
 from ..host.measure import measure_maps
 from ..host.profile import host_profile
 from ..model.kernel import KernelProfile
-from .objects import load_object
+from .objects import load_object, load_objects
 
 
 def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
@@ -23,7 +23,10 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     Comparison per map). Needs root (CAP_BPF, CAP_SYS_ADMIN).
     Everything created is removed afterwards, also on errors and Ctrl-C.
     """
-    spec = load_object(source, loader=loader, programs=False)   # maps only
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        spec = load_object(source, loader=loader, programs=False)   # maps only
+    else:
+        spec = _one_spec(source, loader)
     draft = host_profile() if vm_kernel is None else KernelProfile.for_release(
         release_guess(vm_kernel), cpus)
     plan = plan_measure(spec, draft, fill=fill)
@@ -32,3 +35,16 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     prof = draft if measured is None else measured
     path = "<bytes>" if isinstance(source, (bytes, bytearray, memoryview)) else os.fspath(source)
     return MeasureResult(path, prof, tuple(compare(plan, results, prof)))
+
+
+def _one_spec(source, loader):
+    """The object's spec; a binary's embedded objects as one (each map named
+    ``<where>/<map>`` when it carries several), so one run measures the agent."""
+    from dataclasses import replace
+    specs, _ = load_objects(source, loader=loader, programs=False)
+    if len(specs) == 1:
+        return specs[0]
+    maps = tuple(replace(m, name=f"{s.path.rsplit(':', 1)[-1]}/{m.name}",
+                         kernel_name=m.kernel_name) for s in specs for m in s.maps)
+    return replace(specs[0], path=os.fspath(source), maps=maps,
+                   notes=tuple(n for s in specs for n in s.notes))
