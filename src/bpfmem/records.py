@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "CgroupMemory", "ProcMem", "Pin",
+__all__ = ["Owner", "ProgRef", "LiveMap", "LiveProg", "LiveBtf", "JitMemory", "Snapshot", "CgroupMemory", "ProcMem", "Pin",
            "PodSample"]
 
 
@@ -66,6 +66,49 @@ class LiveMap:
 
 
 @dataclass(frozen=True)
+class LiveProg:
+    """One loaded program as the kernel reports it (``bpf_prog_info`` and fdinfo), with who
+    holds it: processes with a program fd, links, pins."""
+    id: int
+    name: str
+    type: int
+    tag: str
+    memlock: int | None          # fdinfo memlock (bytes: the pages of struct bpf_prog)
+    xlated_prog_len: int         # bytes of instructions after the verifier's rewrites
+    jited_prog_len: int          # bytes of the JIT image (0: not jited)
+    map_ids: tuple[int, ...]
+    btf_id: int                  # 0: no BTF
+    verified_insns: int | None   # 5.16+ (None where the kernel does not say)
+    load_time: int               # ns since boot
+    created_by_uid: int
+    owners: tuple[Owner, ...] = ()      # processes holding a program fd
+    links: tuple[int, ...] = ()         # ids of the links that hold it
+    link_owners: tuple[Owner, ...] = ()  # processes holding one of those links' fds
+    pins: tuple[str, ...] = ()          # bpffs paths of the program or of a link to it
+
+
+@dataclass(frozen=True)
+class LiveBtf:
+    """One BTF object loaded in the kernel (``bpf_btf_info``)."""
+    id: int
+    name: str
+    btf_size: int                # bytes of the BTF blob the kernel keeps
+    kernel_btf: bool             # vmlinux or a module's (not loaded by a process)
+    owners: tuple[Owner, ...] = ()
+
+
+@dataclass(frozen=True)
+class JitMemory:
+    """The JIT's memory against its limit: ``bpf_jit_limit`` (net.core sysctl) and what
+    ``/proc/vmallocinfo`` shows allocated for JIT images (``bpf_prog_pack`` chunks, which
+    the kernel charges against the limit whole, and single images); None where unreadable
+    (vmallocinfo needs root)."""
+    limit: int | None
+    in_use: int | None
+    packs: int | None            # bpf_prog_pack chunks (5.18+ x86)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one scan saw."""
     taken_at: float                 # time.time() at the start
@@ -79,6 +122,9 @@ class Snapshot:
     errors: tuple[str, ...] = ()    # non-fatal problems (e.g. a map whose count failed)
     bpffs: tuple[str, ...] = ()     # bpffs mount points walked for pins
     owners_from: str = ""           # "kernel iterator", "/proc (why)", or "" (not asked)
+    progs: tuple[LiveProg, ...] | None = None   # None: programs were not scanned
+    btfs: tuple[LiveBtf, ...] | None = None
+    jit: JitMemory | None = None
 
 
 # ---- one memory cgroup ("a pod") ----

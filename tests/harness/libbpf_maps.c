@@ -1179,12 +1179,84 @@ static void on_signal(int sig)
 	_exit(128 + sig);
 }
 
+/* "hold": load the object's programs and keep them loaded until stdin closes */
+static int hold_print(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			return -errno;
+		printf("{\"kind\":\"prog\",\"name\":");
+		json_str(stdout, bpf_program__name(prog));
+		printf(",\"id\":%u,\"fd\":%d,\"insn_cnt\":%zu}\n", info.id, fd,
+		       bpf_program__insn_cnt(prog));
+	}
+	return 0;
+}
+
+static int mode_hold(const char *path)
+{
+	struct bpf_object *objs[256], *obj;
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int nr_objs = 0, nr_progs, i, j, ret = EXIT_FAIL;
+	char buf[64];
+
+	obj = open_obj(path);
+	if (!obj)
+		return EXIT_FAIL;
+	nr_progs = count_progs(obj);
+	bpf_object__for_each_map(map, obj)
+		bpf_map__set_pin_path(map, NULL);
+	if (!bpf_object__load(obj)) {
+		objs[nr_objs++] = obj;
+	} else {
+		bpf_object__close(obj);
+		for (i = 0; i < nr_progs && nr_objs < 256; i++) {
+			obj = open_obj(path);
+			if (!obj)
+				goto out;
+			j = 0;
+			bpf_object__for_each_program(prog, obj)
+				bpf_program__set_autoload(prog, j++ == i);
+			bpf_object__for_each_map(map, obj)
+				bpf_map__set_pin_path(map, NULL);
+			if (bpf_object__load(obj)) {
+				bpf_object__close(obj);
+				continue;
+			}
+			objs[nr_objs++] = obj;
+		}
+	}
+	for (i = 0; i < nr_objs; i++)
+		if (hold_print(objs[i]))
+			goto out;
+	printf("{\"kind\":\"ready\",\"objects\":%d}\n", nr_objs);
+	fflush(stdout);
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	ret = 0;
+out:
+	for (i = 0; i < nr_objs; i++)
+		bpf_object__close(objs[i]);
+	return ret;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: libbpf_maps [-v] open OBJ\n"
 		"       libbpf_maps [-v] load OBJ\n"
 		"       libbpf_maps [-v] progs OBJ\n"
+		"       libbpf_maps [-v] hold OBJ\n"
 		"       libbpf_maps [-v] create   < specs.jsonl\n"
 		"       libbpf_maps [-v] bench OBJ N\n");
 }
@@ -1216,6 +1288,8 @@ int main(int argc, char **argv)
 		return mode_load(argv[i]);
 	if (!strcmp(mode, "progs") && argc - i == 1)
 		return mode_progs(argv[i]);
+	if (!strcmp(mode, "hold") && argc - i == 1)
+		return mode_hold(argv[i]);
 	if (!strcmp(mode, "create") && argc - i == 0)
 		return mode_create();
 	if (!strcmp(mode, "bench") && argc - i == 2)

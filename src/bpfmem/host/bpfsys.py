@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from bpfmem.errors import HostError, ObjectGone, PermissionDenied
 
-__all__ = ["MapInfo", "ProgInfo", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
+__all__ = ["MapInfo", "ProgInfo", "BtfInfo", "LinkInfo", "btf_ids", "link_ids",
+           "btf_fd_by_id", "link_fd_by_id", "btf_info", "link_info", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
            "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
            "count_entries", "batch_size_for", "BATCH_BUDGET", "map_create", "map_update",
            "obj_pin", "close", "prog_load", "link_create", "iter_create",
@@ -36,6 +37,8 @@ MAP_CREATE, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, MAP_GET_NEXT_KEY 
 OBJ_PIN, OBJ_GET = 6, 7
 PROG_GET_NEXT_ID, MAP_GET_NEXT_ID, PROG_GET_FD_BY_ID, MAP_GET_FD_BY_ID = 11, 12, 13, 14
 OBJ_GET_INFO_BY_FD = 15
+BTF_GET_FD_BY_ID, BTF_GET_NEXT_ID = 19, 23
+LINK_GET_FD_BY_ID, LINK_GET_NEXT_ID = 30, 31
 MAP_LOOKUP_BATCH = 24
 PROG_LOAD, LINK_CREATE, ITER_CREATE = 5, 28, 33
 
@@ -51,13 +54,18 @@ _CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELE
               MAP_GET_FD_BY_ID: "BPF_MAP_GET_FD_BY_ID",
               OBJ_GET_INFO_BY_FD: "BPF_OBJ_GET_INFO_BY_FD",
               MAP_LOOKUP_BATCH: "BPF_MAP_LOOKUP_BATCH", PROG_LOAD: "BPF_PROG_LOAD",
-              LINK_CREATE: "BPF_LINK_CREATE", ITER_CREATE: "BPF_ITER_CREATE"}
+              LINK_CREATE: "BPF_LINK_CREATE", ITER_CREATE: "BPF_ITER_CREATE",
+              BTF_GET_FD_BY_ID: "BPF_BTF_GET_FD_BY_ID", BTF_GET_NEXT_ID: "BPF_BTF_GET_NEXT_ID",
+              LINK_GET_FD_BY_ID: "BPF_LINK_GET_FD_BY_ID",
+              LINK_GET_NEXT_ID: "BPF_LINK_GET_NEXT_ID"}
 
 # which capability the kernel checks (kernel/bpf/syscall.c): the *_GET_NEXT_ID and
 # *_GET_FD_BY_ID commands check capable(CAP_SYS_ADMIN); creating maps checks bpf_capable()
 # (CAP_BPF or CAP_SYS_ADMIN); pins are files (permissions on bpffs).
 _CMD_CAPS = {PROG_GET_NEXT_ID: "CAP_SYS_ADMIN", MAP_GET_NEXT_ID: "CAP_SYS_ADMIN",
              PROG_GET_FD_BY_ID: "CAP_SYS_ADMIN", MAP_GET_FD_BY_ID: "CAP_SYS_ADMIN",
+             BTF_GET_NEXT_ID: "CAP_SYS_ADMIN", BTF_GET_FD_BY_ID: "CAP_SYS_ADMIN",
+             LINK_GET_NEXT_ID: "CAP_SYS_ADMIN", LINK_GET_FD_BY_ID: "CAP_SYS_ADMIN",
              MAP_CREATE: "CAP_BPF", OBJ_GET: "read access to the pinned path",
              PROG_LOAD: "CAP_BPF and CAP_PERFMON", LINK_CREATE: "CAP_BPF and CAP_PERFMON"}
 
@@ -95,7 +103,8 @@ def _call(cmd: int, buf: ctypes.Array, size: int, what: str = "") -> int:
         what_ = _CMD_WHAT.get(cmd)
         raise PermissionDenied(f"{what_} ({where})" if what_ else where,
                                _CMD_CAPS.get(cmd, "CAP_BPF"))
-    if err == _errno.ENOENT and cmd in (MAP_GET_FD_BY_ID, PROG_GET_FD_BY_ID):
+    if err == _errno.ENOENT and cmd in (MAP_GET_FD_BY_ID, PROG_GET_FD_BY_ID,
+                                        BTF_GET_FD_BY_ID, LINK_GET_FD_BY_ID):
         raise ObjectGone(f"{where}: no longer exists")
     if err == _errno.ENOENT and cmd == OBJ_GET:
         raise ObjectGone(f"{where}: no such pin")
@@ -180,6 +189,24 @@ def prog_fd_by_id(prog_id: int) -> int:
     return _fd_by_id(PROG_GET_FD_BY_ID, prog_id, 0)
 
 
+def btf_ids():
+    """Every BTF object id on the host (BPF_BTF_GET_NEXT_ID; vmlinux and modules too)."""
+    return _next_ids(BTF_GET_NEXT_ID)
+
+
+def link_ids():
+    """Every BPF link id on the host (BPF_LINK_GET_NEXT_ID, 5.8+)."""
+    return _next_ids(LINK_GET_NEXT_ID)
+
+
+def btf_fd_by_id(btf_id: int) -> int:
+    return _fd_by_id(BTF_GET_FD_BY_ID, btf_id, 0)
+
+
+def link_fd_by_id(link_id: int) -> int:
+    return _fd_by_id(LINK_GET_FD_BY_ID, link_id, 0)
+
+
 def close(fd: int) -> None:
     os.close(fd)
 
@@ -251,16 +278,31 @@ def map_info(fd: int) -> MapInfo:
 
 @dataclass(frozen=True)
 class ProgInfo:
-    """The parts of struct bpf_prog_info bpfmem uses."""
+    """struct bpf_prog_info as the kernel reports it (a field an older kernel does not fill
+    reads 0)."""
     id: int
     type: int
     name: str
     map_ids: tuple[int, ...]
+    tag: str = ""                 # hex, as bpftool prints it
+    jited_prog_len: int = 0
+    xlated_prog_len: int = 0
+    load_time: int = 0            # ns since boot
+    created_by_uid: int = 0
+    gpl_compatible: bool = False
+    nr_jited_ksyms: int = 0
+    btf_id: int = 0
+    nr_func_info: int = 0
+    nr_line_info: int = 0
+    nr_jited_line_info: int = 0
+    verified_insns: int = 0       # 5.16+
+    attach_btf_obj_id: int = 0
+    attach_btf_id: int = 0
 
 
-# struct bpf_prog_info prefix up to name: type, id, tag[8], jited_len, xlated_len,
-# jited_insns, xlated_insns, load_time, created_by_uid, nr_map_ids, map_ids, name[16]
-_PROG_INFO = struct.Struct("=II8sIIQQQIIQ16s")
+# struct bpf_prog_info up to attach_btf_id (232 bytes, 6.0+); an older kernel fills the
+# prefix it knows and checks that the rest is zero (bpf_check_uarg_tail_zero)
+_PROG_INFO = struct.Struct("=II8sIIQQQIIQ16sIIQQIIQQIIQIIQQIIIIQQQQIII4x")
 
 
 def prog_info(fd: int) -> ProgInfo:
@@ -269,15 +311,63 @@ def prog_info(fd: int) -> ProgInfo:
     while True:
         ids = (ctypes.c_uint32 * room)()
         info = ctypes.create_string_buffer(_PROG_INFO.size)
-        _PROG_INFO.pack_into(info, 0, 0, 0, b"", 0, 0, 0, 0, 0, 0, room, ctypes.addressof(ids),
-                             b"")
+        struct.pack_into("=IQ", info, 52, room, ctypes.addressof(ids))
         _get_info(fd, info, _PROG_INFO.size)
-        ptype, pid, _tag, _jl, _xl, _j, _x, _t, _uid, nr, _p, name = _PROG_INFO.unpack_from(info)
+        (ptype, pid, tag, jl, xl, _j, _x, load_time, uid, nr, _p, name, _ifindex, gpl,
+         _nsdev, _nsino, nr_ksyms, _nr_flens, _ks, _fl, btf_id, _fis, _fi, nr_fi, nr_li, _li,
+         _jli, nr_jli, _lirs, _jlirs, _nr_tags, _tags, _rt, _rc, _rm, verified, abtf_obj,
+         abtf_id) = _PROG_INFO.unpack_from(info)
         if nr <= room:
             return ProgInfo(id=pid, type=ptype,
                             name=name.split(b"\0", 1)[0].decode(errors="replace"),
-                            map_ids=tuple(ids[:nr]))
+                            map_ids=tuple(ids[:nr]), tag=tag.hex(), jited_prog_len=jl,
+                            xlated_prog_len=xl, load_time=load_time, created_by_uid=uid,
+                            gpl_compatible=bool(gpl & 1), nr_jited_ksyms=nr_ksyms,
+                            btf_id=btf_id, nr_func_info=nr_fi, nr_line_info=nr_li,
+                            nr_jited_line_info=nr_jli, verified_insns=verified,
+                            attach_btf_obj_id=abtf_obj, attach_btf_id=abtf_id)
         room = nr
+
+
+@dataclass(frozen=True)
+class BtfInfo:
+    """struct bpf_btf_info."""
+    id: int
+    btf_size: int
+    name: str
+    kernel_btf: bool
+
+
+_BTF_INFO = struct.Struct("=QIIQII")   # btf, btf_size, id, name, name_len, kernel_btf
+
+
+def btf_info(fd: int) -> BtfInfo:
+    """BPF_OBJ_GET_INFO_BY_FD for a BTF fd (its size and name, not its bytes)."""
+    name = ctypes.create_string_buffer(64)
+    info = ctypes.create_string_buffer(_BTF_INFO.size)
+    _BTF_INFO.pack_into(info, 0, 0, 0, 0, ctypes.addressof(name), 64, 0)
+    _get_info(fd, info, _BTF_INFO.size)
+    _b, size, bid, _n, _nl, kernel = _BTF_INFO.unpack_from(info)
+    return BtfInfo(id=bid, btf_size=size, name=name.value.decode(errors="replace"),
+                   kernel_btf=bool(kernel))
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    """The head of struct bpf_link_info: which program a link holds."""
+    id: int
+    type: int
+    prog_id: int
+
+
+_LINK_INFO = struct.Struct("=III4x56x")   # type, id, prog_id, then the per-type union
+
+
+def link_info(fd: int) -> LinkInfo:
+    info = ctypes.create_string_buffer(_LINK_INFO.size)
+    _get_info(fd, info, _LINK_INFO.size)
+    ltype, lid, prog_id = _LINK_INFO.unpack_from(info)
+    return LinkInfo(id=lid, type=ltype, prog_id=prog_id)
 
 
 # ---- pins ----

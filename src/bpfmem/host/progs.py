@@ -1,0 +1,315 @@
+"""Walk the live host's programs, links and BTF objects: what each program costs as the
+kernel reports it (``bpf_prog_info``, fdinfo ``memlock``), who holds it (processes with a
+program or link fd, links, bpffs pins), and the JIT's memory against ``bpf_jit_limit``.
+
+Like :func:`bpfmem.host.live.scan_maps` it only reads: programs, links and BTF objects are
+opened by id (needs CAP_SYS_ADMIN), a program or link that vanishes meanwhile is counted in
+``gone``, never fatal. The owners come from the ``/proc`` walk (one readlink per fd; fdinfo
+only for BPF fds).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+
+from bpfmem.errors import HostError, ObjectGone
+from bpfmem.records import JitMemory, LiveBtf, LiveProg, Owner
+
+from . import bpfsys, procfs
+from .cgroup import memory_cgroup_path, namespace_roots
+
+__all__ = ["BpfFd", "ProgScan", "scan_bpf_fds", "scan_programs", "read_jit_memory",
+           "parse_vmallocinfo", "walk_prog_pins", "prog_fdinfo"]
+
+_KINDS = {"anon_inode:bpf-prog": "prog", "anon_inode:bpf_link": "link",
+          "anon_inode:btf": "btf"}
+_ID_KEY = {"prog": b"\nprog_id:", "link": b"\nlink_id:", "btf": b"\nbtf_id:"}
+
+
+@dataclass(frozen=True)
+class BpfFd:
+    """A process's fd to a program, a link or a BTF object, with what its fdinfo says."""
+    pid: int
+    fd: int
+    kind: str            # prog | link | btf
+    id: int | None       # prog_id / link_id / btf_id (None: the fdinfo has no such line)
+    prog_id: int | None  # a program's own id, or the program a link holds
+    memlock: int | None  # a program's fdinfo memlock
+
+
+def scan_bpf_fds(pids: list[int] | None = None, root: str = "/") -> list[BpfFd]:
+    """Every fd of every process (or of ``pids``) that is a program, a link or a BTF object;
+    processes and fds that vanish or cannot be read are skipped."""
+    base = os.path.join(root, "proc")
+    found: list[BpfFd] = []
+    dir_flags = os.O_RDONLY | os.O_DIRECTORY
+    for pid in (procfs.list_pids(root) if pids is None else pids):
+        try:
+            pid_dir = os.open(f"{base}/{pid}", dir_flags)
+        except OSError:
+            continue
+        fd_dir = info_dir = -1
+        try:
+            fd_dir = os.open("fd", dir_flags, dir_fd=pid_dir)
+            info_dir = os.open("fdinfo", dir_flags, dir_fd=pid_dir)
+            names = os.listdir(fd_dir)
+        except OSError:
+            names = []
+        for name in names:
+            try:
+                kind = _KINDS.get(os.readlink(name, dir_fd=fd_dir))
+                if kind is None:
+                    continue
+                f = os.open(name, os.O_RDONLY, dir_fd=info_dir)
+                try:
+                    raw = os.read(f, 4096)
+                finally:
+                    os.close(f)
+            except OSError:
+                continue
+            found.append(_bpf_fd(pid, int(name), kind, raw))
+        for d in (fd_dir, info_dir, pid_dir):
+            if d >= 0:
+                os.close(d)
+    return found
+
+
+def _num(raw: bytes, key: bytes) -> int | None:
+    v = procfs.fdinfo_field(raw, key)
+    try:
+        return None if v is None else int(v)
+    except ValueError:
+        return None
+
+
+def _bpf_fd(pid: int, fd: int, kind: str, raw: bytes) -> BpfFd:
+    obj_id = _num(raw, _ID_KEY[kind])
+    prog_id = _num(raw, b"\nprog_id:") if kind in ("prog", "link") else None
+    memlock = _num(raw, b"\nmemlock:") if kind == "prog" else None
+    return BpfFd(pid, fd, kind, obj_id, prog_id, memlock)
+
+
+def prog_fdinfo(fd: int) -> int | None:
+    """The memlock line of this process's fdinfo of program fd ``fd`` (bytes)."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            return _num(f.read(4096), b"\nmemlock:")
+    except OSError:
+        return None
+
+
+def _fd_kind(fd: int) -> str | None:
+    try:
+        return _KINDS.get(os.readlink(f"/proc/self/fd/{fd}"), "map")
+    except OSError:
+        return None
+
+
+def walk_prog_pins(mount_points, errors: list[str]) -> tuple[dict[int, list[str]],
+                                                             dict[int, list[str]]]:
+    """({program id: pins}, {link id: pins}) over the bpffs ``mount_points``. A pinned
+    program or link: older kernels open it read-write only (BPF_OBJ_GET refuses
+    BPF_F_RDONLY with EINVAL), 6.x read-only too; maps are passed over."""
+    progs: dict[int, list[str]] = {}
+    links: dict[int, list[str]] = {}
+    for top in mount_points:
+        for dirpath, _dirs, files in os.walk(top):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                try:
+                    fd = bpfsys.obj_get(path)
+                except ObjectGone:
+                    continue
+                except HostError as e:
+                    if getattr(e, "errno", None) != errno.EINVAL:
+                        errors.append(str(e))
+                        continue
+                    try:       # a program or link before 6.x: read-write only
+                        fd = bpfsys.obj_get(path, 0)
+                    except HostError:
+                        continue               # not a BPF object (an iterator file)
+                try:
+                    kind = _fd_kind(fd)
+                    if kind == "prog":
+                        progs.setdefault(bpfsys.prog_info(fd).id, []).append(path)
+                    elif kind == "link":
+                        links.setdefault(bpfsys.link_info(fd).id, []).append(path)
+                except HostError:
+                    pass
+                finally:
+                    os.close(fd)
+    return progs, links
+
+
+# ---- the JIT's memory ----
+
+_JIT_CALLERS = (b"bpf_prog_pack_alloc", b"bpf_jit_binary_alloc", b"bpf_jit_alloc_exec")
+
+
+def parse_vmallocinfo(raw: bytes, page_size: int = 4096) -> tuple[int, int]:
+    """(bytes, pack chunks) that ``/proc/vmallocinfo`` shows allocated for JIT images: the
+    ``pages=`` of every area whose caller is ``bpf_prog_pack_alloc`` (the shared chunks of
+    5.18+, each charged whole against ``bpf_jit_limit``), ``bpf_jit_binary_alloc`` or
+    ``bpf_jit_alloc_exec`` (one image each). The size column is not used: it includes the
+    guard page."""
+    total = packs = 0
+    for line in raw.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or not fields[2].startswith(_JIT_CALLERS):
+            continue
+        pages = next((f for f in fields[3:] if f.startswith(b"pages=")), None)
+        if pages is None:
+            continue
+        total += int(pages[6:]) * page_size
+        packs += fields[2].startswith(b"bpf_prog_pack_alloc")
+    return total, packs
+
+
+def read_jit_memory(root: str = "/") -> JitMemory:
+    limit = in_use = packs = None
+    try:
+        with open(os.path.join(root, "proc/sys/net/core/bpf_jit_limit"), "rb") as f:
+            limit = int(f.read().strip())
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(root, "proc/vmallocinfo"), "rb") as f:
+            raw = f.read()
+        in_use, packs = parse_vmallocinfo(raw, os.sysconf("SC_PAGE_SIZE"))
+    except OSError:
+        pass
+    return JitMemory(limit=limit, in_use=in_use, packs=packs)
+
+
+# ---- the walk ----
+
+@dataclass(frozen=True)
+class ProgScan:
+    progs: tuple[LiveProg, ...]
+    btfs: tuple[LiveBtf, ...]
+    jit: JitMemory
+    gone: int
+    errors: tuple[str, ...]
+
+
+def _owners(fds: list[BpfFd], root: str) -> dict[int, Owner]:
+    base = os.path.join(root, "proc")
+    try:
+        ns_roots = namespace_roots(root)
+    except (OSError, HostError):
+        ns_roots = {}
+    out: dict[int, Owner] = {}
+    for pid in {f.pid for f in fds}:
+        try:
+            with open(f"{base}/{pid}/comm", "rb") as f:
+                comm = f.read().decode(errors="replace").rstrip("\n")
+            with open(f"{base}/{pid}/cgroup", "rb") as f:
+                cg = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        out[pid] = Owner(pid, comm, memory_cgroup_path(cg, ns_roots) if cg else None)
+    return out
+
+
+def _holders(fds: list[BpfFd], owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
+    per: dict[int, int] = {}
+    for f in fds:
+        per[f.pid] = per.get(f.pid, 0) + 1
+    return tuple(Owner(o.pid, o.comm, o.cgroup, n) for pid, n in sorted(per.items())
+                 if (o := owner_of.get(pid)) is not None)
+
+
+def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
+                  bpffs: list[str] | None = None) -> ProgScan:
+    """Every program, BTF object and link on the host with their owners (processes holding
+    a program, link or BTF fd) and pins, and the JIT's memory."""
+    errors: list[str] = []
+    gone = 0
+    fds = scan_bpf_fds(root=root) if owners else []
+    owner_of = _owners(fds, root) if fds else {}
+    by_prog: dict[int, list[BpfFd]] = {}
+    by_link: dict[int, list[BpfFd]] = {}
+    by_btf: dict[int, list[BpfFd]] = {}
+    for f in fds:
+        if f.kind == "prog" and f.id is not None:
+            by_prog.setdefault(f.id, []).append(f)
+        elif f.kind == "link" and f.id is not None:
+            by_link.setdefault(f.id, []).append(f)
+        elif f.kind == "btf" and f.id is not None:
+            by_btf.setdefault(f.id, []).append(f)
+    prog_pins: dict[int, list[str]] = {}
+    link_pins: dict[int, list[str]] = {}
+    if pins:
+        if bpffs is None:
+            try:
+                bpffs = procfs.bpffs_mounts(root)
+            except OSError as e:
+                errors.append(f"mountinfo: {e}")
+                bpffs = []
+        prog_pins, link_pins = walk_prog_pins(bpffs, errors)
+    links_of: dict[int, list[int]] = {}
+    try:
+        link_ids = list(bpfsys.link_ids())
+    except HostError as e:      # before 5.8
+        errors.append(f"links: {e}")
+        link_ids = []
+    link_holders: dict[int, list[BpfFd]] = {}
+    for lid in link_ids:
+        try:
+            lfd = bpfsys.link_fd_by_id(lid)
+        except ObjectGone:
+            continue
+        try:
+            li = bpfsys.link_info(lfd)
+        except HostError:
+            continue
+        finally:
+            os.close(lfd)
+        links_of.setdefault(li.prog_id, []).append(lid)
+        link_holders.setdefault(li.prog_id, []).extend(by_link.get(lid, ()))
+    progs: list[LiveProg] = []
+    for pid_ in bpfsys.prog_ids():
+        try:
+            pfd = bpfsys.prog_fd_by_id(pid_)
+        except ObjectGone:
+            gone += 1
+            continue
+        try:
+            info = bpfsys.prog_info(pfd)
+            memlock = prog_fdinfo(pfd)
+        except ObjectGone:
+            gone += 1
+            continue
+        finally:
+            os.close(pfd)
+        lids = tuple(sorted(links_of.get(info.id, ())))
+        lpins = [p for lid in lids for p in link_pins.get(lid, ())]
+        progs.append(LiveProg(
+            id=info.id, name=info.name, type=info.type, tag=info.tag, memlock=memlock,
+            xlated_prog_len=info.xlated_prog_len, jited_prog_len=info.jited_prog_len,
+            map_ids=info.map_ids, btf_id=info.btf_id,
+            verified_insns=info.verified_insns or None, load_time=info.load_time,
+            created_by_uid=info.created_by_uid,
+            owners=_holders(by_prog.get(info.id, []), owner_of), links=lids,
+            link_owners=_holders(link_holders.get(info.id, []), owner_of),
+            pins=tuple(sorted(prog_pins.get(info.id, []) + lpins))))
+    btfs: list[LiveBtf] = []
+    for bid in bpfsys.btf_ids():
+        try:
+            bfd = bpfsys.btf_fd_by_id(bid)
+        except ObjectGone:
+            gone += 1
+            continue
+        try:
+            bi = bpfsys.btf_info(bfd)
+        except ObjectGone:
+            gone += 1
+            continue
+        finally:
+            os.close(bfd)
+        btfs.append(LiveBtf(id=bi.id, name=bi.name, btf_size=bi.btf_size,
+                            kernel_btf=bi.kernel_btf,
+                            owners=_holders(by_btf.get(bi.id, []), owner_of)))
+    return ProgScan(tuple(progs), tuple(btfs), read_jit_memory(root), gone, tuple(errors))

@@ -1,0 +1,156 @@
+"""Live programs against the kernel and bpftool: every figure bpfmem's program walk reports
+(host/progs.py) equals what `bpftool -j prog show` and the holder's fdinfo say.
+
+Programs are loaded by Debian's libbpf (tests/harness `hold`: whole object, or each program
+alone when the whole does not load) from our fixtures and cilium/ebpf's committed example
+objects, and kept loaded until the harness's stdin closes; the harness is killed (by pid)
+and its pins removed afterwards, also on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from contextlib import ExitStack, contextmanager
+
+import pytest
+
+import libbpf_harness
+from conftest import CILIUM_EXAMPLES, FIXTURES, bpffs, is_root
+from bpfmem import uapi
+from bpfmem.host import bpfsys, progs
+
+pytestmark = [
+    pytest.mark.kernel,
+    pytest.mark.libbpf,
+    pytest.mark.skipif(not is_root(), reason="loading programs needs root"),
+    pytest.mark.skipif(shutil.which("bpftool") is None, reason="needs bpftool"),
+]
+
+OBJECTS = [FIXTURES / n for n in ("callbacks.o", "prog_sections.o", "global_data.o",
+                                  "map_in_map.o")] + \
+    [CILIUM_EXAMPLES / n for n in ("variables_bpfel.o", "xdp_bpfel.o", "tcx_bpfel.o",
+                                   "counter_bpfel.o", "kprobe_bpfel.o",
+                                   "xdp_live_frame_bpfel.o")]
+
+
+@contextmanager
+def held(obj):
+    """A harness process holding ``obj``'s programs: (pid, [{name, id, fd, insn_cnt}])."""
+    binary = libbpf_harness.ensure_built()
+    if binary is None:
+        pytest.skip("the libbpf harness cannot be built here")
+    p = subprocess.Popen([str(binary), "hold", str(obj)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = []
+        for line in p.stdout:
+            rec = json.loads(line)
+            if rec["kind"] == "ready":
+                break
+            lines.append(rec)
+        yield p.pid, lines
+    finally:
+        p.kill()
+        p.wait()
+
+
+def bpftool_progs() -> dict[int, dict]:
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], check=True, capture_output=True,
+                         text=True).stdout
+    return {p["id"]: p for p in json.loads(out)}
+
+
+def fdinfo(pid: int, fd: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+        return dict(line.split(":\t", 1) if ":\t" in line else (line, "")
+                    for line in f.read().splitlines())
+
+
+def test_every_program_equals_bpftool_and_fdinfo():
+    with ExitStack() as stack:
+        holders = [stack.enter_context(held(o)) for o in OBJECTS]
+        mine = {(pid, r["id"]): r for pid, recs in holders for r in recs}
+        assert len(mine) >= 15, "too few programs loaded to prove anything"
+        scan = progs.scan_programs()
+        tool = bpftool_progs()
+        infos = {key: fdinfo(key[0], rec["fd"]) for key, rec in mine.items()}
+    by_id = {p.id: p for p in scan.progs}
+    checked = 0
+    for (pid, pid_id), rec in mine.items():
+        p = by_id[pid_id]
+        t = tool[pid_id]
+        # the kernel keeps 15 bytes of a name; bpftool prints the whole from the BTF
+        assert p.name == t["name"][:15] == rec["name"][:15]
+        assert uapi.prog_type_name(p.type) == t["type"]
+        assert p.tag == t["tag"]
+        assert p.xlated_prog_len == t["bytes_xlated"]
+        assert p.jited_prog_len == t.get("bytes_jited", 0)
+        assert p.memlock == t["bytes_memlock"]
+        assert list(p.map_ids) == t.get("map_ids", [])
+        assert p.btf_id == t.get("btf_id", 0)
+        assert p.created_by_uid == t["uid"]
+        # the holder's own fdinfo of its program fd
+        info = infos[(pid, pid_id)]
+        assert int(info["prog_id"]) == p.id
+        assert int(info["memlock"]) == p.memlock
+        assert [o.pid for o in p.owners] == [pid]
+        checked += 1
+    assert checked == len(mine)
+    # every program bpftool lists, the walk found (and the other way round, but for
+    # programs loaded or unloaded between the two reads by others on this host)
+    assert set(tool) & set(by_id) >= {i for _pid, i in mine}
+
+
+def test_btf_objects_and_jit():
+    with held(OBJECTS[0]) as (pid, recs):
+        scan = progs.scan_programs()
+        out = subprocess.run(["bpftool", "-j", "btf", "show"], check=True,
+                             capture_output=True, text=True).stdout
+    tool = {b["id"]: b for b in json.loads(out)}
+    btf_of = {p.id: p.btf_id for p in scan.progs}
+    mine = {b.id: b for b in scan.btfs}
+    for r in recs:
+        b = mine[btf_of[r["id"]]]
+        assert b.btf_size == tool[b.id]["size"]
+        assert not b.kernel_btf and tool[b.id]["kernel"] is False
+        assert pid in [o.pid for o in b.owners]
+    vmlinux = [b for b in scan.btfs if b.name == "vmlinux"]
+    assert vmlinux and vmlinux[0].kernel_btf
+    assert vmlinux[0].btf_size == os.path.getsize("/sys/kernel/btf/vmlinux")
+    with open("/proc/sys/net/core/bpf_jit_limit") as f:
+        assert scan.jit.limit == int(f.read())
+    # programs are jited here (bpftool says so): their images live in what vmallocinfo shows
+    assert scan.jit.in_use is not None and scan.jit.in_use >= sum(
+        p.jited_prog_len for p in scan.progs)
+
+
+def test_pins_and_links():
+    with ExitStack() as stack:
+        pid, recs = stack.enter_context(held(OBJECTS[0]))
+        mnt = stack.enter_context(bpffs())
+        target = recs[0]
+        fd = bpfsys.prog_fd_by_id(target["id"])
+        try:
+            bpfsys.obj_pin(fd, os.path.join(mnt, "pinned_prog"))
+        finally:
+            os.close(fd)
+        scan = progs.scan_programs(bpffs=[mnt])
+        by_id = {p.id: p for p in scan.progs}
+        assert by_id[target["id"]].pins == (os.path.join(mnt, "pinned_prog"),)
+        assert all(not by_id[r["id"]].pins for r in recs[1:])
+        out = subprocess.run(["bpftool", "-j", "link", "show"], check=True,
+                             capture_output=True, text=True).stdout
+        links = json.loads(out)
+        for link in links:
+            if link["prog_id"] in by_id:
+                assert link["id"] in by_id[link["prog_id"]].links
+
+
+def test_vmallocinfo_parse():
+    raw = (b"0x1-0x2   8192 bpf_prog_alloc_no_stats+0x39/0x230 pages=1 vmalloc N0=1\n"
+           b"0x3-0x4 2101248 bpf_prog_pack_alloc+0x28b/0x3a0 pages=512 vmalloc N0=512\n"
+           b"0x5-0x6   12288 bpf_jit_binary_alloc+0x62/0xf0 pages=2 vmalloc N0=2\n")
+    assert progs.parse_vmallocinfo(raw) == (514 * 4096, 1)
