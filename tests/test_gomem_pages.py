@@ -186,6 +186,8 @@ def test_binary_read_first_by_the_pod_is_charged_to_it(tmp_path):
     # pages another running prometheus maps cannot be evicted: those stay someone else's
     if not others:
         assert v.shared_elsewhere["binary"] <= resident * 0.1, v.shared_elsewhere
+        # everything the pod has cached is its binary or its open files
+        assert comps["page_cache"] <= MiB, comps
 
 
 from test_gomem_live import memdemo, wait_file  # noqa: E402,F401 - the fixture, built once

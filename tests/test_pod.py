@@ -730,3 +730,17 @@ def test_trace_says_when_it_falls_behind_and_who_left():
     for i in range(10):
         ok.add(sample(cg_v1(60 * MiB, 30 * MiB, 20 * MiB, 5 * MiB), [proc(1)]), i * 0.1)
     assert not ok.summary(interval=0.1).behind
+
+
+@pytest.mark.kernel
+@needs_root
+def test_trace_names_a_process_that_left(tmp_path):
+    """A command whose child exits half-way: the trace's summary names it (pid, comm, when);
+    the command itself outlives the trace and is not reported."""
+    doc = document(api.pod_trace(command=["sh", "-c", "sleep 0.5 & exec sleep 3"],
+                                 duration=1.5, interval=0.1, stop_on_exit=False, go=False,
+                                 profile=PROF))
+    left = doc["summary"]["left"]
+    assert len(left) == 1 and left[0][1] == "sleep" and 0.3 <= left[0][2] <= 0.7, left
+    assert any(n.startswith(f"process {left[0][0]} (sleep) left after")
+               for n in doc["summary"]["notes"]), doc["summary"]["notes"]
