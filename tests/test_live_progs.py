@@ -154,3 +154,35 @@ def test_vmallocinfo_parse():
            b"0x3-0x4 2101248 bpf_prog_pack_alloc+0x28b/0x3a0 pages=512 vmalloc N0=512\n"
            b"0x5-0x6   12288 bpf_jit_binary_alloc+0x62/0xf0 pages=2 vmalloc N0=2\n")
     assert progs.parse_vmallocinfo(raw) == (514 * 4096, 1)
+
+
+def test_snapshot_document_round_trip_and_sums():
+    """`bpfmem snapshot` with programs: the document's programs equal the kernel's, read
+    back into the same records, and the sums per cgroup and process add up."""
+    from bpfmem import api
+    from bpfmem.parse.snapshot import snapshot_from_dict
+    from bpfmem.report.documents import snapshot_document
+    with ExitStack() as stack:
+        holders = [stack.enter_context(held(o)) for o in OBJECTS[:4]]
+        snap = api.scan_node(programs=True)
+        tool = bpftool_progs()
+    doc = json.loads(json.dumps(snapshot_document(api.snapshot_view(snap, None))))
+    mine = {r["id"]: pid for pid, recs in holders for r in recs}
+    for prog_id, pid in mine.items():
+        rec = doc["programs"][str(prog_id)]
+        assert rec["memlock"] == tool[prog_id]["bytes_memlock"]
+        assert rec["jited_prog_len"] == tool[prog_id]["bytes_jited"]
+        assert rec["owners"] == [{"pid": pid}]
+        assert doc["processes"][str(pid)]["comm"] == "libbpf_maps"
+    back = snapshot_from_dict(doc)
+    assert back.progs == tuple(sorted(snap.progs, key=lambda p: p.id))
+    assert back.btfs == tuple(sorted(snap.btfs, key=lambda b: b.id))
+    assert back.jit == snap.jit
+    per_pid = {g["pid"]: g for g in doc["program_processes"]}
+    for pid, recs in holders:
+        assert per_pid[pid]["programs"] == len(recs)
+        assert per_pid[pid]["memlock"] == sum(tool[r["id"]]["bytes_memlock"] for r in recs)
+    t = doc["totals"]["programs"]
+    assert t["programs"] == len(snap.progs)
+    assert t["memlock"] == sum(g["memlock"] for g in doc["program_cgroups"])
+    assert t["jited_prog_len"] == sum(p.jited_prog_len for p in snap.progs)

@@ -173,6 +173,8 @@ class SnapshotView:
     memlock: int                              # kernel memlock of every map
     charged_model: int | None                 # the model's charge summed (None: no model)
     model_status: tuple[tuple[str, int], ...]  # (status, maps), in the order first seen
+    programs: object = None                   # analysis.progs.ProgramTotals (None: the
+    #                                           scan did not list programs)
 
 
 def snapshot_view(snap: Snapshot, prof: KernelProfile | None = None) -> SnapshotView:
@@ -190,7 +192,13 @@ def snapshot_view(snap: Snapshot, prof: KernelProfile | None = None) -> Snapshot
         cgroups=tuple(cgroup_sums(snap.maps)),
         memlock=sum(m.memlock or 0 for m in snap.maps),
         charged_model=sum(c.charged or 0 for c in checks) if prof is not None else None,
-        model_status=tuple(statuses.items()))
+        model_status=tuple(statuses.items()),
+        programs=None if snap.progs is None else _program_totals(snap))
+
+
+def _program_totals(snap: Snapshot):
+    from .progs import program_totals
+    return program_totals(snap.progs, snap.btfs or ())
 
 
 # ---- two moments of a node ----

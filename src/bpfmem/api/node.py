@@ -12,14 +12,27 @@ from ..host.rescan import ScanMemo
 
 def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
               owners: bool = True, progress=None, parallel: bool = False,
-              owners_method: str = "auto", memo: ScanMemo | None = None) -> Snapshot:
+              owners_method: str = "auto", memo: ScanMemo | None = None,
+              programs: bool = False) -> Snapshot:
     """Scan every BPF map on this host (root or CAP_SYS_ADMIN): a :class:`Snapshot`.
     ``parallel`` forks a helper for the walk of processes (not from threaded programs);
     ``owners_method`` "auto", "iterator" (the kernel's task_file iterator) or "proc";
-    ``memo`` (from :func:`scan_memo`, kept between calls) makes repeated scans incremental."""
-    return scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
+    ``memo`` (from :func:`scan_memo`, kept between calls) makes repeated scans incremental.
+    ``programs`` also walks every program, link and BTF object (host/progs.py): the
+    Snapshot's ``progs``, ``btfs`` and ``jit`` (None without)."""
+    snap = scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
                      progress=progress, parallel=parallel, owners_method=owners_method,
                      memo=memo)
+    if not programs:
+        return snap
+    from dataclasses import replace
+
+    from ..host.progs import scan_programs
+    if progress is not None:
+        progress("programs and BTF")
+    ps = scan_programs(owners=owners, pins=pins, bpffs=list(snap.bpffs) if pins else None)
+    return replace(snap, progs=ps.progs, btfs=ps.btfs, jit=ps.jit,
+                   skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 
 
 def scan_memo(profile, *, full_every: int = 30) -> ScanMemo:

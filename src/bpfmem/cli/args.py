@@ -257,8 +257,9 @@ def live_filters(args: argparse.Namespace) -> dict[str, str]:
     return {k: getattr(args, k) for k in LIVE_FILTERS if getattr(args, k, None)}
 
 
-def add_scan(p: argparse.ArgumentParser) -> None:
-    """--entries, --time-bound, --no-pins, --no-owners, --owners-from: how the node is scanned."""
+def add_scan(p: argparse.ArgumentParser, programs: bool = False) -> None:
+    """--entries, --time-bound, --no-pins, --no-owners, --owners-from (and with ``programs``
+    --no-programs): how the node is scanned."""
     p.add_argument("--entries", action="store_true",
                    help="count each map's entries (read-only lookups; batch where the kernel "
                         "has them) to show occupancy and pressure = entries / max_entries")
@@ -266,6 +267,10 @@ def add_scan(p: argparse.ArgumentParser) -> None:
                    help="stop counting one map's entries after this long (default 500ms); "
                         "a cut-short count is shown with a '+'")
     p.add_argument("--no-pins", action="store_true", help="do not walk bpffs mounts for pins")
+    if programs:
+        p.add_argument("--no-programs", action="store_true",
+                       help="do not list the programs, links and BTF objects (their memlock, "
+                            "JIT size and holders beside the maps)")
     p.add_argument("--no-owners", action="store_true",
                    help="do not walk the processes' fds: no owners and no cgroups, and no "
                         "need for CAP_SYS_PTRACE (memlock is read through bpfmem's own fds)")

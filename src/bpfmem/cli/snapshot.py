@@ -25,6 +25,10 @@ the JSON (bpfmem/snapshot/v2; every reader also takes v1 files):
   entries_method: not counted (pressure also absent for arrays); fds 1;
   in "model", memlock_full/charged_full: the same as memlock/charged;
   delta (written only for a mismatch): 0; note: none.
+  A live scan also lists every program (unless --no-programs): its entry in
+  "programs" gets memlock, xlated_prog_len, jited_prog_len, map_ids, owners,
+  links, pins; totals.programs, totals.btf, program_cgroups,
+  program_processes, btf and jit (bpf_jit_limit vs the JIT's vmalloc) sum them.
   jq '.processes as $p | .maps[] | [.name, .memlock,
       (.owners[]? | $p[.pid|tostring].comm)]' node.json
 """
@@ -36,7 +40,8 @@ def scan(args: argparse.Namespace, *, progress=None, parallel: bool = True, memo
     from .. import api
     return api.scan_node(entries=args.entries, time_bound=args.time_bound,
                          pins=not args.no_pins, owners=not args.no_owners, progress=progress,
-                         parallel=parallel, owners_method=args.owners_from, memo=memo)
+                         parallel=parallel, owners_method=args.owners_from, memo=memo,
+                         programs=not getattr(args, "no_programs", True))
 
 
 def filtered(snap, args: argparse.Namespace):
@@ -57,7 +62,7 @@ class Snapshot(Command):
     epilog = EPILOG
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        a.add_scan(p)
+        a.add_scan(p, programs=True)
         a.add_format(p, ("json", "table", "html"), default="json",
                      help="json (default), a table sorted by memlock, or a self-contained HTML "
                           "page (treemap cgroup -> process -> map; needs -o and plotly)")

@@ -14,7 +14,7 @@ import datetime as _dt
 from typing import Any
 
 from .document import Fields
-from ..records import LiveMap, Owner, ProgRef, Snapshot
+from ..records import JitMemory, LiveBtf, LiveMap, LiveProg, Owner, ProgRef, Snapshot
 from ..uapi import MapType, ProgType
 
 __all__ = ["snapshot_from_dict", "snapshot_from_bpftool", "occupancy_from",
@@ -164,7 +164,46 @@ def snapshot_from_dict(doc: Any) -> Snapshot:
                     entries_counted=bool(d.flag("entries_counted", False)),
                     skipped=d.uint("skipped", 0), errors=tuple(d.texts("errors")),
                     bpffs=tuple(d.texts("bpffs")),
-                    owners_from=d.text("owners_from", ""))
+                    owners_from=d.text("owners_from", ""),
+                    **(_live_programs(d, owner) if v2 and d.has("jit") else {}))
+
+
+def _ids(r: Fields, key: str) -> tuple[int, ...]:
+    out = r.items(key)
+    for i, v in enumerate(out):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << U32:
+            raise ValueError(f"{r._name(key)}[{i}]: expected an id")
+    return tuple(out)
+
+
+def _live_programs(d: Fields, owner) -> dict[str, Any]:
+    """The programs, BTF objects and JIT figures of a snapshot taken with programs (the
+    ``jit`` key says so; see report.documents._live_programs)."""
+    progs = []
+    table = d.object("programs")
+    for key, raw in table.value.items():
+        p = Fields(raw, table._name(key))
+        if not p.has("xlated_prog_len"):
+            continue            # a program that uses a map, from a scan of maps only
+        ref = _prog_ref(p, _pid_key(key, "programs"))
+        progs.append(LiveProg(
+            id=ref.id, name=ref.name, type=ref.type, tag=p.text("tag", ""),
+            memlock=p.uint("memlock", None), xlated_prog_len=p.uint("xlated_prog_len", 0, U32),
+            jited_prog_len=p.uint("jited_prog_len", 0, U32), map_ids=_ids(p, "map_ids"),
+            btf_id=p.uint("btf_id", 0, U32), verified_insns=p.uint("verified_insns", None, U32),
+            load_time=p.uint("load_time", 0), created_by_uid=p.uint("created_by_uid", 0, U32),
+            owners=tuple(owner(o) for o in p.objects("owners")), links=_ids(p, "links"),
+            link_owners=tuple(owner(o) for o in p.objects("link_owners")),
+            pins=tuple(p.texts("pins"))))
+    btfs = tuple(LiveBtf(id=b.uint("id", bits=U32), name=b.text("name", ""),
+                         btf_size=b.uint("btf_size", 0, U32),
+                         kernel_btf=bool(b.flag("kernel_btf", False)),
+                         owners=tuple(owner(o) for o in b.objects("owners")))
+                 for b in d.objects("btf"))
+    j = d.object("jit")
+    return {"progs": tuple(progs), "btfs": btfs,
+            "jit": JitMemory(limit=j.uint("bpf_jit_limit", None),
+                             in_use=j.uint("in_use", None), packs=j.uint("packs", None))}
 
 
 def _bpftool_frozen(r: Fields) -> bool | None:

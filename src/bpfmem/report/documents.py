@@ -654,8 +654,69 @@ def snapshot_document(v) -> dict[str, Any]:
     doc["processes"] = {str(pid): {"comm": comm, "cgroup": cg}
                         for pid, (comm, cg) in sorted(procs.items())}
     doc["programs"] = {str(i): _program_ref(name, t) for i, (name, t) in sorted(progs.items())}
+    if v.snapshot.progs is not None:
+        _live_programs(doc, v)
     doc["maps"] = maps
     return doc
+
+
+def _live_programs(doc: dict[str, Any], v) -> None:
+    """The programs a scan listed (``snapshot --programs``, the default of a live scan):
+    each program's entry in ``programs`` gets the kernel's figures (``memlock``: fdinfo,
+    bytes; ``xlated_prog_len``, ``jited_prog_len``: bpf_prog_info, bytes; ``map_ids``,
+    ``tag``, ``verified_insns``, ``load_time`` (ns since boot), ``created_by_uid``;
+    ``btf_id``, ``owners``, ``links``, ``link_owners``,
+    ``pins`` left out when 0 or []), its holders join ``processes``; ``totals.programs``
+    and ``totals.btf`` sum them, ``program_cgroups`` and ``program_processes`` per holder
+    (a program is counted for its first program-fd holder, else its first link holder),
+    ``btf`` lists the BTF objects and ``jit`` is bpf_jit_limit against the JIT's vmalloc
+    (null: unreadable). A document without these keys was written without programs."""
+    s, t = v.snapshot, v.programs
+    procs, table = doc["processes"], doc["programs"]
+
+    def holders(owners):
+        out = []
+        for o in owners:
+            procs.setdefault(str(o.pid), {"comm": o.comm, "cgroup": o.cgroup})
+            out.append(_owner_ref(o.pid, o.fds))
+        return out
+
+    for p in sorted(s.progs, key=lambda p: p.id):
+        rec = dict(_program_ref(p.name, p.type))
+        rec.update({"tag": p.tag, "memlock": p.memlock, "xlated_prog_len": p.xlated_prog_len,
+                    "jited_prog_len": p.jited_prog_len, "map_ids": list(p.map_ids),
+                    "verified_insns": p.verified_insns, "load_time": p.load_time,
+                    "created_by_uid": p.created_by_uid})
+        if p.btf_id:
+            rec["btf_id"] = p.btf_id
+        if p.owners:
+            rec["owners"] = holders(p.owners)
+        if p.links:
+            rec["links"] = list(p.links)
+        if p.link_owners:
+            rec["link_owners"] = holders(p.link_owners)
+        if p.pins:
+            rec["pins"] = list(p.pins)
+        table[str(p.id)] = rec
+    doc["programs"] = {k: table[k] for k in sorted(table, key=int)}
+    doc["processes"] = {k: procs[k] for k in sorted(procs, key=int)}
+    doc["totals"]["programs"] = _prog_sum(t.node)
+    doc["totals"]["btf"] = {"objects": t.btf_objects, "btf_size": t.btf_bytes,
+                            "kernel_btf_size": t.kernel_btf_bytes}
+    doc["program_cgroups"] = [{"cgroup": g.key, **_prog_sum(g)} for g in t.cgroups]
+    doc["program_processes"] = [{"pid": g.key, **_prog_sum(g)} for g in t.processes]
+    doc["btf"] = [{"id": b.id, "name": b.name, "btf_size": b.btf_size,
+                   "kernel_btf": b.kernel_btf, **({"owners": holders(b.owners)}
+                                                 if b.owners else {})}
+                  for b in sorted(s.btfs or (), key=lambda b: b.id)]
+    j = s.jit
+    doc["jit"] = {"bpf_jit_limit": j.limit if j else None, "in_use": j.in_use if j else None,
+                  "packs": j.packs if j else None}
+
+
+def _prog_sum(g) -> dict[str, Any]:
+    return {"programs": g.programs, "memlock": g.memlock, "jited_prog_len": g.jited,
+            "xlated_prog_len": g.xlated}
 
 
 def _snapshot_head(v, schema: str) -> dict[str, Any]:

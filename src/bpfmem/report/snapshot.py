@@ -151,6 +151,8 @@ def render_table(view, out: IO[str], *, limit: int | None = None,
             c.add_row(term(g.cgroup or "(no process holds them)"), str(g.maps),
                       format_size(g.memlock))
         console.print(c)
+    if view.programs is not None:
+        _programs_table(view, console)
     st = dict(view.model_status)
     if st:
         console.print("model vs kernel memlock: " + ", ".join(
@@ -160,6 +162,31 @@ def render_table(view, out: IO[str], *, limit: int | None = None,
         console.print(f"{count(s.skipped, 'map or process', 'maps or processes')} vanished during the scan (skipped)")
     for e in s.errors[:10]:
         console.print(f"[yellow]warning:[/] {e}")
+
+
+def _programs_table(view, console) -> None:
+    """The programs beside the maps: totals, then memlock and JIT per cgroup."""
+    from rich.table import Table
+    t, s = view.programs, view.snapshot
+    j = s.jit
+    jit = ""
+    if j is not None and j.in_use is not None and j.limit:
+        jit = f", JIT vmalloc {format_size(j.in_use)} of bpf_jit_limit {format_size(j.limit)}"
+    console.print(f"{count(t.node.programs, 'program')}: memlock {format_size(t.node.memlock)}, "
+                  f"JIT images {format_size(t.node.jited)}, instructions "
+                  f"{format_size(t.node.xlated)}{jit}; BTF loaded by processes "
+                  f"{format_size(t.btf_bytes)} in {count(t.btf_objects, 'object')}")
+    if not t.cgroups:
+        return
+    c = Table(title="programs per cgroup (of each program's first holder)",
+              title_justify="left")
+    for col, just in (("cgroup", "left"), ("programs", "right"), ("memlock", "right"),
+                      ("jited", "right")):
+        c.add_column(col, justify=just, overflow="fold" if col == "cgroup" else None)
+    for g in t.cgroups[:15]:
+        c.add_row(term(g.key or "(no process holds them)"), str(g.programs),
+                  format_size(g.memlock), format_size(g.jited))
+    console.print(c)
 
 
 # ---- two moments of a node ----

@@ -1,0 +1,113 @@
+"""Programs beside maps: what the live programs of a node add up to, per process, per memory
+cgroup and for the node (pure: over :class:`~bpfmem.records.LiveProg` records), and what an
+object's programs imply before load.
+
+A program is counted once, for its primary holder: the first process holding a program fd,
+else the first holding a link to it (a program kept by a pin or by an attachment alone, e.g.
+a tc filter, has no holder: cgroup None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..records import LiveBtf, LiveProg, Owner
+
+__all__ = ["ProgSum", "ProgramTotals", "program_totals", "prog_holder", "STRUCT_BPF_PROG",
+           "memlock_lower_bound", "ProgramBound", "program_bounds"]
+
+
+def prog_holder(p: LiveProg) -> Owner | None:
+    """The process a program is counted for (None: held by no process)."""
+    if p.owners:
+        return p.owners[0]
+    if p.link_owners:
+        return p.link_owners[0]
+    return None
+
+
+@dataclass(frozen=True)
+class ProgSum:
+    """Programs summed for one holder (a cgroup path, or a pid)."""
+    key: str | int | None
+    programs: int
+    memlock: int
+    jited: int          # bytes of JIT images
+    xlated: int         # bytes of instructions after the verifier
+
+
+@dataclass(frozen=True)
+class ProgramTotals:
+    node: ProgSum
+    cgroups: tuple[ProgSum, ...]      # largest memlock first
+    processes: tuple[ProgSum, ...]    # largest memlock first
+    btf_objects: int                  # loaded by processes (not vmlinux or modules)
+    btf_bytes: int
+    kernel_btf_bytes: int             # vmlinux and modules' BTF
+
+
+def _sum(key, progs) -> ProgSum:
+    return ProgSum(key, len(progs), sum(p.memlock or 0 for p in progs),
+                   sum(p.jited_prog_len for p in progs), sum(p.xlated_prog_len for p in progs))
+
+
+def _grouped(progs, key_of) -> tuple[ProgSum, ...]:
+    groups: dict = {}
+    for p in progs:
+        groups.setdefault(key_of(p), []).append(p)
+    sums = [_sum(k, v) for k, v in groups.items()]
+    return tuple(sorted(sums, key=lambda s: (-s.memlock, str(s.key))))
+
+
+def program_totals(progs: tuple[LiveProg, ...], btfs: tuple[LiveBtf, ...] = ()
+                   ) -> ProgramTotals:
+    def cgroup_of(p):
+        o = prog_holder(p)
+        return None if o is None else o.cgroup
+
+    def pid_of(p):
+        o = prog_holder(p)
+        return None if o is None else o.pid
+
+    own = [b for b in btfs if not b.kernel_btf]
+    return ProgramTotals(
+        node=_sum(None, progs), cgroups=_grouped(progs, cgroup_of),
+        processes=_grouped([p for p in progs if prog_holder(p) is not None], pid_of),
+        btf_objects=len(own), btf_bytes=sum(b.btf_size for b in own),
+        kernel_btf_bytes=sum(b.btf_size for b in btfs if b.kernel_btf))
+
+
+# ---- before load ----
+
+# offsetof(struct bpf_prog, insns) on x86_64: the header bpf_prog_size() adds to the
+# instructions (include/linux/filter.h: round_up(offsetof(struct bpf_prog, insns) +
+# bpf_insn_size * proglen, PAGE_SIZE)); checked against the running kernel's BTF in the tests
+STRUCT_BPF_PROG = 72
+BPF_INSN_SIZE = 8
+
+
+def memlock_lower_bound(insns: int, page_size: int = 4096,
+                        header: int = STRUCT_BPF_PROG) -> int:
+    """The least memlock the kernel reports for a program of ``insns`` instructions as the
+    loader hands them over: ``bpf_prog_size(insns)`` rounded up to pages (bpf_prog_alloc),
+    which the verifier may only grow (bpf_prog_realloc when it patches in more)."""
+    size = header + BPF_INSN_SIZE * insns
+    return (size + page_size - 1) // page_size * page_size
+
+
+@dataclass(frozen=True)
+class ProgramBound:
+    """One program of an object before load: its instructions after the loader's
+    relocations (subprograms appended) and the memlock they imply, a lower bound."""
+    name: str
+    section: str
+    insns: int
+    memlock_at_least: int
+
+
+def program_bounds(programs, code_insns, page_size: int = 4096) -> tuple[ProgramBound, ...]:
+    """``programs`` (ProgramSpec) with ``code_insns`` (name -> instruction count after the
+    loader appends the subprograms it calls)."""
+    return tuple(ProgramBound(p.name, p.section, code_insns[p.name],
+                              memlock_lower_bound(code_insns[p.name], page_size))
+                 for p in programs)
