@@ -30,12 +30,11 @@ that is not a kernel's BTF. Decompression is bounded (:data:`MAX_UNPACKED`).
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass, replace
 
 from ..errors import ParseError
 from .elf import ElfImage
-from .reader import decoding
+from .reader import Bytes, decoding
 
 # The codecs, tarfile and the BTF parser are imported where a file needs them: a profile from
 # the cached facts of the host imports none of them (start-up time).
@@ -148,11 +147,12 @@ def _from_arm64_image(data: bytes, traits: dict) -> tuple[bytes, str | None, str
     magic = BTF_MAGIC_BE + b"\x01" if flags & 1 else BTF_MAGIC_LE + b"\x01"
     order = ">" if flags & 1 else "<"
     best = None
+    image = Bytes(data, "arm64 Image", endian=order)
     i = data.find(magic)
     while i >= 0:
         if i + 24 <= len(data):
-            hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from(
-                order + "5I", data, i + 4)
+            hdr_len, type_off, type_len, str_off, str_len = image.unpack("5I", i + 4,
+                                                                         "BTF header")
             size = hdr_len + max(type_off + type_len, str_off + str_len)
             if hdr_len >= 24 and i + size <= len(data) and (best is None or size > best[1]):
                 best = (i, size)
@@ -167,7 +167,7 @@ def _from_zboot(data: bytes) -> bytes:
     """EFI zboot (drivers/firmware/efi/libstub/zboot-header.S): ``MZ``, ``zimg``, then the
     payload's offset and size (u32 each) and, at 0x18, the compression's name; the payload
     is the compressed ``Image``."""
-    off, size = struct.unpack_from("<II", data, 8)
+    off, size = Bytes(data, "EFI zboot header").unpack("II", 8, "payload offset and size")
     kind = data[0x18:0x38].split(b"\0")[0].decode("ascii", "replace")
     if not size or off + size > len(data):
         raise ParseError("EFI zboot image whose payload lies past the end of the file "
@@ -248,8 +248,9 @@ def _unlz4_legacy(block, src: memoryview) -> bytes:
     image's unpacked size) or the end of the data ends the stream."""
     out = bytearray()
     pos = 4
+    frames = Bytes(src, "LZ4 stream")
     while pos + 4 <= len(src):
-        size, = struct.unpack_from("<I", src, pos)
+        size = frames.u32(pos, "LZ4 block size")
         if size == int.from_bytes(_LZ4_LEGACY, "little"):
             pos += 4
             continue
@@ -290,10 +291,11 @@ def _from_tar(data: bytes, name: str) -> tuple[bytes, str | None, str]:
 def _from_bzimage(data: bytes) -> tuple[bytes, str | None, str]:
     """x86 boot protocol: the protected-mode kernel starts after (setup_sects + 1) sectors;
     ``payload_offset``/``payload_length`` (2.08+) locate the compressed vmlinux in it."""
-    setup_sects = data[0x1F1] or 4
-    version, = struct.unpack_from("<H", data, 0x206)
+    hdr = Bytes(data, "bzImage setup header")
+    setup_sects = hdr.u8(0x1F1, "setup_sects") or 4
+    version, = hdr.unpack("H", 0x206, "boot protocol version")
     banner = None
-    ver_ptr, = struct.unpack_from("<H", data, 0x20E)
+    ver_ptr, = hdr.unpack("H", 0x20E, "kernel_version")
     if ver_ptr and 0x200 + ver_ptr < len(data):
         end = data.find(b"\0", 0x200 + ver_ptr, 0x200 + ver_ptr + 256)
         if end > 0:
@@ -301,7 +303,7 @@ def _from_bzimage(data: bytes) -> tuple[bytes, str | None, str]:
     pm_start = (setup_sects + 1) * 512
     starts = []
     if version >= 0x0208:
-        off, length = struct.unpack_from("<II", data, 0x248)
+        off, length = hdr.unpack("II", 0x248, "payload_offset and payload_length")
         if length and pm_start + off + length <= len(data):
             starts.append(pm_start + off)
     for magic in _MAGICS:           # other layouts: the first stream of a known kind
