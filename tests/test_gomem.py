@@ -224,15 +224,15 @@ def test_metrics_without_prometheus_client(monkeypatch):
     import os
     import bpfmem.host.goproc as goproc
     monkeypatch.setitem(sys.modules, "prometheus_client.parser", None)
-    with pytest.raises(UnsupportedError, match=r"bpfmem\[export\]"):
+    with pytest.raises(UnsupportedError, match="pip install prometheus_client"):
         parse_go_metrics(metrics_text())
     # in the pod view: one line saying what to install, the smaps split still there
     monkeypatch.setattr(goproc, "read_go_buildinfo", lambda path: GoBuildInfo("go1.21", "x",
                                                                              None))
     d = GoProber({os.getpid(): Endpoints(metrics="http://127.0.0.1:9/metrics")}).read(
         os.getpid())
-    assert d.notes == ("reading Go /metrics needs prometheus_client: pip install "
-                       "'bpfmem[export]'",)
+    from bpfmem.parse.gometrics import HINT
+    assert d.notes == (HINT,) and "pip install prometheus_client" in HINT
     assert d.figures is None and gs.go_split(d).source == "smaps"
 
 

@@ -127,3 +127,34 @@ def test_readme_commands_run_with_debians_python3():
     r = subprocess.run([sys.executable, "-m", "bpfmem", "maps", "--no-memory"], env=env,
                        capture_output=True, text=True, timeout=60, cwd=REPO)
     assert r.returncode == 0
+
+
+def test_install_hints_are_runnable_as_printed_and_survive_the_terminal(tmp_path):
+    """A hint names a package pip can install by that name, and the bracketed extra of the
+    checkout (which rich would read as markup) reaches the terminal whole."""
+    import io
+    from bpfmem.parse.gometrics import HINT
+    from bpfmem.report.escape import console, markup
+    assert "pip install prometheus_client" in HINT
+    buf = io.StringIO()
+    console(file=buf, width=200).print(f"note: {markup(HINT)}")
+    assert ".venv/bin/pip install '.[export]'" in buf.getvalue()
+    from bpfmem.parse import kernel_btf
+    for _kind, package in kernel_btf._NEEDS.values():
+        assert package in ("lz4", "zstandard")       # PyPI names, installable as printed
+
+
+def test_a_bpftool_dump_without_pids_has_owners_unknown_not_absent(capsys, monkeypatch):
+    rc, out, _ = _run(["maps", "--from-bpftool", "tests/data/inputs/bpftool-map-show.json",
+                       *K], capsys, monkeypatch)
+    assert rc == 0 and "owners unknown" in out and "no process holds them" not in out
+
+
+def test_piped_tables_take_columns_and_end_no_line_in_spaces(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    for argv in (["maps", "--from-bpftool", "tests/data/inputs/bpftool-map-show.json", *K],
+                 ["maps", str(EXAMPLE), *K], ["check", str(EXAMPLE), "--limit", "1Mi", *K]):
+        monkeypatch.setenv("COLUMNS", "80")
+        cli.main(argv)
+        out = capsys.readouterr().out
+        assert out and all(len(x) <= 80 and x == x.rstrip() for x in out.splitlines()), argv

@@ -15,7 +15,8 @@ from ..errors import ParseError, UnsupportedError
 
 __all__ = ["GoRuntimeFigures", "parse_go_metrics", "have_parser", "HINT"]
 
-HINT = "reading Go /metrics needs prometheus_client: pip install 'bpfmem[export]'"
+HINT = ("reading Go /metrics needs prometheus_client: pip install prometheus_client (in "
+        "the checkout's venv: .venv/bin/pip install '.[export]')")
 
 _MEMSTATS = {   # field -> metric family name (prometheus_client drops counters' _total)
     "heap_alloc": "go_memstats_heap_alloc_bytes",

@@ -237,7 +237,8 @@ def _optional(magic: bytes, module: str):
     except ImportError:
         kind, package = _NEEDS[magic]
         raise ParseError(f"this kernel image is {kind}-compressed: unpacking it needs the "
-                         f"Python package {package} (pip install 'bpfmem[kernel-images]'), "
+                         f"Python package {package} (pip install {package}; in the checkout's venv: "
+                         f".venv/bin/pip install '.[kernel-images]'), "
                          "or give the node's /sys/kernel/btf/vmlinux instead",
                          offset=0) from None
 

@@ -234,8 +234,12 @@ def snapshot_from_bpftool(data: Any, *, kernel: str = "", cpus: int = 0) -> Snap
             owners=tuple(Owner(p.uint("pid", bits=U32), p.text("comm", ""), None)
                          for p in pids),
             pins=tuple(r.texts("pinned"))))
+    # owners are known only where bpftool's pid iterator ran (its maps carry "pids")
+    with_pids = isinstance(data, list) and any(isinstance(r, dict) and "pids" in r
+                                               for r in data)
     return Snapshot(taken_at=0.0, duration=0.0, hostname="", kernel=kernel, possible_cpus=cpus,
-                    maps=tuple(maps), entries_counted=False)
+                    maps=tuple(maps), entries_counted=False,
+                    owners_from="bpftool pids" if with_pids else "")
 
 
 def looks_like_snapshot(head: str) -> bool:

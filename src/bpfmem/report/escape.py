@@ -72,10 +72,12 @@ def console(**kwargs):
             super().print(*(fit(self, o) for o in objects), **kwargs)
 
         def _render_buffer(self, buffer):
-            return super()._render_buffer(
+            text = super()._render_buffer(
                 seg if seg.control else Segment(_clean_keep_newlines(seg.text), seg.style,
                                                 seg.control)
                 for seg in buffer)
+            # a table pads its lines to its width: no line ends in spaces (styles kept)
+            return _TRAILING.sub(r"\1", text)
 
         def on_broken_pipe(self) -> None:
             # the reader of stdout went away (`bpfmem ... | head`): rich would exit 1 here;
@@ -86,6 +88,7 @@ def console(**kwargs):
     return _Console(**kwargs)
 
 
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.M)
 _CONTROL_NO_NL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

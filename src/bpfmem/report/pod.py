@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from ..analysis.gosplit import PARTS as GO_PARTS
 from ..units import format_bytes, format_size, in_mi
-from .escape import term
+from .escape import markup, term
 from ..analysis.pod import COMPONENTS
 from .documents import document
 
@@ -128,7 +128,7 @@ def render_table(view, out: IO[str], width: int | None = None) -> None:
     else:
         con.print("no BPF maps held by these processes")
     for n in view.notes:
-        con.print(f"note: {n}")
+        con.print(f"note: {markup(n)}")
     if view.upgrade:
         up, h = view.upgrade, view.upgrade.headroom
         con.print()
@@ -141,7 +141,7 @@ def render_table(view, out: IO[str], width: int | None = None) -> None:
                      f"limit[/b], headroom {format_size(h.headroom)}"
                      if h.limit is not None else ""))
         for n in h.notes:
-            con.print(f"  note: {n}")
+            con.print(f"  note: {markup(n)}")
 
 
 _GO_TABLES = 3     # Go processes drawn in full (largest first); the others summed
@@ -175,7 +175,7 @@ def _go_table(con, g, detail) -> None:
             if f.flat > 0:
                 con.print(f"    {format_size(f.flat):>7}  {f.name}")
     for n in g.notes + detail.notes:
-        con.print(f"  note: {n}")
+        con.print(f"  note: {markup(n)}")
 
 
 def peak_explained(doc: dict) -> str | None:
@@ -245,7 +245,7 @@ def render_trace_table(doc: dict, out: IO[str], width: int | None = None) -> Non
             t.add_row(labels.get(k, k), format_size(v))
         con.print(t)
     for n in (doc["summary"] or {}).get("notes", []):
-        con.print(f"note: {n}")
+        con.print(f"note: {markup(n)}")
     if doc.get("interrupted"):
         con.print("note: interrupted: the trace is shorter than asked")
     if doc.get("exit_code") is not None:

@@ -103,13 +103,23 @@ def _cgroup(m) -> str | None:
     return m.owners[0].cgroup if m.owners else None
 
 
+def _piped_width(out: IO[str], wide: int) -> int | None:
+    """The width of a node's table: the terminal's; piped, $COLUMNS when set, else ``wide``
+    (one line per map for grep and less)."""
+    if out.isatty():
+        return None
+    import os
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) > 0 else wide
+
+
 def render_table(view, out: IO[str], *, limit: int | None = None,
                  width: int | None = None) -> None:
     from .escape import console as Console
     from rich.table import Table
     s = view.snapshot
-    console = Console(file=out, width=width or (None if out.isatty() else 160),
-                      highlight=False, soft_wrap=False)
+    console = Console(file=out, width=width or _piped_width(out, 160), highlight=False,
+                      soft_wrap=False)
     t = Table(title=f"{count(len(view.maps), 'map')} on {s.hostname or 'the node'} "
                     f"({s.kernel or 'kernel unknown'}), memlock {format_size(view.memlock)}",
               title_justify="left")
@@ -148,7 +158,9 @@ def render_table(view, out: IO[str], *, limit: int | None = None,
         c.add_column("maps", justify="right")
         c.add_column("memlock", justify="right")
         for g in view.cgroups[:15]:
-            c.add_row(term(g.cgroup or "(no process holds them)"), str(g.maps),
+            nobody = ("(no process holds them)" if s.owners_from else
+                      "(owners unknown: not read)")
+            c.add_row(term(g.cgroup or nobody), str(g.maps),
                       format_size(g.memlock))
         console.print(c)
     if view.programs is not None:
@@ -228,7 +240,7 @@ def render_diff_markdown(d, out: IO[str]) -> None:
 def render_diff_table(d, out: IO[str]) -> None:
     from .escape import console as Console
     from rich.table import Table
-    console = Console(file=out, width=None if out.isatty() else 140, highlight=False)
+    console = Console(file=out, width=_piped_width(out, 140), highlight=False)
     t = Table(title=f"node maps {format_size(d.old.memlock)} -> {format_size(d.new.memlock)} "
                     f"({format_delta(d.delta_memlock)}): {_diff_counts(d)}", title_justify="left")
     for col in ("map", "type", "status", "memlock", "Δ memlock", "Δ entries", "owner"):
