@@ -16,6 +16,7 @@ from ..inputs import split_binaries as _split_binaries
 from ..parse.elf import parse_image
 from ..parse.gobin import BUILDINFO_MAGIC, parse_buildinfo, parse_pclntab
 from ..parse.golist import parse_go_list
+from ..parse.reader import decoding
 
 
 _GO_SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
@@ -27,11 +28,12 @@ def size_report(data, *, path: str, demangle=None) -> SizeReport:
     labelled by :func:`bpfmem.analysis.size.analyse_image` (other binaries' symbol names
     through ``demangle``). ParseError and UnsupportedError name ``path``."""
     try:
-        img = parse_image(data, path=path)
-        is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
-            not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
-        pcln = parse_pclntab(img) if is_go else None
-        info = parse_buildinfo(img) if is_go else None
+        with decoding():    # a low-level error of the Go tables' decoders is a ParseError
+            img = parse_image(data, path=path)
+            is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
+                not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
+            pcln = parse_pclntab(img) if is_go else None
+            info = parse_buildinfo(img) if is_go else None
         syms, dynamic = img.symbol_tuples(), False
         if not syms:
             syms = img.symbol_tuples(dynamic=True)
