@@ -82,6 +82,7 @@ class MeasureResult:
     path: str
     kernel: KernelProfile
     comparisons: tuple[Comparison, ...]
+    programs: object = None      # analysis.progs.ProgramsMeasured (measure --programs)
 
     @property
     def measured(self) -> int:

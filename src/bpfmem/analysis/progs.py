@@ -111,3 +111,102 @@ def program_bounds(programs, code_insns, page_size: int = 4096) -> tuple[Program
     return tuple(ProgramBound(p.name, p.section, code_insns[p.name],
                               memlock_lower_bound(code_insns[p.name], page_size))
                  for p in programs)
+
+
+# ---- measured (bpfmem measure --programs) ----
+
+@dataclass(frozen=True)
+class MeasuredProg:
+    """One program of an object loaded alone for real (host/progmeasure.py): the kernel's
+    figures, the cgroup's charge for it (its load's charge minus the maps-only load's) and
+    the peak of its load; or, refused, the kernel's reason."""
+    name: str
+    section: str
+    loaded: bool
+    memlock: int | None = None
+    jited_prog_len: int | None = None
+    xlated_prog_len: int | None = None
+    insn_cnt: int | None = None       # the instructions libbpf handed over (relocated)
+    verified_insns: int | None = None
+    charged: int | None = None        # bytes: end - the maps-only load's end
+    end: int | None = None            # bytes charged by its whole load (maps, BTF too)
+    peak: int | None = None           # bytes: the load's peak above the reading before
+    errno: int | None = None
+    reason: str | None = None         # the verifier log's last lines (refused)
+
+    @property
+    def transient(self) -> int | None:
+        """Charged during the load and given back by its end (the verifier's working
+        memory, libbpf's probes): peak - end."""
+        if self.peak is None or self.end is None:
+            return None
+        return max(self.peak - self.end, 0)
+
+
+@dataclass(frozen=True)
+class LoadPhase:
+    ok: bool
+    errno: int
+    charged: int | None      # bytes at the end of the load, above the reading before
+    peak: int | None         # the cgroup's kernel-memory peak during the load, above it
+
+
+@dataclass(frozen=True)
+class ProgramsMeasured:
+    """Every program of an object measured: the maps-only load, the whole object's load
+    (as an agent does it) and each program alone."""
+    counter: str                   # which cgroup counter (memory.kmem.usage_in_bytes, ...)
+    peak_counter: str | None
+    maps: LoadPhase
+    whole: LoadPhase
+    programs: tuple[MeasuredProg, ...]
+
+    @property
+    def loaded(self) -> tuple[MeasuredProg, ...]:
+        return tuple(p for p in self.programs if p.loaded)
+
+    @property
+    def refused(self) -> tuple[MeasuredProg, ...]:
+        return tuple(p for p in self.programs if not p.loaded)
+
+    @property
+    def memlock(self) -> int:
+        return sum(p.memlock or 0 for p in self.loaded)
+
+    @property
+    def charged(self) -> int:
+        """The programs' charges summed (each loaded alone)."""
+        return sum(p.charged or 0 for p in self.loaded)
+
+
+def _opt(rec, key):
+    v = rec.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _phase(rec) -> LoadPhase:
+    return LoadPhase(bool(rec.get("ok")), int(rec.get("errno") or 0), _opt(rec, "charged"),
+                     _opt(rec, "peak"))
+
+
+def programs_measured(header, lines) -> ProgramsMeasured:
+    """A :class:`ProgramsMeasured` from the probe's header and result lines."""
+    phases = {r.get("phase"): r for r in lines if r.get("kind") == "phase"}
+    progs = []
+    for r in lines:
+        if r.get("kind") != "prog":
+            continue
+        if r.get("loaded"):
+            progs.append(MeasuredProg(
+                r["name"], r.get("section", ""), True, memlock=_opt(r, "memlock"),
+                jited_prog_len=_opt(r, "jited_prog_len"),
+                xlated_prog_len=_opt(r, "xlated_prog_len"), insn_cnt=_opt(r, "insn_cnt"),
+                verified_insns=_opt(r, "verified_insns"), charged=_opt(r, "charged"),
+                end=_opt(r, "end"), peak=_opt(r, "peak")))
+        else:
+            progs.append(MeasuredProg(r["name"], r.get("section", ""), False,
+                                      errno=_opt(r, "errno"), reason=r.get("reason") or None))
+    none = {"ok": False, "errno": 0}
+    return ProgramsMeasured(counter=header.get("counter", ""), peak_counter=header.get("peak"),
+                            maps=_phase(phases.get("maps", none)),
+                            whole=_phase(phases.get("all", none)), programs=tuple(progs))

@@ -14,7 +14,7 @@ from .objects import load_object, load_objects
 
 def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
                    cpus: int = 2, timeout: float = 1800,
-                   loader: str | None = None) -> MeasureResult:
+                   loader: str | None = None, programs: bool = False) -> MeasureResult:
     """Create every map of an object for real (on this host in a scratch memory cgroup, or
     in a Debian kernel under qemu with ``vm_kernel``), read memlock and the memory cgroup's
     charge per map, and compare them with the model for that kernel.
@@ -22,6 +22,9 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     Returns a :class:`~bpfmem.analysis.measure.MeasureResult` (the kernel measured and one
     Comparison per map). Needs root (CAP_BPF, CAP_SYS_ADMIN).
     Everything created is removed afterwards, also on errors and Ctrl-C.
+
+    ``programs`` also loads the object's programs for real with the system libbpf (this
+    host only): the result's ``programs`` (:class:`~bpfmem.analysis.progs.ProgramsMeasured`).
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         spec = load_object(source, loader=loader, programs=False)   # maps only
@@ -34,7 +37,13 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
                                      vm_kernel=vm_kernel, cpus=cpus, timeout=timeout)
     prof = draft if measured is None else measured
     path = "<bytes>" if isinstance(source, (bytes, bytearray, memoryview)) else os.fspath(source)
-    return MeasureResult(path, prof, tuple(compare(plan, results, prof)))
+    progs = None
+    if programs:
+        from ..analysis.progs import programs_measured
+        from ..host.progmeasure import measure_programs
+        header, lines = measure_programs(path)
+        progs = programs_measured(header, lines)
+    return MeasureResult(path, prof, tuple(compare(plan, results, prof)), progs)
 
 
 def _one_spec(source, loader):

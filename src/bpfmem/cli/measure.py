@@ -11,7 +11,8 @@ from .command import EXIT_OK, Command
 EPILOG = ("examples:\n  bpfmem measure agent.bpf.o\n"
           "  bpfmem measure agent.bpf.o --fill            also fill maps to half and full\n"
           "  bpfmem measure agent.bpf.o --vm-kernel 6.1   on Debian's 6.1 under qemu\n"
-          "  bpfmem measure agent.bpf.o --vm-kernel /boot/vmlinuz-6.12.0-x\n")
+          "  bpfmem measure agent.bpf.o --vm-kernel /boot/vmlinuz-6.12.0-x\n"
+          "  bpfmem measure agent.bpf.o --programs       also load its programs\n")
 
 
 class Measure(Command):
@@ -30,6 +31,10 @@ class Measure(Command):
                        help="measure in a VM: 5.10, 6.1, 6.12 (Debian cloud kernels, "
                             "downloaded once and cached) or a vmlinuz path")
         p.add_argument("--cpus", type=a.positive, default=2, help="VM CPUs (default 2)")
+        p.add_argument("--programs", action="store_true",
+                       help="also load the programs for real (system libbpf, this host): "
+                            "per program memlock, JIT size, the cgroup's charge and the peak "
+                            "of its load; refused ones with the verifier's reason")
         a.add_format(p, ("table", "json"), help=None)
         a.add_loader(p)
 
@@ -37,9 +42,13 @@ class Measure(Command):
         from .. import api
         from .common import config_of, loader_of, note_leftovers
         from .output import render
+        from ..errors import UsageError
         note_leftovers()
+        if args.programs and args.vm_kernel:
+            raise UsageError("--programs measures on this host only (not with --vm-kernel)")
         result = api.measure_object(args.object, vm_kernel=args.vm_kernel, fill=args.fill,
-                                    cpus=args.cpus, loader=loader_of(args.loader, config_of(args)))
+                                    cpus=args.cpus, loader=loader_of(args.loader, config_of(args)),
+                                    programs=args.programs)
         render(result, args.format, sys.stdout)
         return EXIT_OK
 

@@ -183,6 +183,8 @@ static void settle(void)
 	read_stable(3, 100, 10);
 }
 
+static void settle(void);
+
 static void reset_peaks(void)
 {
 	char path[700];
@@ -299,9 +301,12 @@ static struct load load_obj(struct bpf_object *obj)
 	long long before_total = peak_total_file[0] ? read_number(cg_dir, "memory.usage_in_bytes") : -1;
 	reset_peaks();
 	r.err = bpf_object__load(obj);
-	long long after = read_counter();
 	long long peak = peak_file[0] ? read_number(cg_dir, peak_file) : -1;
 	long long peak_total = peak_total_file[0] ? read_number(cg_dir, peak_total_file) : -1;
+	/* libbpf's feature probes load and close programs and maps: their frees are deferred
+	 * (RCU); wait for them before the reading that stays */
+	settle();
+	long long after = read_counter();
 	r.charged = after - before;
 	r.peak = peak < 0 ? -1 : peak - before;
 	r.peak_total = peak_total < 0 || before_total < 0 ? -1 : peak_total - before_total;

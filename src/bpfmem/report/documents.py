@@ -331,11 +331,39 @@ def measure_document(r) -> dict[str, Any]:
         rec["charged_delta"] = c.charged_delta
         rec["charged_within_tolerance"] = c.charged_within
         maps.append(rec)
-    return {"schema": MEASURE, "path": r.path, "kernel": r.kernel.describe(), "maps": maps,
-            "summary": {"maps": len(maps), "measured": r.measured,
-                        "memlock_matches": r.memlock_matches,
-                        "rejections_match": r.rejections_match,
-                        "charged_within_tolerance": r.charged_within_tolerance}}
+    doc = {"schema": MEASURE, "path": r.path, "kernel": r.kernel.describe(), "maps": maps,
+           "summary": {"maps": len(maps), "measured": r.measured,
+                       "memlock_matches": r.memlock_matches,
+                       "rejections_match": r.rejections_match,
+                       "charged_within_tolerance": r.charged_within_tolerance}}
+    if r.programs is not None:
+        doc["programs"] = _measured_programs(r.programs)
+    return doc
+
+
+def _measured_programs(pm) -> dict[str, Any]:
+    """``measure --programs``: bytes; ``charged`` a program's load's charge minus the
+    maps-only load's, ``peak`` the cgroup counter's peak during its load above the reading
+    before it, ``transient`` = peak - end (given back by the end of the load)."""
+    progs = []
+    for p in pm.programs:
+        if p.loaded:
+            progs.append({"name": p.name, "section": p.section, "loaded": True,
+                          "memlock": p.memlock, "jited_prog_len": p.jited_prog_len,
+                          "xlated_prog_len": p.xlated_prog_len, "insn_cnt": p.insn_cnt,
+                          "verified_insns": p.verified_insns, "charged": p.charged,
+                          "end": p.end, "peak": p.peak, "transient": p.transient})
+        else:
+            progs.append({"name": p.name, "section": p.section, "loaded": False,
+                          "errno": p.errno, "reason": p.reason})
+
+    def phase(ph):
+        return {"ok": ph.ok, "errno": ph.errno, "charged": ph.charged, "peak": ph.peak}
+    return {"counter": pm.counter, "peak_counter": pm.peak_counter, "maps_only": phase(pm.maps),
+            "whole_object": phase(pm.whole), "programs": progs,
+            "summary": {"programs": len(pm.programs), "loaded": len(pm.loaded),
+                        "refused": len(pm.refused), "memlock": pm.memlock,
+                        "charged": pm.charged}}
 
 
 # -- the json format ------------------------------------------------------------------------

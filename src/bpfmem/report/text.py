@@ -453,6 +453,38 @@ def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
                        "green when the kernel's is within the model's tolerance", style="dim"))
     console.print(f"memlock equal to the model: {r.memlock_matches}/{r.measured}; "
                   f"charge within tolerance: {r.charged_within_tolerance}/{r.measured}")
+    if r.programs is not None:
+        _measured_programs_text(r.programs, console)
+
+
+def _measured_programs_text(pm, console) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    t = Table(box=box.SIMPLE_HEAD, title="programs, each loaded alone", title_justify="left")
+    for col in ("program", "insns", "memlock", "jited", "charged", "peak"):
+        t.add_column(col, justify="left" if col == "program" else "right",
+                     overflow="fold" if col == "program" else None)
+    for p in pm.programs:
+        if not p.loaded:
+            t.add_row(term(p.name), Text(f"refused (errno {p.errno}): "
+                                         f"{(p.reason or '').splitlines()[-1:] and (p.reason or '').splitlines()[-1]}",
+                                         style="bold red"), "", "", "", "")
+            continue
+        t.add_row(term(p.name), str(p.insn_cnt), format_bytes(p.memlock),
+                  format_bytes(p.jited_prog_len), format_bytes(p.charged), format_bytes(p.peak))
+    console.print(t)
+    w, m = pm.whole, pm.maps
+    whole = (f"the whole object charged {format_bytes(w.charged)} (peak "
+             f"{format_bytes(w.peak)}), its maps alone {format_bytes(m.charged)}" if w.ok else
+             f"the whole object did not load (errno {w.errno}); its maps alone charged "
+             f"{format_bytes(m.charged)}")
+    console.print(f"{len(pm.loaded)} loaded, {len(pm.refused)} refused; memlock "
+                  f"{format_bytes(pm.memlock)}, charged {format_bytes(pm.charged)} "
+                  f"(each program's load minus the maps-only load); {whole}")
+    console.print(Text(f"bytes of {pm.counter}; peak: its highest reading during the load "
+                       f"({pm.peak_counter or 'not kept by this kernel'}) above the one "
+                       "before: the verifier's working memory shows there", style="dim"))
 
 
 # -- several kernels ------------------------------------------------------------------------
