@@ -251,7 +251,7 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
     # stripped Go: type descriptors and itabs to packages by the moduledata's links
     type_ranges: list[tuple[int, int, str, str]] = []
     if is_go and stripped and pcln is not None:
-        type_ranges = sorted(go_type_ranges(img, pcln) or (), key=_START)
+        type_ranges = sorted(go_type_ranges(img, pcln, pcln_pkgs) or (), key=_START)
         if type_ranges and dynamic:
             # the dynamic symbols of type descriptors have hashed names: their package is
             # the type's
@@ -263,6 +263,11 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                         cache[name] = type_ranges[i][2]
             sym_ranges = [(a, b, TYPES if pkg == TYPES else pkg, nm)
                           for a, b, pkg, nm in sym_ranges if pkg != TYPES]
+    # what is left of the data (strings, globals, GC bitmaps): to the package of the first
+    # function whose code refers to it (x86-64 RIP-relative LEA/MOV), to the next reference
+    ref_ranges: list[tuple[int, int, str, str]] = []
+    if is_go and stripped and pcln is not None and img.machine == 62:
+        ref_ranges = _code_ref_ranges(img, func_ranges)
 
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
@@ -326,6 +331,8 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                 layers.append(_window(type_ranges, lo, hi))
             if sym_ranges:
                 layers.append(_window(sym_ranges, lo, hi))
+            if ref_ranges and not sec.flags & SHF_EXECINSTR:
+                layers.append(_window(ref_ranges, lo, hi))
             if cu_ranges and sec.flags & SHF_EXECINSTR:
                 layers.append(_window(cu_ranges, lo, hi))
         if pcln is not None and in_file and lo <= pcln.offset + shift < hi:
@@ -340,7 +347,8 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
             pieces += table_pieces[sec.index]
             continue
         if is_go and stripped and sec.name == ".rela.dyn" and in_file:
-            owned = _reloc_pieces(img, sec, [func_ranges, type_ranges, sym_ranges], alloc)
+            owned = _reloc_pieces(img, sec, [func_ranges, type_ranges, sym_ranges, ref_ranges],
+                                  alloc)
             if owned:
                 pieces += owned
                 continue
@@ -431,11 +439,63 @@ def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, i
         return []
     bucket = "(.noptrbss unattributed)"
     for k, p in enumerate(pieces):
-        if p[0] == ".noptrbss" and p[1] == bucket and p[3] == 0 and p[4] >= _FIPS_SIZE:
+        # the section's bucket, or the FIPS code that refers to the buffer
+        if p[0] == ".noptrbss" and (p[1] == bucket or p[1].startswith("crypto/internal/")) \
+                and p[3] == 0 and p[4] >= _FIPS_SIZE:
             pieces[k] = (p[0], p[1], p[2], 0, p[4] - _FIPS_SIZE)
             pieces.append((".noptrbss", _FIPS_PKG, _FIPS_SYM, 0, _FIPS_SIZE))
+            if not pieces[k][4]:
+                del pieces[k]
             return [(_FIPS_WHAT, _FIPS_SIZE)]
     return []
+
+
+#: x86-64 LEA and MOV with a RIP-relative operand (REX.W, optionally REX.R): 48/4c 8d/8b, a
+#: ModRM of mod 00, r/m 101; then a 32-bit displacement from the next instruction
+_RIP_REF = re.compile(rb"[\x48\x4c][\x8d\x8b][\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
+_REF_SECTIONS = (".rodata", ".noptrdata", ".data", ".bss", ".noptrbss", ".data.rel.ro",
+                 ".go.func", ".go.type")
+
+
+def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
+                     ) -> list[tuple[int, int, str, str]]:
+    """Data the Go code refers to, each referenced place to the package of the first
+    function referring to it, up to the next referenced place (a lower layer than the
+    descriptors and symbols: it only fills what they leave)."""
+    text = img.section(".text")
+    if text is None or not text.in_file or not funcs:
+        return []
+    secs = [s for s in img.sections if s.name in _REF_SECTIONS and s.size]
+    if not secs:
+        return []
+    lo = min(s.addr for s in secs)
+    hi = max(s.addr + s.size for s in secs)
+    data = img.data
+    base = text.addr - text.offset + 7
+    unpack = struct.Struct("<i").unpack_from
+    first: dict[int, int] = {}
+    setdefault = first.setdefault
+    for m in _RIP_REF.finditer(data, text.offset, text.offset + text.size - 7):
+        o = m.start()
+        t = base + o + unpack(data, o + 3)[0]
+        if lo <= t < hi:
+            setdefault(t, base + o - 7)     # scanned in address order: the first referrer
+    if not first:
+        return []
+    starts = [f[0] for f in funcs]
+    bis = bisect.bisect_right
+    out = []
+    for sec in secs:
+        a, b = sec.addr, sec.addr + sec.size
+        targets = sorted(t for t in first if a <= t < b)
+        for k, t in enumerate(targets):
+            i = bis(starts, first[t]) - 1
+            if i < 0:
+                continue
+            end = targets[k + 1] if k + 1 < len(targets) else b
+            out.append((t, end, funcs[i][2], "referenced by code"))
+    out.sort(key=_START)
+    return out
 
 
 def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
@@ -496,7 +556,7 @@ def _segment_sections(img: ElfImage) -> list[Section]:
     return out
 
 
-def go_type_ranges(img: ElfImage, pcln: Pclntab):
+def go_type_ranges(img: ElfImage, pcln: Pclntab, pkgs: list[str] | None = None):
     """The type descriptors and itabs of a stripped Go binary by package
     (:func:`bpfmem.parse.gotypes.type_ranges`), or None when its layout is not known."""
     fn = next((p.offset for p in pcln.parts if p.name == "funcnametab"), None)
@@ -513,7 +573,8 @@ def go_type_ranges(img: ElfImage, pcln: Pclntab):
     # moduledata.gofunc (word 38), to the first function that uses it
     gofunc = words[38]
     if pcln.fd_refs and gofunc and img.addr_to_offset(gofunc) is not None:
-        pkgs = [package_of(n) for n in pcln.names]
+        if pkgs is None:
+            pkgs = [package_of(n) for n in pcln.names]
         mask = (1 << 22) - 1
         refs = sorted(pcln.fd_refs)
         starts, owners, last = [], [], -1
@@ -546,16 +607,21 @@ def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
     fd_part = next((k for k, p in enumerate(pcln.parts) if p.name == "funcdata"), 0)
     pc_bytes = pcln.pc_bytes or (0,) * len(pcln.names)
     fd_bytes = pcln.fd_bytes or (0,) * len(pcln.names)
+    # each function's entry in the function table's index: (entry, record offset)
+    ft_part = next((k for k, p in enumerate(pcln.parts) if p.name == "functab"), None)
+    idx = 0 if ft_part is None else 2 * pcln.ptr_size if pcln.layout == "1.16" else 8
     for name, pkg, (no, nl), rec, pcb, fdb in zip(pcln.names, pkgs, pcln.name_spans,
                                                   pcln.records, pc_bytes, fd_bytes):
         own[bis(starts, no) - 1] += nl
         own[pc_part] += pcb
         own[fd_part] += fdb
-        n = nl + pcb + fdb
+        n = nl + pcb + fdb + idx
         if rec is not None:
             own[bis(starts, rec[0]) - 1] += rec[1]
             n += rec[1]
         out.append((section, pkg, name, n, n if alloc else 0))
+    if idx:
+        own[ft_part] += idx * len(pcln.names)
     for part, mine in zip(pcln.parts, own):
         rest = part.size - mine
         if rest < 0:
@@ -601,12 +667,21 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
                 strs[pkg] += n
                 cur = b
     out = {}
-    for sec, acc in ((table, ent), (strtab, strs)):
+    tables = [(table, ent), (strtab, strs)]
+    if table.type == 11:            # .dynsym: its version and hash entries, one a symbol
+        counts = Counter(pkgs)
+        for sname, width in ((".gnu.version", 2), (".gnu.hash", 4)):
+            sec = img.section(sname)
+            if sec is not None and sec.in_file and sec.link == table.index:
+                tables.append((sec, {k: v * width for k, v in counts.items()}))
+    for sec, acc in tables:
         alloc = bool(sec.flags & SHF_ALLOC)
         bucket = _section_default(sec.name, is_go, sec.flags)
         given = sum(acc.values())
         if given > sec.size:          # names that are not what the table says: no split
-            return {}
+            if sec is table or sec is strtab:
+                return {}
+            continue
         pieces = [(sec.name, pkg, sec.name, n, n if alloc else 0) for pkg, n in acc.items()]
         rest = sec.size - given
         if rest:

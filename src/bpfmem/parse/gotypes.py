@@ -23,6 +23,8 @@ _EXTRA = {_ARRAY: 24, _CHAN: 16, _FUNC: 8, _IFACE: 32, _MAP: 40, _PTR: 8, _SLICE
           _STRUCT: 32}
 _TFLAG_UNCOMMON = 1
 _MAX_TYPES = 1 << 21
+_Q = struct.Struct("<Q").unpack_from
+_PAIR = struct.Struct("<iI").unpack_from
 
 
 class _Reader:
@@ -37,19 +39,37 @@ class _Reader:
                             if s.type == 1 and s.filesz)
         self.starts = [x[0] for x in self.loads]
 
+        self.last = (0, 0, 0)
+        self.names: dict[int, tuple[str, int] | None] = {}
+
     def off(self, addr: int, n: int) -> int | None:
+        lo, hi, off = self.last
+        if lo <= addr and addr + n <= hi:
+            return off + addr - lo
         i = bisect.bisect_right(self.starts, addr) - 1
         if i < 0:
             return None
-        lo, hi, off = self.loads[i]
+        lo, hi, off = self.last = self.loads[i]
         return off + addr - lo if addr + n <= hi else None
 
     def ptr(self, addr: int) -> int:
-        o = self.off(addr, 8)
-        if o is None:
-            return 0
-        v = struct.unpack_from("<Q", self.data, o)[0]
+        lo, hi, off = self.last
+        if lo <= addr and addr + 8 <= hi:
+            o = off + addr - lo
+        else:
+            o = self.off(addr, 8)
+            if o is None:
+                return 0
+        v = _Q(self.data, o)[0]
         return v or self.rel.get(addr, 0)
+
+    def pair(self, addr: int) -> tuple[int, int]:
+        """Two 32-bit offsets (a nameOff and a typeOff) at ``addr``; (0, 0) outside."""
+        lo, hi, off = self.last
+        if lo <= addr and addr + 8 <= hi:
+            return _PAIR(self.data, off + addr - lo)
+        o = self.off(addr, 8)
+        return (0, 0) if o is None else _PAIR(self.data, o)
 
     def u32(self, addr: int) -> int | None:
         o = self.off(addr, 4)
@@ -71,7 +91,17 @@ def relative_relocations(img) -> dict[int, int]:
 
 def _name(rd: _Reader, addr: int) -> tuple[str, int] | None:
     """(text, bytes) of an encoded name (Go 1.17+: flags, varint length, bytes, optional tag
-    and package path offset)."""
+    and package path offset); names are shared, so each is decoded once."""
+    got = rd.names.get(addr, _NONE)
+    if got is _NONE:
+        got = rd.names[addr] = _decode_name(rd, addr)
+    return got
+
+
+_NONE = object()
+
+
+def _decode_name(rd: _Reader, addr: int) -> tuple[str, int] | None:
     head = rd.raw(addr, 11)
     if not head:
         return None
@@ -129,6 +159,7 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
             itabs.append(itab)
             pending += [rd.ptr(itab), rd.ptr(itab + 8)]
     seen: dict[int, tuple] = {}
+    parent: dict[int, int] = {}             # the first type found to refer to a type
     out: list[tuple[int, int, str, str]] = []
     names: list[tuple[int, int]] = []       # (address, owner type) of names to size later
 
@@ -168,7 +199,7 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
             if ms and nm < 1 << 16:
                 parts.append((ms, ms + 8 * nm))
                 for j in range(nm):
-                    no, to = struct.unpack("<iI", rd.raw(ms + 8 * j, 8) or bytes(8))
+                    no, to = rd.pair(ms + 8 * j)
                     names.append((types + no, t))
                     refs.append(types + to)
         pkg_off = 0
@@ -181,7 +212,7 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
                     m0 = end - 16 + moff
                     parts.append((m0, m0 + 16 * mcount))
                     for j in range(mcount):
-                        no, mt = struct.unpack("<iI", rd.raw(m0 + 16 * j, 8) or bytes(8))
+                        no, mt = rd.pair(m0 + 16 * j)
                         names.append((types + no, t))
                         if mt != 0xFFFFFFFF:
                             refs.append(types + mt)
@@ -204,15 +235,27 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
             nm = _name(rd, pp) if pp else None
             pkgpath = nm[0] if nm else ""
         seen[t] = (end, pkgpath, elem, parts)
-        pending += [r for r in refs if r and r not in seen]
+        for r in refs:
+            if r and r not in seen:
+                pending.append(r)
+                parent.setdefault(r, t)
 
-    # packages: a named type's path, else that of what it is made of
-    def pkg_of(t: int, depth: int = 0) -> str:
+    # packages: a named type's path, else that of what it is made of, else that of the
+    # type that refers to it (a struct field's map type goes with the struct)
+    def own_pkg(t: int, depth: int = 0) -> str:
         end, pkgpath, elem, _parts = seen[t]
         if pkgpath:
             return pkgpath
         if elem in seen and depth < 8:
-            return pkg_of(elem, depth + 1)
+            return own_pkg(elem, depth + 1)
+        return TYPES
+
+    def pkg_of(t: int) -> str:
+        for _ in range(8):
+            pkg = own_pkg(t)
+            if pkg != TYPES or t not in parent or parent[t] not in seen:
+                return pkg
+            t = parent[t]
         return TYPES
     pkgs = {t: pkg_of(t) for t in seen}
     for t, (end, _p, _e, parts) in seen.items():
