@@ -38,7 +38,7 @@ what you see:
   network namespace). Nothing else is contacted; an endpoint that is down, slow, garbage or
   huge is a note after at most 2 s, not an error.
 
---trace reads every process's counters and smaps_rollup at every sample and their detail
+--trace reads the cgroup's counters at every sample, its processes' smaps_rollup and detail
 (smaps by class, page owners, Go endpoints) in turns within a budget per sample (half the
 interval, 2.5 ms more per process, at most 0.3 s); endpoints are asked in the background,
 each with its own deadline. It says when the samples fell behind the interval, when

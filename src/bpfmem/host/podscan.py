@@ -127,8 +127,41 @@ class PodSampler:
         self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
         self.go = go      # reads each process in detail (smaps by class, Go runtime)
         self.files = files     # who is charged for its open and mapped files' page cache
+        self._rollups: dict[int, tuple[float, ProcMem]] = {}   # pid -> (when, figures)
         self.budget = budget   # processes -> seconds per sample for that detail (a trace's);
         #                        None: every process in full each time
+
+    def _procs(self, pids: list[int]) -> tuple[list[ProcMem], int]:
+        """Every process's figures. With a budget (a trace), smaps_rollup is read for as
+        many as fit in a third of it, least recently read first; the others keep their last
+        figures (cgroup.procs, read every time, says they are still there)."""
+        out: list[ProcMem] = []
+        gone = 0
+        if self.budget is None:
+            for pid in pids:
+                pm = read_proc_mem(pid, self.root, self.smaps)
+                if pm is None:
+                    gone += 1
+                else:
+                    out.append(pm)
+            return out, gone
+        now = time.monotonic()
+        deadline = now + self.budget(len(pids)) / 3
+        live = set(pids)
+        for pid in [p for p in self._rollups if p not in live]:
+            del self._rollups[pid]
+        for pid in sorted(pids, key=lambda p: self._rollups.get(p, (-1.0, None))[0]):
+            last = self._rollups.get(pid)
+            if last is not None and time.monotonic() > deadline:
+                out.append(last[1])    # (still in cgroup.procs: alive)
+                continue
+            pm = read_proc_mem(pid, self.root, self.smaps)
+            if pm is None:
+                gone += 1
+                continue
+            self._rollups[pid] = (now, pm)
+            out.append(pm)
+        return out, gone
 
     def sample(self) -> PodSample:
         # maps before the cgroup's counters: a map created in between is then in the
@@ -144,13 +177,8 @@ class PodSampler:
                                       root=self.root, known=self._infos)
             skipped += gone
         cg = read_cgroup_memory(self.fs_path, self.root)
-        procs = []
-        for pid in pids:
-            pm = read_proc_mem(pid, self.root, self.smaps)
-            if pm is None:
-                skipped += 1
-            else:
-                procs.append(pm)
+        procs, gone = self._procs(pids)
+        skipped += gone
         details = (self.go.read_all(procs, smaps=self.smaps,
                                     inodes=cgroup_inodes(self.fs_path),
                                     budget=None if self.budget is None

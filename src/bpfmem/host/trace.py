@@ -29,11 +29,12 @@ OnSample = Callable[[PodSample, float], None]   # (sample, seconds since the ori
 
 def detail_budget(interval: float, procs: int) -> float:
     """Seconds of one sample spent reading processes in detail (smaps by class, page
-    owners, Go endpoints): half the interval, and 2.5 ms more per process, at most 0.3 s.
-    A pod with more processes than fit is read in turns, least recently read first (a
-    process's detail is then as old as a turn): with the counters and the smaps_rollup of
-    every process (read every time: 1 ms a process here) one sample stays under a second
-    for a few hundred processes, and the trace says when it falls behind the interval."""
+    owners, Go endpoints): half the interval, and 2.5 ms more per process, at most 0.3 s;
+    a third of it more for their smaps_rollup. A pod with more processes than fit is read
+    in turns, least recently read first (a process's figures are then as old as a turn);
+    the cgroup's counters and its list of processes are read every time. One sample then
+    stays under a second for a few hundred processes, and the trace says when it falls
+    behind the interval."""
     return min(0.3, max(0.5 * interval, 0.0025 * procs))
 
 
