@@ -14,8 +14,9 @@ EPILOG = """what you see:
   in the file, "memory" what the loader maps (.bss is memory only; debug info and symbol
   tables are file only). A binary's text is resident in every pod that runs it.
   Go binaries (Go 1.2 and later, stripped or not, PIE or not): functions from the runtime's
-  pclntab, packages from the function names, modules from the build info; the pclntab's
-  shared tables and, when stripped, type and string data are named buckets "(...)".
+  pclntab, packages from the function names (Go's symbol grammar), modules from the build
+  info; stripped (Go 1.18-1.19 layouts): type descriptors, itabs, funcdata and the data the
+  code refers to by what the binary says; what stays unknown is a named bucket "(...)".
   Other ELF files (C, C++, Rust): sections and symbols (demangled with c++filt if present).
 
 why it is linked (Go, needs the source):
