@@ -186,3 +186,39 @@ def test_snapshot_document_round_trip_and_sums():
     assert t["programs"] == len(snap.progs)
     assert t["memlock"] == sum(g["memlock"] for g in doc["program_cgroups"])
     assert t["jited_prog_len"] == sum(p.jited_prog_len for p in snap.progs)
+
+
+def test_exporter_program_metrics():
+    """The exporter's page of a scan with programs: one sample per program per family with
+    the maps' labels, values equal to bpftool's; the node's sums; bpf_jit_limit."""
+    from bpfmem import api
+    from bpfmem.api.export import Exposition, ScanCache
+    from bpfmem.report.prometheus import PROGRAM_METRIC_NAMES
+    with ExitStack() as stack:
+        holders = [stack.enter_context(held(o)) for o in OBJECTS[:2]]
+        cache = ScanCache(lambda: api.scan_node(programs=True), 3600)
+        page = Exposition(cache).page()[0].decode()
+        tool = bpftool_progs()
+    for name in PROGRAM_METRIC_NAMES:
+        assert f"# TYPE {name} gauge" in page, name
+    samples = {}
+    for line in page.splitlines():
+        if line.startswith("bpfmem_prog_"):
+            head, value = line.rsplit(" ", 1)
+            samples[head] = float(value)
+    for pid, recs in holders:
+        for r in recs:
+            t = tool[r["id"]]
+            mem = [v for k, v in samples.items() if k.startswith("bpfmem_prog_memlock_bytes{")
+                   and f'id="{r["id"]}"' in k]
+            assert mem == [t["bytes_memlock"]]
+            key = next(k for k in samples if k.startswith("bpfmem_prog_jited_bytes{")
+                       and f'id="{r["id"]}"' in k)
+            assert samples[key] == t["bytes_jited"]
+            assert 'owner_comm="libbpf_maps"' in key and f'type="{t["type"]}"' in key
+    with open("/proc/sys/net/core/bpf_jit_limit") as f:
+        limit = int(f.read())
+    line = next(x for x in page.splitlines() if x.startswith("bpfmem_jit_limit_bytes "))
+    assert float(line.split()[1]) == limit
+    node = next(x for x in page.splitlines() if x.startswith("bpfmem_node_programs "))
+    assert float(node.split()[1]) >= sum(len(recs) for _pid, recs in holders)

@@ -10,7 +10,7 @@ from typing import Iterator
 from .live import cgroup_sums, check_map, primary_owner
 from ..uapi import map_type_name
 
-__all__ = ["map_rows", "CgroupRow", "cgroup_rows"]
+__all__ = ["map_rows", "CgroupRow", "cgroup_rows", "prog_rows", "ProgNode", "prog_node"]
 
 
 def map_rows(snap, profile=None, charged_of: dict | None = None) -> Iterator[tuple]:
@@ -65,3 +65,41 @@ def cgroup_rows(snap, cgroups: dict) -> list[CgroupRow]:
             limit=mem.limit if mem is not None else None,
             share=s.memlock / usage if usage else None))
     return out
+
+
+def prog_rows(snap) -> list[tuple]:
+    """Per program of ``snap`` (a scan that listed programs): (label values, memlock, JIT
+    bytes, xlated bytes); the labels are the maps' (id, name, type, owner_comm, cgroup: its
+    first program-fd holder, else its first link holder; "" when none)."""
+    from ..uapi import prog_type_name
+    from .progs import prog_holder
+    out = []
+    for p in snap.progs or ():
+        o = prog_holder(p)
+        labels = (str(p.id), p.name, prog_type_name(p.type), o.comm if o else "",
+                  (o.cgroup or "") if o else "")
+        out.append((labels, p.memlock, p.jited_prog_len, p.xlated_prog_len))
+    return out
+
+
+@dataclass(frozen=True)
+class ProgNode:
+    """The node's programs summed, per cgroup, its BTF and the JIT against its limit."""
+    programs: int
+    memlock: int
+    jited: int
+    cgroups: tuple          # analysis.progs.ProgSum per cgroup
+    btf_bytes: int          # BTF loaded by processes
+    jit_limit: int | None
+    jit_in_use: int | None
+
+
+def prog_node(snap) -> ProgNode | None:
+    """None for a scan that did not list programs."""
+    if snap.progs is None:
+        return None
+    from .progs import program_totals
+    t = program_totals(snap.progs, snap.btfs or ())
+    j = snap.jit
+    return ProgNode(t.node.programs, t.node.memlock, t.node.jited, t.cgroups, t.btf_bytes,
+                    j.limit if j else None, j.in_use if j else None)

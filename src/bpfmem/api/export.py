@@ -45,12 +45,13 @@ import time
 import zlib
 from typing import Callable
 
-from ..analysis.metrics import cgroup_rows, map_rows
+from ..analysis.metrics import cgroup_rows, map_rows, prog_node, prog_rows
 from ..errors import BpfmemError
 from ..host import procfs
 from ..host.httpd import Answer, serve_http, trim_malloc
 from ..report.prometheus import (EOF_LINE, METRIC_NAMES, Family, MapFamilies, ScanStats,
                                  map_families, negotiate, node_families, process_families,
+                                 prog_families,
                                  render_families)
 
 __all__ = ["ScanCache", "Exposition", "families", "serve", "metrics_cache", "serve_metrics",
@@ -110,7 +111,11 @@ def families(cache: ScanCache, profile=None, *, maps: bool = True) -> list[Famil
     cgroups = cgroup_rows(snap, cache.cgroups) if snap is not None else []
     node = ((len(snap.maps), sum(m.memlock or 0 for m in snap.maps))
             if snap is not None else None)
-    return out + node_families(cgroups, node, cache.stats(), _build_info())
+    out += node_families(cgroups, node, cache.stats(), _build_info())
+    progs = prog_node(snap) if snap is not None else None
+    if progs is not None:
+        out += prog_families(prog_rows(snap), progs)
+    return out
 
 
 @functools.lru_cache(maxsize=1)

@@ -32,7 +32,7 @@ class Export(Command):
                             "only unless told otherwise)")
         p.add_argument("--interval", type=a.duration, default=15.0, metavar="DUR",
                        help="reuse a scan for this long (default 15s)")
-        a.add_scan(p)
+        a.add_scan(p, programs=True)
 
     def run(self, args: argparse.Namespace) -> int:
         import signal

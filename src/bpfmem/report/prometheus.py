@@ -39,6 +39,14 @@ METRIC_NAMES = (
     "bpfmem_scan_errors_total", "bpfmem_maps_skipped_total", "bpfmem_build_info")
 
 
+# the program families, on a page whose scan listed programs (export's default)
+PROGRAM_METRIC_NAMES = (
+    "bpfmem_prog_memlock_bytes", "bpfmem_prog_jited_bytes", "bpfmem_prog_xlated_bytes",
+    "bpfmem_cgroup_prog_memlock_bytes", "bpfmem_cgroup_programs", "bpfmem_node_programs",
+    "bpfmem_node_prog_memlock_bytes", "bpfmem_node_prog_jited_bytes", "bpfmem_node_btf_bytes",
+    "bpfmem_jit_limit_bytes", "bpfmem_jit_vmalloc_bytes")
+
+
 @dataclass(frozen=True)
 class Family:
     """One metric family: ``type`` "gauge" or "counter" (``name`` without ``_total``);
@@ -106,6 +114,39 @@ def node_families(cgroups, node: tuple[int, int] | None, stats: ScanStats,
         Family("bpfmem_maps_skipped", "maps or processes that vanished during scans",
                "counter", samples=(((), stats.skipped),)),
     ]
+
+
+def prog_families(rows, node) -> list[Family]:
+    """The program families: per program (``rows``: analysis.metrics.prog_rows, the maps'
+    labels), per cgroup and for the node (``node``: analysis.metrics.ProgNode)."""
+    cg = ("cgroup",)
+    out = [Family(name, doc, labels=MAP_LABELS,
+                  samples=tuple((r[0], r[col]) for r in rows if r[col] is not None))
+           for col, (name, doc) in enumerate((
+               ("bpfmem_prog_memlock_bytes", "memlock of the program as fdinfo reports it"),
+               ("bpfmem_prog_jited_bytes", "bytes of the program's JIT image"),
+               ("bpfmem_prog_xlated_bytes", "bytes of the program's instructions after the "
+                                            "verifier")), start=1)]
+    out += [
+        Family("bpfmem_cgroup_prog_memlock_bytes", "memlock of the programs whose first "
+               "holder is in the cgroup", labels=cg,
+               samples=tuple(((g.key or "",), g.memlock) for g in node.cgroups)),
+        Family("bpfmem_cgroup_programs", "programs whose first holder is in the cgroup",
+               labels=cg, samples=tuple(((g.key or "",), g.programs) for g in node.cgroups)),
+        Family("bpfmem_node_programs", "programs on the node", samples=(((), node.programs),)),
+        Family("bpfmem_node_prog_memlock_bytes", "memlock of every program on the node",
+               samples=(((), node.memlock),)),
+        Family("bpfmem_node_prog_jited_bytes", "bytes of every program's JIT image",
+               samples=(((), node.jited),)),
+        Family("bpfmem_node_btf_bytes", "bytes of the BTF objects processes loaded",
+               samples=(((), node.btf_bytes),)),
+        Family("bpfmem_jit_limit_bytes", "bpf_jit_limit (net.core sysctl)",
+               samples=(((), node.jit_limit),) if node.jit_limit is not None else ()),
+        Family("bpfmem_jit_vmalloc_bytes", "vmalloc of the JIT (bpf_prog_pack chunks and "
+               "images, /proc/vmallocinfo), what counts against bpf_jit_limit",
+               samples=(((), node.jit_in_use),) if node.jit_in_use is not None else ()),
+    ]
+    return out
 
 
 def process_families(p) -> list[Family]:
