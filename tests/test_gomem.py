@@ -31,7 +31,7 @@ from bpfmem.units import format_size, parse_gomemlimit
 from bpfmem.report import documents as docs
 from bpfmem.report import pod as rp
 
-from test_pod import PROF, cg_v1
+from test_pod import PROF, cg_v1, cg_v2
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -394,12 +394,13 @@ def test_pod_go_parts_are_resident_and_binary_pages_by_who_is_charged():
     from dataclasses import replace
     from bpfmem.host.pagemap import PageOwners
     d = detail(heap_inuse=150 * MiB)
-    cg = cg_v1(usage=300 * MiB, anon=150 * MiB, cache=60 * MiB, kmem=20 * MiB)
     procs = [ProcMem(7, "agent", d.classes.rss, d.classes.rss, d.classes.rss, None, None,
                      None, 0, 100.0)]
     pages = PageOwners(frozenset(range(100)), frozenset(range(100, 5000)), 3, 4096)
     files = PageOwners(frozenset(), frozenset(range(9000, 9256)), 0, 4096)
-    for owners in (None, pages):
+    v1 = cg_v1(usage=300 * MiB, anon=150 * MiB, cache=60 * MiB, kmem=20 * MiB)
+    v2 = cg_v2(usage=300 * MiB, anon=150 * MiB, file=60 * MiB, kernel=20 * MiB, sock=0)
+    for cg, owners in ((v1, None), (v1, pages), (v2, None), (v2, pages)):
         dd = d if owners is None else replace(d, binary_pages=owners, file_pages=files)
         v = ap.pod_view(PodSample(0.0, 0.0, 0.0, cg, tuple(procs), (), {},
                                   details={7: dd}), PROF)
