@@ -10,10 +10,10 @@ from .objects import load_all
 
 
 def advise_objects(sources, *, profile, occupancy: dict[str, int] | None = None,
-                   loader: str | None = None) -> AdviseResult:
+                   loader: str | None = None, platform: str | None = None) -> AdviseResult:
     """The :class:`~bpfmem.analysis.advise.AdviseResult`: per object, what its programs do with
     each map and the recommended changes with the bytes each saves."""
-    codes, skipped = load_all(sources, loader=loader, code=True)
+    codes, skipped = load_all(sources, loader=loader, code=True, platform=platform)
     result = advise_all([(c.spec, analyze_code(c)) for c in codes], profile, occupancy)
     if skipped:
         from dataclasses import replace

@@ -46,7 +46,8 @@ def gate_settings(*, limit: int | str | None = None, max_fraction: float | None 
 
 
 def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
-                loader: str | list[str] | tuple[str, ...] | None = None) -> GateResult:
+                loader: str | list[str] | tuple[str, ...] | None = None,
+                platform: str | None = None) -> GateResult:
     """Every gate ``settings`` asks for, on ``sources`` (paths; globs already expanded):
     the maps budget on the BPF objects (:func:`check_objects`, on every profile and loader)
     and the binary sizes on the binaries (:func:`bpfmem.api.check_binaries`). The result
@@ -66,7 +67,7 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
             maps_in, limit=settings.limit, profiles=profiles,
             max_fraction=settings.max_fraction, full=settings.full, whatif=whatif,
             object_limits=settings.object_limits, map_caps=settings.map_caps,
-            config=settings.config, loader=loader)
+            config=settings.config, loader=loader, platform=platform)
         notes = tuple(notes) + tuple(skipped)
     bins = None
     if bins_in:
@@ -87,7 +88,8 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
 def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
                   full: bool = False, whatif=None, object_limits=None, map_caps=None,
                   config: str | None = None,
-                  loader: str | list[str] | tuple[str, ...] | None = None) -> CheckResult:
+                  loader: str | list[str] | tuple[str, ...] | None = None,
+                  platform: str | None = None) -> CheckResult:
     """The :class:`~bpfmem.analysis.budget.CheckResult` for compiled objects, on every
     profile of ``profiles`` (:func:`bpfmem.api.profiles`). ValueError when a what-if, a map
     cap or an object limit names nothing checked (a gate must not pass on a typo);
@@ -97,14 +99,15 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
     ``sources`` is read for the BPF objects it carries."""
     return _check_objects(sources, limit=limit, profiles=profiles, max_fraction=max_fraction,
                           full=full, whatif=whatif, object_limits=object_limits,
-                          map_caps=map_caps, config=config, loader=loader)[0]
+                          map_caps=map_caps, config=config, loader=loader,
+                          platform=platform)[0]
 
 
 def _check_objects(sources, *, limit, profiles, max_fraction, full, whatif, object_limits,
-                   map_caps, config, loader) -> tuple[CheckResult, list[str]]:
+                   map_caps, config, loader, platform=None) -> tuple[CheckResult, list[str]]:
     loaders = [loader] if loader is None or isinstance(loader, str) else list(loader)
     # a gate judges maps only: the program list is not read (same maps, notes, refusals)
-    objs, skipped = load_all(sources, loader=loaders[0], programs=False)
+    objs, skipped = load_all(sources, loader=loaders[0], programs=False, platform=platform)
     typos = unmatched(objs, whatif, map_caps, object_limits, config)
     if typos:
         raise ValueError("; ".join(typos))
@@ -112,20 +115,21 @@ def _check_objects(sources, *, limit, profiles, max_fraction, full, whatif, obje
     profiles = list(profiles)
     result = check(objs, budget, profiles, whatif)
     for name in loaders[1:]:
-        part = check(load_all(sources, loader=name, programs=False)[0], budget, profiles,
-                     whatif)
+        part = check(load_all(sources, loader=name, programs=False, platform=platform)[0],
+                     budget, profiles, whatif)
         result = replace(result, results=result.results + part.results)
     return result, skipped
 
 
 def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
-                 old_loader: str | None = None, new_loader: str | None = None) -> DiffResult:
+                 old_loader: str | None = None, new_loader: str | None = None,
+                 platform: str | None = None) -> DiffResult:
     """The :class:`~bpfmem.analysis.diff.DiffResult` between two builds (each one or more
     objects) on ``profile``; the what-if applies to the new side. ``old_loader`` and
     ``new_loader`` read each side as that loader does: the same object under libbpf and
     cilium/ebpf shows what a move from one to the other changes."""
-    new_objs, new_skipped = load_all(new, loader=new_loader, programs=False)
-    old_objs, old_skipped = load_all(old, loader=old_loader, programs=False)
+    new_objs, new_skipped = load_all(new, loader=new_loader, programs=False, platform=platform)
+    old_objs, old_skipped = load_all(old, loader=old_loader, programs=False, platform=platform)
     result = diff(old_objs, new_objs, profile, whatif, limit)
     return replace(result, warnings=tuple(unmatched(new_objs, whatif)) +
                    tuple(old_skipped + new_skipped))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import BpfmemError, ParseError
@@ -68,31 +69,71 @@ def loader_name(name: str) -> str:
 
 
 def load_objects(source: str | os.PathLike, *, loader: str | None = None,
-                 programs: bool = True, code: bool = False) -> tuple[list, list[str]]:
+                 programs: bool = True, code: bool = False,
+                 platform: str | None = None) -> tuple[list, list[str]]:
     """Every BPF object a file holds, and a line for each one skipped: a BPF object is
     itself; an ELF binary (executable or shared library, C, C++, Rust or Go) gives the objects
     embedded in it (:func:`bpfmem.parse.embedded.find_embedded`), each named
     ``BINARY:.rodata+0x38240`` or ``BINARY:<embedded file>`` and read with the loader the
     binary links (``loader`` None or ``"auto"``) or ``loader``. ParseError for a binary that
-    carries none (naming the file), as for anything that is no BPF object."""
+    carries none (naming the file), as for anything that is no BPF object. A container image
+    (:func:`bpfmem.api.image.load_image`; ``platform`` picks one of a multi-platform index)
+    gives every BPF object of its final filesystem."""
     from ..inputs import peek_input
     path = os.fspath(source)
-    head = peek_input(path, 64)
+    if is_image(path):
+        from .image import load_image
+        got = load_image(path, loader=loader, programs=programs, code=code, platform=platform)
+        if not got.objects:
+            raise ParseError("a container image carrying no BPF object" +
+                             _why_none(got.skipped), path=path)
+        return got.objects, got.skipped + [f"{path}: note: {n}" for n in got.image.notes]
+    head = peek_input(path, 64, "binary")
     if head[:4] == b"\x7fELF" and not _bpf_head(head):
-        return load_embedded(read_input(path, "object"), path, loader=loader,
-                             programs=programs, code=code)
+        from ..inputs import mapped_input
+        with mapped_input(path, "binary") as data:
+            return load_embedded(data, path, loader=loader, programs=programs, code=code)
     return [load_object(path, loader=loader, programs=programs, code=code)], []
 
 
 def load_all(sources, *, loader: str | None = None, programs: bool = True,
-             code: bool = False) -> tuple[list, list[str]]:
+             code: bool = False, platform: str | None = None) -> tuple[list, list[str]]:
     """:func:`load_objects` of every source, in order: (all the objects, what was skipped)."""
     specs, skipped = [], []
     for s in sources:
-        got, sk = load_objects(s, loader=loader, programs=programs, code=code)
+        got, sk = load_objects(s, loader=loader, programs=programs, code=code,
+                               platform=platform)
         specs += got
         skipped += sk
     return specs, skipped
+
+
+def is_image(path: str | os.PathLike) -> bool:
+    """A directory holding an OCI layout (``index.json``) or a tar archive (docker save,
+    oci-archive): what :func:`load_image` reads."""
+    import stat
+    from ..errors import InputError
+    from ..inputs import peek_input
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except OSError:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return os.path.isfile(os.path.join(name, "index.json"))
+    if not stat.S_ISREG(st.st_mode) or st.st_size < 1024:
+        return False
+    try:
+        head = peek_input(name, 512, "image")
+    except InputError:
+        return False
+    if head[257:262] != b"ustar":   # a tar header (parse.image.is_image_archive)
+        return False
+    try:
+        from ..parse.image import is_image_archive
+        return is_image_archive(head)
+    except InputError:
+        return False
 
 
 def carries_objects(source: str | os.PathLike) -> bool:
@@ -103,10 +144,12 @@ def carries_objects(source: str | os.PathLike) -> bool:
     from ..parse.embedded import find_embedded
     path = os.fspath(source)
     try:
-        head = peek_input(path, 64)
+        head = peek_input(path, 64, "binary")
         if head[:4] != b"\x7fELF" or _bpf_head(head):
             return False
-        return bool(find_embedded(parse_image(read_input(path, "object"), path=path))[0])
+        from ..inputs import mapped_input
+        with mapped_input(path, "binary") as data:
+            return bool(find_embedded(parse_image(data, path=path))[0])
     except (ParseError, OSError, BpfmemError):
         return False
 
@@ -117,32 +160,74 @@ def _bpf_head(head: bytes) -> bool:
     return machine in (0, 247)
 
 
+@dataclass(frozen=True)
+class Carried:
+    """What a binary carries, cut out of it: its BPF objects' bytes by where they were
+    found, the loader the binary names (None: it does not say) and why, the libbpf
+    skeleton's object name, what was skipped, and its machine."""
+    objects: tuple[tuple[str, bytes], ...]
+    loader: str | None
+    reason: str
+    skeleton: str | None
+    skipped: tuple[str, ...]
+    machine: str
+
+
+def carried_by(data, path: str) -> Carried:
+    """The BPF objects inside the ELF binary ``data`` (named ``path`` in errors), cut out;
+    ParseError when it is no ELF file."""
+    from ..parse.elf import _MACHINES, parse_image
+    from ..parse.embedded import binary_loader, find_embedded, skeleton_name
+    img = parse_image(data, path=path)
+    found, skipped = find_embedded(img)
+    machine = _MACHINES.get(img.machine, f"machine {img.machine}")
+    if not found:
+        return Carried((), None, "", None, tuple(skipped), machine)
+    chosen, reason = binary_loader(img)
+    skel = skeleton_name(img, path.rsplit("/", 1)[-1]) if chosen in (None, "libbpf") else None
+    objects = tuple((e.where, bytes(img.buffer[e.offset:e.offset + e.size])) for e in found)
+    return Carried(objects, chosen, reason, skel, tuple(skipped), machine)
+
+
 def load_embedded(data, path: str, *, loader: str | None = None, programs: bool = True,
                   code: bool = False) -> tuple[list, list[str]]:
     """The BPF objects embedded in the binary ``data`` (named ``path``), and what was
     skipped; ParseError when it carries none."""
+    return specs_of(carried_by(data, path), path, loader=loader, programs=programs, code=code)
+
+
+def _object_name(where: str, base: str) -> str:
+    """The object name of an embedded object not opened by a skeleton: an embedded file's
+    stem (``objs/counter_bpfel.o``), a variable's name (``main._BpfBytes``), else the
+    binary's."""
+    from ..parse.objspec import object_name_from_path
+    if where[:1] in (".", "+"):
+        return object_name_from_path(base)
+    if "/" in where or where.endswith(".o"):
+        return object_name_from_path(where)
+    return where.rsplit(".", 1)[-1][:15]
+
+
+def specs_of(carried: Carried, path: str, *, loader: str | None = None, programs: bool = True,
+             code: bool = False) -> tuple[list, list[str]]:
+    """The specs of what a binary carries (:func:`carried_by`), each named
+    ``path:<where>``, read with ``loader`` or, when None or ``"auto"``, the binary's."""
     from dataclasses import replace
-    from ..parse.elf import parse_image
-    from ..parse.embedded import binary_loader, find_embedded, skeleton_name
-    from ..parse.objspec import AUTO, object_name_from_path
-    img = parse_image(data, path=path)
-    found, skipped = find_embedded(img)
-    if not found:
-        from ..parse.elf import _MACHINES
-        what = _MACHINES.get(img.machine, f"machine {img.machine}")
-        raise ParseError(f"not a BPF object: an ELF binary for {what} that carries no BPF "
-                         f"object{_why_none(skipped)}", path=path)
+    from ..parse.objspec import AUTO
+    skipped = [f"{path}:{line}" for line in carried.skipped]
+    if not carried.objects:
+        raise ParseError(f"not a BPF object: an ELF binary for {carried.machine} that carries "
+                         f"no BPF object{_why_none(skipped)}", path=path)
     if loader in (None, AUTO):
-        chosen, reason = binary_loader(img)
+        chosen, reason = carried.loader, carried.reason
     else:
         chosen, reason = loader, f"--loader {loader}"
+    skel = carried.skeleton if chosen in (None, "libbpf") else None
     base = path.rsplit("/", 1)[-1]
-    skel = skeleton_name(img, base) if chosen in (None, "libbpf") else None
     out = []
-    for emb in found:
-        name = f"{path}:{emb.where}"
-        obj_name = skel or object_name_from_path(base)
-        raw = bytes(img.buffer[emb.offset:emb.offset + emb.size])
+    for where, raw in carried.objects:
+        name = f"{path}:{where}"
+        obj_name = skel or _object_name(where, base)
         try:
             spec = parse_object(raw, path=name, name=obj_name, loader=chosen or AUTO,
                                 programs=programs and not code)

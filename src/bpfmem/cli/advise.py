@@ -34,6 +34,7 @@ class Advise(Command):
                        help="print the what-if (--set ...) that `bpfmem check`/`diff` accept")
         a.add_kernels(p)
         a.add_loader(p)
+        a.add_platform(p)
         a.add_output(p, ("table", "json", "markdown"))
 
     def run(self, args: argparse.Namespace) -> int:
@@ -45,7 +46,8 @@ class Advise(Command):
         paths = default_objects(args.objects)
         cfg = config_of(args)
         loader = loader_of(args.loader, cfg)
-        results = [api.advise_objects(paths, profile=p, occupancy=occ, loader=loader)
+        results = [api.advise_objects(paths, profile=p, occupancy=occ, loader=loader,
+                                      platform=args.platform)
                    for p in kernels_of(args, cfg)]
         if args.apply:
             sets = list(dict.fromkeys(s for r in results for o in r.objects for s in o.apply))

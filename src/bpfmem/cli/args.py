@@ -199,6 +199,13 @@ def add_loader(p: argparse.ArgumentParser, several: bool = False) -> None:
                                        "each reads them" if several else ""))
 
 
+def add_platform(p: argparse.ArgumentParser) -> None:
+    """--platform: which image of a multi-platform container image is read."""
+    p.add_argument("--platform", metavar="OS/ARCH",
+                   help="for a multi-platform container image: the platform to read "
+                        "(linux/arm64); default: this host's")
+
+
 def add_whatif(p: argparse.ArgumentParser) -> None:
     """--set, --size-ratio, --node-memory: changes to the maps before they are estimated."""
     g = p.add_argument_group("what-if (changes the maps before estimating them)")

@@ -42,6 +42,7 @@ class Check(Command):
                        help="judge the maps when full instead of at create")
         a.add_kernels(p)
         a.add_loader(p, several=True)
+        a.add_platform(p)
         a.add_whatif(p)
         a.add_output(p, ("table", "json", "markdown", "junit", "html"))
         p.add_argument("--max-binary-size", metavar="SIZE",
@@ -78,7 +79,8 @@ class Check(Command):
                 result = api.check_gates(
                     paths, settings, profiles=kernels_of(args, cfg),
                     whatif=whatif_of(args, cfg),
-                    loader=[loader_of(x, cfg) for x in (a.comma_list(args.loader) or [None])])
+                    loader=[loader_of(x, cfg) for x in (a.comma_list(args.loader) or [None])],
+                    platform=args.platform)
             except UnreadableInput as e:
                 fail(str(e))
                 return EXIT_UNREADABLE

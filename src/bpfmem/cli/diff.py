@@ -35,6 +35,7 @@ class Diff(Command):
                        help="memory limit, to show the share of it (128Mi; M is 10^6)")
         a.add_kernels(p)
         a.add_loader(p)
+        a.add_platform(p)
         p.add_argument("--old-loader", metavar="LOADER",
                        help="the loader of the OLD side (default: --loader)")
         p.add_argument("--new-loader", metavar="LOADER",
@@ -70,7 +71,8 @@ class Diff(Command):
             old_loader = loader_of(args.old_loader or both)
             new_loader = loader_of(args.new_loader or both)
             results = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit,
-                                        old_loader=old_loader, new_loader=new_loader)
+                                        old_loader=old_loader, new_loader=new_loader,
+                                        platform=args.platform)
                        for p in kernels_of(args, cfg)]
         warn("diff", list(results[0].warnings) if results else [])
         emit_results(results, args.format, args.output)

@@ -56,6 +56,7 @@ class Maps(Command):
         a.add_output_file(p)
         a.add_kernels(p)
         a.add_loader(p)
+        a.add_platform(p)
         a.add_whatif(p)
         p.add_argument("--from-bpftool", metavar="FILE",
                        help="instead of objects: a node's maps saved with `bpftool -j -f map "
@@ -84,7 +85,8 @@ class Maps(Command):
         for path in paths:
             try:
                 got, skipped = api.load_objects(path, loader=loader,
-                                                programs=not args.no_programs)
+                                                programs=not args.no_programs,
+                                                platform=args.platform)
                 objects += got
                 warn("maps", skipped)
             except BpfmemError as e:

@@ -1,0 +1,112 @@
+"""Container images in: every BPF object and every binary carrying one in the image's final
+filesystem (:mod:`bpfmem.parse.image`), each object read as the binary's loader does and
+named by image, layer and path (``agent.tar@layer2:/usr/bin/agent:.rodata+0x38240``)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+from ..errors import ParseError
+from ..inputs import open_input
+from .objects import is_image  # noqa: F401  (the test of what this module reads)
+
+if TYPE_CHECKING:
+    from ..parse.image import ImageContents
+
+
+@dataclass(frozen=True)
+class ImageObjects:
+    """An image's BPF objects (specs, or ObjectCode with ``code``), what was skipped, and
+    the image read (its files: BPF objects and binaries carrying them)."""
+    objects: list
+    skipped: list[str]
+    image: "ImageContents"
+
+
+class _DirSource:
+    """An OCI layout directory: each blob opened through the input door."""
+
+    def __init__(self, root: str, stack: ExitStack):
+        self.name = root
+        self.root = root
+        self.stack = stack
+
+    def open(self, name: str):
+        if name.startswith("/") or ".." in name.split("/"):
+            return None
+        path = os.path.join(self.root, name)
+        if not os.path.lexists(path):
+            return None
+        fd, size = open_input(path, "image")
+        return self.stack.enter_context(os.fdopen(fd, "rb")), size
+
+
+def _examine(path: str, data: bytes):
+    """What the image keeps of an ELF file: a BPF object's bytes, a binary's carried
+    objects (None for a binary carrying none, and for what is no readable ELF)."""
+    from .objects import _bpf_head, carried_by
+    if _bpf_head(data[:64]):
+        return ("object", data)
+    try:
+        carried = carried_by(data, path)
+    except ParseError:
+        return None
+    return ("binary", carried) if carried.objects or carried.skipped else None
+
+
+def _host_platform() -> str:
+    from platform import machine
+    m = machine()
+    return "linux/" + {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}.get(m, m)
+
+
+def read_image_path(path: str | os.PathLike, *, platform: str | None = None) -> "ImageContents":
+    """The image at ``path`` (an OCI layout directory, or a docker save / oci-archive tar)
+    with its layers applied, its ELF files examined."""
+    from ..parse.image import TarSource, read_image
+    name = os.fspath(path)
+    with ExitStack() as stack:
+        if os.path.isdir(name):
+            src = _DirSource(name, stack)
+        else:
+            fd, _ = open_input(name, "image")
+            src = TarSource(stack.enter_context(os.fdopen(fd, "rb")), name)
+        try:
+            return read_image(src, _examine, platform=platform, prefer=_host_platform())
+        except ParseError as e:
+            raise e.with_path(name) from None
+
+
+def load_image(path: str | os.PathLike, *, loader: str | None = None, programs: bool = True,
+               code: bool = False, platform: str | None = None) -> ImageObjects:
+    """Every BPF object of the image at ``path``: BPF object files as they are, binaries'
+    embedded objects as the binary's loader reads them (or ``loader``)."""
+    from .objects import specs_of
+    from ..parse.objspec import AUTO, parse_object, parse_object_code
+    image = read_image_path(path, platform=platform)
+    label = os.path.basename(os.fspath(path).rstrip("/")) or os.fspath(path)
+    objects, skipped = [], [f"{label}: {line}" for line in image.skipped]
+    for f in image.files:
+        name = f"{label}@layer{f.layer}:{f.path}"
+        kind, what = f.result
+        try:
+            if kind == "object":   # named by its place: libbpf's object name from the file's
+                if code:
+                    objects.append(parse_object_code(what, path=name, loader=loader or AUTO))
+                else:
+                    objects.append(parse_object(what, path=name, loader=loader or AUTO,
+                                                programs=programs))
+            elif not what.objects:       # only objects it could not cut out
+                skipped += [f"{name}:{line}" for line in what.skipped]
+            else:
+                got, sk = specs_of(what, name, loader=loader, programs=programs, code=code)
+                objects += got
+                skipped += sk
+        except ParseError as e:
+            skipped.append(f"{name}: {e.what}: skipped")
+    return ImageObjects(objects, skipped, image)
+
