@@ -56,6 +56,23 @@ def cgroup_inodes(fs_path: str) -> frozenset[int]:
     return frozenset(out)
 
 
+def _memcg_of(kpc: int, pfns: list[int]):
+    """(pfn, memcg inode) for sorted ``pfns`` from /proc/kpagecgroup (``kpc``), reading runs
+    of neighbours (within 512 frames) at once."""
+    i = 0
+    while i < len(pfns):
+        j = i
+        while j + 1 < len(pfns) and pfns[j + 1] - pfns[i] < 512 and j - i < 4096:
+            j += 1
+        lo, hi = pfns[i], pfns[j]
+        raw = os.pread(kpc, (hi - lo + 1) * 8, lo * 8)
+        vals = memoryview(raw).cast("Q")
+        for p in pfns[i:j + 1]:
+            k = p - lo
+            yield p, (vals[k] if k < len(vals) else 0)
+        i = j + 1
+
+
 class PageReader:
     """Reads pagemap and kpagecgroup (root only); :attr:`why_not` says why it cannot."""
 
@@ -142,18 +159,7 @@ class PageReader:
             yield p, known[p]
 
     def _lookup(self, pfns: list[int]):
-        i = 0
-        while i < len(pfns):
-            j = i
-            while j + 1 < len(pfns) and pfns[j + 1] - pfns[i] < 512 and j - i < 4096:
-                j += 1
-            lo, hi = pfns[i], pfns[j]
-            raw = os.pread(self._kpc, (hi - lo + 1) * 8, lo * 8)
-            vals = memoryview(raw).cast("Q")
-            for p in pfns[i:j + 1]:
-                k = p - lo
-                yield p, (vals[k] if k < len(vals) else 0)
-            i = j + 1
+        return _memcg_of(self._kpc, pfns)
 
     def charged_to(self, pfns: Iterable[int]) -> dict[int, int]:
         """pfn -> the inode of the memory cgroup charged for it (0: none)."""
@@ -244,16 +250,19 @@ def _one_file(libc, pm: int, kpc: int, path: str, inodes) -> tuple[int, int, boo
         for i in resident:
             ctypes.string_at(addr + i * PAGE_SIZE, 1)        # map it (a minor fault)
         ents = memoryview(os.pread(pm, n * 8, addr // PAGE_SIZE * 8)).cast("Q")
+        pfns = []
         for i in resident:
             if i < len(ents) and ents[i] & _PRESENT:
                 pfn = ents[i] & _PFN
                 if pfn == 0:
                     raise PermissionError("pagemap gives no page frame numbers")
-                ino = int.from_bytes(os.pread(kpc, 8, pfn * 8), "little")
-                if ino in inodes:
-                    here += 1
-                else:
-                    elsewhere += 1
+                pfns.append(pfn)
+        pfns.sort()
+        for _pfn, ino in _memcg_of(kpc, pfns):
+            if ino in inodes:
+                here += 1
+            else:
+                elsewhere += 1
     finally:
         libc.munmap(addr, n * PAGE_SIZE)
     return here, elsewhere, capped
