@@ -338,7 +338,7 @@ def test_header_and_verdict(plotly):
     page = report_html.render_html(doc, title="cni check")
     assert '<span class="verdict fail" id="bpfmem-verdict">FAIL</span>' in page
     assert "<title>cni check</title>" in page
-    assert "6.18.0" in page and "2, 64" in page and "128Mi" in page and "64Mi (50.0%)" in page
+    assert "6.18.0" in page and "2, 64" in page and "128Mi" in page and "64Mi (50%)" in page
     doc["pass"] = True
     page = report_html.render_html(doc)
     assert '<span class="verdict pass" id="bpfmem-verdict">PASS</span>' in page
@@ -347,7 +347,7 @@ def test_header_and_verdict(plotly):
 def test_diff_table_and_summary(plotly):
     doc = small_diff_doc()
     page = report_html.render_html(None, doc)
-    assert ("upgrade charges 48.2Mi at first start; new total 59.6Mi = 46.6% of the "
+    assert ("upgrade charges 48.2Mi at first start; new total 59.6Mi = 47% of the "
             "128Mi limit") in page
     start = page.index('id="bpfmem-diff-table"')
     table = page[start:page.index("</table>", start)]

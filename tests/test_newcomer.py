@@ -158,3 +158,12 @@ def test_piped_tables_take_columns_and_end_no_line_in_spaces(capsys, monkeypatch
         cli.main(argv)
         out = capsys.readouterr().out
         assert out and all(len(x) <= 80 and x == x.rstrip() for x in out.splitlines()), argv
+
+
+def test_a_loader_move_with_nothing_changed_says_so_and_names_the_renamed_maps(
+        capsys, monkeypatch):
+    ex = "tests/data/cilium_examples/variables_bpfel.o"
+    rc, out, _ = _run(["diff", ex, ex, "--old-loader", "libbpf", "--new-loader",
+                       "cilium-ebpf", *K], capsys, monkeypatch)
+    assert rc == 0 and "no map changed: 2 maps" in out
+    assert "variable.rodata -> .rodata" in " ".join(out.split())

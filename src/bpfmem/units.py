@@ -171,3 +171,16 @@ def format_gomemlimit(n: int) -> str:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 map``, ``2 maps``, ``0 maps`` (``plural`` for nouns that do not take an s)."""
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def format_share(f: float | None) -> str:
+    """A share of a whole, one way everywhere: whole percent (``26%``), one decimal below 1%
+    (``0.4%``), ``<0.1%`` for less that is not nothing; ``?`` when unknown."""
+    if f is None:
+        return "?"
+    p = f * 100
+    if p == 0:
+        return "0%"
+    if abs(p) >= 1:
+        return f"{p:.0f}%"
+    return f"{p:.1f}%" if abs(p) >= 0.1 else ("<0.1%" if p > 0 else ">-0.1%")

@@ -11,6 +11,7 @@ from .command import EXIT_OK, Command
 EPILOG = ("examples:\n  bpfmem measure agent.bpf.o\n"
           "  bpfmem measure agent.bpf.o --fill            also fill maps to half and full\n"
           "  bpfmem measure agent.bpf.o --vm-kernel 6.1   on Debian's 6.1 under qemu\n"
+          "  bpfmem measure agent.bpf.o --vm-kernel 6.1 --vm-cpus 4\n"
           "  bpfmem measure agent.bpf.o --vm-kernel /boot/vmlinuz-6.12.0-x\n"
           "  bpfmem measure agent.bpf.o --programs       also load its programs\n")
 
@@ -30,7 +31,12 @@ class Measure(Command):
         p.add_argument("--vm-kernel", metavar="VERSION|VMLINUZ",
                        help="measure in a VM: 5.10, 6.1, 6.12 (Debian cloud kernels, "
                             "downloaded once and cached) or a vmlinuz path")
-        p.add_argument("--cpus", type=a.positive, default=2, help="VM CPUs (default 2)")
+        p.add_argument("--vm-cpus", "--cpus", dest="cpus", type=a.positive, default=2,
+                       metavar="N",
+                       help="with --vm-kernel: the VM's CPUs, which are then the possible "
+                            "CPUs the model is compared at (default 2); on this host the "
+                            "host's own (unlike --cpus elsewhere, nothing is modelled at a "
+                            "CPU count the kernel does not have)")
         p.add_argument("--programs", action="store_true",
                        help="also load the programs for real (system libbpf, this host): "
                             "per program memlock, JIT size, the cgroup's charge and the peak "

@@ -51,7 +51,8 @@ def gate_json(r, out: IO[str], **options: Any) -> None:
 def gate_junit(r, out: IO[str], **options: Any) -> None:
     """One JUnit report: each gate's test suites under one <testsuites>, the counts summed."""
     if len(r.parts) == 1:
-        render(r.parts[0], "junit", out, **options)
+        part = r.parts[0]
+        render(part, "junit", out, **(options if part is r.maps else {}))
         return
     import xml.etree.ElementTree as ET
     roots = []

@@ -50,8 +50,8 @@ def _num(v: Any) -> float | None:
 
 
 def _pct(f: Any) -> str:
-    f = _num(f)
-    return "?" if f is None else f"{f * 100:.1f}%"
+    from ..units import format_share
+    return format_share(_num(f))
 
 
 def _esc(v: Any) -> str:

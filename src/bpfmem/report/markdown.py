@@ -5,6 +5,8 @@ fields; text from inputs is escaped by :mod:`.escape`'s Markdown rule."""
 
 from __future__ import annotations
 
+from ..units import format_share
+
 from ..units import count
 
 from typing import IO, Any
@@ -45,7 +47,7 @@ def check_markdown(r, out: IO[str]) -> None:
     lines += ["", "| top maps | charge | share |", "|---|---:|---:|"]
     for o in worst.offenders:
         lines.append(f"| {md_code(o.object + '/' + o.map)} | {fs(o.charged)} | "
-                     f"{o.share:.0%} |")
+                     f"{format_share(o.share)} |")
     refused = [m for p in r.results for m in p.refused]
     if refused:
         lines += ["", "refused maps, not created and left out of the totals: "

@@ -6,6 +6,8 @@ results (:class:`~bpfmem.analysis.size.SizeResult`, ``SizeDiff``, ``BinaryCheck`
 
 from __future__ import annotations
 
+from ..units import format_share
+
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -106,10 +108,10 @@ def size_table(result, out: IO[str]) -> None:
         for r in rows:
             cells = [r.name] + ([r.module if r.module != r.name else ""]
                                 if by == "package" else [])
-            t.add_row(*cells, fs(r.file), f"{r.file / whole:.1%}", fs(r.vm))
+            t.add_row(*cells, fs(r.file), format_share(r.file / whole), fs(r.vm))
         if count:
             cells = [f"({count} more)"] + ([""] if by == "package" else [])
-            t.add_row(*cells, fs(o_file), f"{o_file / whole:.1%}", fs(o_vm))
+            t.add_row(*cells, fs(o_file), format_share(o_file / whole), fs(o_vm))
         con.print(t)
         for n in rep.notes:
             con.print(Text(f"  note: {n}", style="yellow"))
@@ -127,7 +129,7 @@ def size_markdown(result, out: IO[str]) -> None:
         rows, (count, o_file, _o_vm) = shown_rows(rep, by, result.top)
         for r in rows:
             lines.append(f"| `{r.name}` | {fs(r.file)} | "
-                         f"{r.file / max(rep.file_size, 1):.1%} | {fs(r.vm)} |")
+                         f"{format_share(r.file / max(rep.file_size, 1))} | {fs(r.vm)} |")
         if count:
             lines.append(f"| ({count} more) | {fs(o_file)} | | |")
         lines.append("")

@@ -5,6 +5,8 @@ draws a finished result's fields on ``out``; it computes nothing of the model.""
 
 from __future__ import annotations
 
+from ..units import format_share
+
 from ..units import count
 
 from typing import IO, Any
@@ -116,7 +118,7 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
         t.add_column("charge", justify="right")
         t.add_column("share", justify="right")
         for o in p.offenders:
-            t.add_row(term(f"{o.object}/{o.map}"), fs(o.charged), f"{o.share:.0%}")
+            t.add_row(term(f"{o.object}/{o.map}"), fs(o.charged), format_share(o.share))
         console.print(t)
         for f in p.failures:
             console.print(Text(f"  - {f}", style="red"))
@@ -175,7 +177,15 @@ def diff_text(r, out: IO[str], *, width: int | None = None) -> None:
         full = fs(m.new.charged_full) if m.new is not None else fs(None)
         t.add_row(term(label(m)), Text(status, style=style.get(m.status, "")),
                   at_start, delta(m.delta_at_create), full, delta(m.delta_full))
-    console.print(t)
+    if t.row_count:
+        console.print(t)
+    else:
+        console.print(f"no map changed: {count(len(r.maps), 'map')}, the same on both sides")
+    renamed = [(m.old.name, m.new.name) for m in r.maps
+               if m.old is not None and m.new is not None and m.old.name != m.new.name]
+    if renamed:
+        console.print(Text("named differently by the two loaders (matched by section): "
+                           + ", ".join(f"{a} -> {b}" for a, b in renamed)), overflow="fold")
 
 
 # -- advise ---------------------------------------------------------------------------------
@@ -347,7 +357,7 @@ def _memory_table(o):
             t.add_row(term(e.spec.name), Text("refused: not created", style="red"), "", "", "")
             continue
         ch = mem.charged_at_create
-        share = f"{100 * ch / total_create:.0f}%" if ch is not None and total_create else ""
+        share = format_share(ch / total_create) if ch is not None and total_create else ""
         style = "dim" if not e.spec.autocreate else None
         t.add_row(Text(e.spec.name, style=style or ""), fs(mem.memlock_at_create), fs(ch),
                   fs(mem.charged_full), share)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from ..units import format_share
+
 from ..units import count
 
 import time
@@ -58,7 +60,7 @@ def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
     for m, _check in table_rows(view, rows, sort):
         rows_.append((str(m.id), markup(m.name), map_type_name(m.type), f"{m.max_entries:,}",
                       _entries(m), _pressure(_press(m)), format_size(m.memlock),
-                      f"{(m.memlock or 0) / total:.1%}", markup(_owner_text(m)),
+                      format_share((m.memlock or 0) / total), markup(_owner_text(m)),
                       markup(_tail(_cgroup(m), 48))))
     for i, (col, just) in enumerate((("ID", "right"), ("NAME", "left"), ("TYPE", "left"),
                                      ("MAX", "right"), ("ENTRIES", "right"),
