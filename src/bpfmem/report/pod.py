@@ -15,18 +15,19 @@ from ..analysis.pod import COMPONENTS
 from .documents import document
 
 
-# the chart's parts, bottom to top (sockets go with kernel; unexplained on top)
-_PLOT_PARTS = (("go_heap", "Go heap in use", "#1F4E79"),
-               ("go_free", "Go heap freed, not returned", "#9ECAE9"),
-               ("go_arenas", "Go heap arenas", "#2E6DA4"),
-               ("go_stacks", "Go stacks", "#54A24B"),
-               ("go_runtime", "Go runtime metadata", "#88D27A"),
-               ("processes", "processes (anon)", "#4C78A8"),
-               ("binary", "Go binary pages", "#E45756"),
-               ("page_cache", "page cache", "#72B7B2"),
-               ("kernel", "kernel (not maps)", "#B279A2"),
-               ("maps", "BPF maps", "#F58518"),
-               ("unexplained", "unexplained", "#BAB0AC"))
+# the chart's colours, one a part (analysis.pod.COMPONENTS, stacked in that order; sockets go
+# with kernel, unexplained on top): no two alike (at least 60 apart in RGB, also from the
+# limit's red and the usage line), the Go runtime's parts in browns and greens so none is
+# taken for "processes (anon)"
+PART_COLORS = {"processes": "#4C78A8", "go_heap": "#8C564B", "go_free": "#C49C94",
+               "go_arenas": "#BCBD22", "go_stacks": "#2CA02C", "go_runtime": "#98DF8A",
+               "thp_residue": "#DBDB8D", "binary": "#E377C2", "open_files": "#9EDAE5",
+               "page_cache": "#72B7B2", "kernel": "#9467BD", "maps": "#F58518",
+               "unexplained": "#D9D9D9"}
+LIMIT_COLOR, USAGE_COLOR = "#D62728", "#222222"
+_OTHER_COLOR = "#7F7F7F"        # a part this table does not know yet
+_PLOT_PARTS = tuple((k, label) for k, label in COMPONENTS if k not in ("sock", "unexplained")) \
+    + (("unexplained", "unexplained"),)
 
 
 def _pct(x: float | None) -> str:
@@ -272,72 +273,108 @@ def _wrap(text: str, width: int) -> str:
     return "<br>".join(_html.escape(x) for x in textwrap.wrap(text, width))
 
 
+def _series(samples: list, key: str) -> list[float]:
+    """One part of every sample, in Mi (sockets counted with the kernel)."""
+    ys = []
+    for s in samples:
+        v = s["parts"].get(key) or 0
+        if key == "kernel":
+            v += s["parts"].get("sock") or 0
+        ys.append(in_mi(max(v, 0)))
+    return ys
+
+
+def command_end(doc: dict) -> str | None:
+    """How a traced command ended, as the chart says it at the trace's end: exited (with its
+    code), killed by a signal, or still running and stopped when the trace ended (bpfmem
+    kills what it started); None when no command was traced."""
+    if not doc.get("command"):
+        return None
+    code = doc.get("exit_code")
+    if code is None:
+        return ("trace interrupted: command stopped" if doc.get("interrupted")
+                else "command stopped at the end of the trace")
+    return f"command killed by signal {-code}" if code < 0 else f"command exited with {code}"
+
+
+_VISIBLE = 0.05     # Mi: a part never above this is not drawn (nor put in the legend)
+
+
 def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
-    """The stacked chart of a trace: usage split into its parts over time, the limit, and
-    the peak marked."""
+    """The stacked chart of a trace: usage split into its parts over time (a part that is
+    0 throughout is left out), the limit, the peak marked (its label above it, clear of the
+    axes; what made it, for a Go process, under the title) and how a traced command ended.
+    The time axis is the trace's span."""
     go, _pio, _ = _plotly()
     samples = doc["samples"]
     ts = [s["t"] for s in samples]
     fig = go.Figure()
-    for key, label, color in _PLOT_PARTS:
-        ys = []
-        for s in samples:
-            v = s["parts"].get(key) or 0
-            if key == "kernel":
-                v += s["parts"].get("sock") or 0
-            ys.append(in_mi(max(v, 0)))
-        if key == "unexplained" and not any(y > 0.05 for y in ys):
+    for key, label in _PLOT_PARTS:
+        ys = _series(samples, key)
+        if not any(y > _VISIBLE for y in ys):
             continue
-        if key not in ("processes", "page_cache", "kernel", "maps") and not any(
-                key in x["parts"] for x in samples):
-            continue
+        color = PART_COLORS.get(key, _OTHER_COLOR)
         fig.add_trace(go.Scatter(
             x=ts, y=ys, name=label + (" + sockets" if key == "kernel" and any(
                 s["parts"].get("sock") for s in samples) else ""),
             mode="lines", line=dict(width=0.5, color=color), stackgroup="usage",
             fillcolor=color, hovertemplate="%{y:.1f}Mi<extra>" + label + "</extra>"))
     fig.add_trace(go.Scatter(x=ts, y=[in_mi(s["usage"]) for s in samples], name="usage",
-                             mode="lines", line=dict(width=1.5, color="#222"),
+                             mode="lines", line=dict(width=1.5, color=USAGE_COLOR),
                              hovertemplate="%{y:.1f}Mi<extra>usage</extra>"))
     s = doc["summary"] or {}
+    start = min(ts[0], 0.0) if ts else 0.0
+    end = ts[-1] if ts and ts[-1] > start else start + max(doc.get("interval") or 0, 1.0)
     limit = s.get("limit") or next((x["limit"] for x in samples if x.get("limit")), None)
     top = in_mi(max([x["usage"] for x in samples] + [0]))
     if limit:
-        fig.add_trace(go.Scatter(x=[ts[0], ts[-1]] if ts else [0, 1],
-                                 y=[in_mi(limit)] * 2, name=f"limit {format_size(limit)}",
-                                 mode="lines", line=dict(color="#D62728", width=2, dash="dash"),
+        fig.add_trace(go.Scatter(x=[start, end], y=[in_mi(limit)] * 2,
+                                 name=f"limit {format_size(limit)}", mode="lines",
+                                 line=dict(color=LIMIT_COLOR, width=2, dash="dash"),
                                  hoverinfo="skip"))
         top = max(top, in_mi(limit))
+    ceiling = top * 1.12 if top else 1.0
     pk = s.get("peak")
+    why = ""
     if pk:
         share = f" ({s['peak_share'] * 100:.0f}% of limit)" if s.get("peak_share") else ""
+        peak = in_mi(pk["usage"])
         fig.add_trace(go.Scatter(
-            x=[pk["t"]], y=[in_mi(pk["usage"])], name="peak", mode="markers",
-            marker=dict(size=11, color="#D62728", symbol="diamond",
+            x=[pk["t"]], y=[peak], name="peak", mode="markers",
+            marker=dict(size=11, color=LIMIT_COLOR, symbol="diamond",
                         line=dict(color="white", width=1.5)),
             hovertemplate="peak %{y:.1f}Mi at %{x:.2f}s<extra></extra>"))
-        label = f"peak {format_size(pk['usage'])} at {pk['t']:.2f}s{share}"
+        # one line, above the peak (nothing of the stack is higher): the y axis leaves room
+        # for it, and it leans to the side of the plot with more room
+        ceiling = max(ceiling, peak * 1.3)
+        left = pk["t"] - start > 0.6 * (end - start)
+        fig.add_annotation(x=pk["t"], y=peak, ax=-40 if left else 40, ay=-34,
+                           text=f"peak {format_size(pk['usage'])} at {pk['t']:.2f}s{share}",
+                           align="left", showarrow=True, arrowhead=2, arrowcolor=LIMIT_COLOR,
+                           font=dict(color=LIMIT_COLOR, size=13),
+                           bgcolor="rgba(255,255,255,0.9)", bordercolor=LIMIT_COLOR,
+                           borderpad=3, xanchor="right" if left else "left",
+                           yanchor="bottom")
         if any(k.startswith("go_") for k in pk.get("parts", {})):
             why = peak_explained(doc) or ""
-            label += "<br>" + _wrap(why[why.find(": ") + 2:], 60)
-        fig.add_annotation(x=pk["t"], y=in_mi(pk["usage"]), ax=70, ay=40,
-                           text=label, align="left",
-                           showarrow=True, arrowhead=2, arrowcolor="#D62728",
-                           font=dict(color="#D62728", size=13), bgcolor="rgba(255,255,255,0.9)",
-                           bordercolor="#D62728", borderpad=3, xanchor="left")
-    if doc.get("exit_code") is not None and ts:
-        fig.add_vline(x=ts[-1], line=dict(color="#888", width=1, dash="dot"))
-        fig.add_annotation(x=ts[-1], y=1, yref="paper", text="command exited",
-                           showarrow=False, xanchor="right", yanchor="top",
-                           font=dict(color="#666", size=12))
+            why = why[why.find(": ") + 2:]
+    ended = command_end(doc)
+    if ended and ts:
+        fig.add_vline(x=end, line=dict(color="#888", width=1, dash="dot"))
+        fig.add_annotation(x=end, y=1, yref="paper", text=ended, showarrow=False,
+                           xanchor="right", yanchor="top", font=dict(color="#666", size=12))
     cg = doc.get("cgroup") or {}
     cmd = " ".join(doc.get("command") or [])
     title = f"bpfmem pod --trace: {cmd or cg.get('path', '')}"
     if len(title) > 110:
         title = title[:107] + "..."
     import html as _html
+    sub = [_html.escape(trace_headline(doc))]
+    if why:
+        sub.append(_wrap("at the peak: " + why, 150))
+    lines = sum(x.count("<br>") + 1 for x in sub)
     title = (_html.escape(title) + "<br><span style='font-size:13px;color:#555'>"
-             + _html.escape(trace_headline(doc)) + "</span>")
+             + "<br>".join(sub) + "</span>")
     fig.update_layout(
         template="none", width=width, height=height, paper_bgcolor="white",
         plot_bgcolor="white",
@@ -345,11 +382,11 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
                   color="#222"),
         title=dict(text=title, x=0.01, xanchor="left", y=0.955, yanchor="top",
                    font=dict(size=16)),
-        margin=dict(l=70, r=20, t=88, b=90),
+        margin=dict(l=70, r=20, t=70 + 18 * lines, b=90),
         xaxis=dict(title=dict(text="seconds since the trace started", standoff=6),
-                   rangemode="tozero",
+                   range=[start, end], autorange=False,
                    showgrid=True, gridcolor="#eee", zeroline=False),
-        yaxis=dict(title="Mi", rangemode="tozero", range=[0, top * 1.12 if top else 1],
+        yaxis=dict(title="Mi", range=[0, ceiling], autorange=False,
                    showgrid=True, gridcolor="#eee", zeroline=False),
         legend=dict(orientation="h", x=0, y=-0.13, xanchor="left", yanchor="top",
                     traceorder="normal"),
@@ -360,11 +397,10 @@ def trace_figure(doc: dict, *, width: int = 1100, height: int = 560):
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; connect-src 'none'">
-<style>html,body{{margin:0;padding:0;background:white;font-family:Inter,Segoe UI,Helvetica,Arial,sans-serif;color:#222}}
-p{{margin:4px 16px 8px;font-size:14px}}</style>
+<style>html,body{{margin:0;padding:0;background:white;font-family:Inter,Segoe UI,Helvetica,Arial,sans-serif;color:#222}}</style>
 <script>window.PlotlyConfig={{MathJaxConfig:"local"}};</script>
 <script>{plotlyjs}</script></head>
-<body>{headline}<div id="bpfmem-pod-trace" style="width:{width}px;height:{height}px"></div>
+<body><div id="bpfmem-pod-trace" style="width:{width}px;height:{height}px"></div>
 <script>(function(){{var f={fig};Plotly.newPlot("bpfmem-pod-trace",f.data,f.layout,{config});}})();</script>
 </body></html>
 """
@@ -383,15 +419,13 @@ def plot_format(path: str) -> str:
 
 def render_trace_html(doc: dict, *, width: int = 1100, height: int = 560,
                       static: bool = False) -> str:
-    """A self-contained page (plotly.js inline: works offline) with the trace's chart;
-    ``static`` leaves out the headline and the plot's toolbar (for a PNG)."""
-    import html as _html
+    """A self-contained page (plotly.js inline: works offline) with the trace's chart (its
+    title says the summary, once); ``static`` leaves out the plot's toolbar (for a PNG)."""
     go, pio, get_plotlyjs = _plotly()
     fig = trace_figure(doc, width=width, height=height)
     config = {"displaylogo": False, "responsive": False, "staticPlot": static,
               "displayModeBar": not static}
-    headline = "" if static else f"<p>{_html.escape(trace_headline(doc))}</p>"
-    return _PAGE.format(title="bpfmem pod trace", plotlyjs=get_plotlyjs(), headline=headline,
+    return _PAGE.format(title="bpfmem pod trace", plotlyjs=get_plotlyjs(),
                         width=width, height=height, fig=pio.to_json(fig, validate=True),
                         config=json.dumps(config))
 
