@@ -3,9 +3,7 @@
 The browser test drives Debian's headless Chromium over the DevTools protocol on a pipe
 (``--remote-debugging-pipe``: no port, no websocket library) and checks that the page logs no
 error, makes no request but for its own file, and draws one treemap cell per map.
-
-``python3 tests/test_html.py OUT.png`` renders the sample documents below and screenshots them
-(docs/report.png is made this way).
+The README's picture of a report is drawn by docs/pictures.py (tests/test_pictures.py).
 """
 
 from __future__ import annotations
@@ -651,47 +649,3 @@ def test_browser_test_sees_a_stray_request(tmp_path, plotly):
         assert any("example.invalid" in x for x in seen), seen
     finally:
         b.close()
-
-
-# --- screenshot for docs ---------------------------------------------------------------------------
-
-def seed_docs() -> tuple[dict, dict]:
-    """The seed case (examples/seed) as bpfmem computes it: the v0.6.0 release before the fix
-    checked against a 128Mi pod (maps may take 40%), and the diff to the fixed release."""
-    from bpfmem import api
-    seed = Path(__file__).resolve().parent.parent / "examples" / "seed"
-    before, after = str(seed / "cni_v060_before.bpf.o"), str(seed / "cni_v060_after.bpf.o")
-    from bpfmem.report.documents import document
-    check = document(api.check_objects([before], limit=128 << 20, max_fraction=0.4,
-                              profiles=api.profiles(["6.1", "6.18"], [2, 64])))
-    diff = document(api.diff_objects([before], [after], profile=api.profile("6.18", cpus=2),
-                           limit=128 << 20))
-    return check, diff
-
-
-def screenshot(out: Path, width: int = 1280, height: int = 900, docs=None) -> None:
-    """Render check + diff documents (default: the sample ones) and screenshot the page with
-    headless Chromium."""
-    check, diff = docs or (sample_check_doc(), sample_diff_doc())
-    with tempfile.TemporaryDirectory(prefix="bpfmem-report-") as tmp:
-        page = Path(tmp, "report.html")
-        write_html(page, report_html.render_html(check, diff))
-        profile = Path(tmp, "profile")
-        proc = subprocess.Popen(
-            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-             f"--window-size={width},{height}", "--virtual-time-budget=10000",
-             f"--screenshot={out.resolve()}", page.as_uri()],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-if __name__ == "__main__":
-    # python3 tests/test_html.py docs/seed-report.png 1280 1720 seed
-    screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/report.png"),
-               *(int(x) for x in sys.argv[2:4]),
-               docs=seed_docs() if "seed" in sys.argv[4:5] else None)

@@ -665,49 +665,6 @@ def test_upgrade_headroom_matches_a_real_upgrade(tmp_path):
     assert abs(real.usage - h.projected) <= 2 * MiB
 
 
-# ---- the picture in the README: python3 tests/test_pod.py docs/pod-trace.png ----
-
-DEMO = r"""
-import sys, time
-sys.path.insert(0, %r)
-from bpfmem.host import bpfsys
-maps = __import__("json").loads(sys.argv[1])
-time.sleep(0.4)                                   # the runtime starts
-buf = []                                          # start-up: read and index the config
-for i in range(6):
-    buf.append(bytearray(b"\x01") * (8 << 20))
-    time.sleep(0.08)
-fds = []
-for t, k, v, m, flags, name in maps:              # then create the datapath's maps
-    fds.append(bpfsys.map_create(t, k, v, m, flags, name))
-    time.sleep(0.12)
-time.sleep(0.3)
-del buf                                           # and give the start-up memory back
-time.sleep(2.0)
-""" % SRC
-
-
-def demo_trace(path: str = BEFORE) -> dict:
-    from bpfmem.model.estimate import shape_of_spec
-    plan = []
-    for m in api.load_object(path).maps:
-        sh, _ = shape_of_spec(m, PROF)
-        plan.append([sh.type, sh.key_size, sh.value_size, sh.max_entries, sh.map_flags,
-                     m.name[:15]])
-    return document(api.pod_trace(command=[sys.executable, "-c", DEMO, json.dumps(plan)],
-                                  duration=10, interval=0.05, limit=128 * MiB,
-                                  command_output=subprocess.DEVNULL, profile=api.profile()))
-
-
-if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else "docs/pod-trace.png"
-    doc = demo_trace()
-    doc["command"] = ["galactic-cni", "(v0.6.0 start-up, simulated: 48 MiB config, "
-                      "then the seed's maps)"]
-    api.write_trace_plot(doc, out)
-    print(rp.trace_headline(doc))
-
-
 def test_trace_says_when_it_falls_behind_and_who_left():
     """Samples asked every 0.1 s arriving every 0.5 s, three processes of which one leaves:
     both said in the summary's notes (and the kernel's peak between samples not blamed on

@@ -36,7 +36,8 @@ def screenshot_html(html: str, png_path: str, *, width: int, height: int,
             f.write(html)
         out = os.path.join(tmp, "plot.png")
         cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               "--no-first-run", "--disable-extensions", "--disable-background-networking",
+               "--disable-quic", "--no-first-run", "--disable-extensions",
+               "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--mute-audio",
                "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp}/profile",
                f"--window-size={int(width)},{int(height)}", "--virtual-time-budget=5000",

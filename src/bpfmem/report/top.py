@@ -31,8 +31,10 @@ def _pressure(p: float | None) -> str:
 
 
 def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
-             interval: float, sort: str = "memlock", keys: bool = False):
-    """A rich renderable: header (totals, filters, scan time) and the top ``rows`` maps."""
+             interval: float, sort: str = "memlock", keys: bool = False,
+             clock: str | None = None):
+    """A rich renderable: header (totals, filters, scan time) and the top ``rows`` maps;
+    ``clock`` the time it shows (default: now, as HH:MM:SS)."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -44,7 +46,7 @@ def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
     mism = dict(view.model_status).get("mismatch", 0)
     head = Text.from_markup(
         f"[bold]bpfmem top[/]  {s.hostname}  kernel {s.kernel}  "
-        f"{time.strftime('%H:%M:%S')}  every {interval:g}s  "
+        f"{clock or time.strftime('%H:%M:%S')}  every {interval:g}s  "
         f"scan {round(s.duration, 3) * 1000:.0f} ms\n"
         f"maps [bold]{shown:,}[/]" + (f" of {total_maps:,}" if shown != total_maps else "") +
         f"   memlock [bold]{format_size(view.memlock)}[/]"
