@@ -65,6 +65,8 @@ class ObjectInventory:
     memory: MemoryTotals | None = None          # None: no kernel asked
     memory_before: MemoryTotals | None = None   # before the what-if (None: no what-if)
     unmatched_settings: tuple[str, ...] | None = None   # None: no what-if
+    programs: tuple | None = None       # analysis.progs.ProgramBound per program (with a
+    #                                     kernel and the programs read; lower bounds)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,15 @@ def totals(maps: Iterable[MapEntry]) -> MemoryTotals:
 
 def object_inventory(o: ObjectSpec, profile: KernelProfile | None = None) -> ObjectInventory:
     maps = tuple(map_entry(m, profile) for m in o.maps)
-    return ObjectInventory(o, maps, totals(maps) if profile is not None else None)
+    return ObjectInventory(o, maps, totals(maps) if profile is not None else None,
+                           programs=_program_bounds(o, profile))
+
+
+def _program_bounds(o: ObjectSpec, profile: KernelProfile | None):
+    if profile is None or o.programs is None:
+        return None
+    from .progs import program_bounds
+    return program_bounds(o.programs, profile)
 
 
 def inventory(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] = (),
@@ -134,5 +144,6 @@ def inventory(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] =
         before = object_inventory(o, profile).memory
         out.append(ObjectInventory(changed, maps,
                                    totals(maps) if profile is not None else None, before,
-                                   tuple(whatif.unmatched([m.name for m in o.maps]))))
+                                   tuple(whatif.unmatched([m.name for m in o.maps])),
+                                   _program_bounds(o, profile)))
     return Inventory(profile, tuple(whatif.describe()), tuple(out), tuple(errors))

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from ..records import LiveBtf, LiveProg, Owner
 
-__all__ = ["ProgSum", "ProgramTotals", "program_totals", "prog_holder", "STRUCT_BPF_PROG",
-           "memlock_lower_bound", "ProgramBound", "program_bounds"]
+__all__ = ["ProgSum", "ProgramTotals", "program_totals", "prog_holder", "BPF_PROG_HEADER",
+           "bpf_prog_header", "memlock_lower_bound", "ProgramBound", "program_bounds",
+           "MeasuredProg", "ProgramsMeasured", "programs_measured"]
 
 
 def prog_holder(p: LiveProg) -> Owner | None:
@@ -79,15 +80,24 @@ def program_totals(progs: tuple[LiveProg, ...], btfs: tuple[LiveBtf, ...] = ()
 
 # ---- before load ----
 
-# offsetof(struct bpf_prog, insns) on x86_64: the header bpf_prog_size() adds to the
-# instructions (include/linux/filter.h: round_up(offsetof(struct bpf_prog, insns) +
-# bpf_insn_size * proglen, PAGE_SIZE)); checked against the running kernel's BTF in the tests
-STRUCT_BPF_PROG = 72
+# sizeof(struct bpf_prog) on x86_64 (its insns[] is a flexible array at the end, so this is
+# the offsetof(struct bpf_prog, insns) that bpf_prog_size() adds to the instructions:
+# include/linux/filter.h), read from Debian's BTF of each release (tests/data/btf) and this
+# host's 6.18; a release between two uses the older one's
+BPF_PROG_HEADER = (((5, 10), 56), ((6, 1), 72), ((6, 12), 72), ((6, 18), 96))
 BPF_INSN_SIZE = 8
 
 
-def memlock_lower_bound(insns: int, page_size: int = 4096,
-                        header: int = STRUCT_BPF_PROG) -> int:
+def bpf_prog_header(release: tuple[int, ...]) -> int:
+    """sizeof(struct bpf_prog) of ``release`` (the smallest known before 5.10)."""
+    size = BPF_PROG_HEADER[0][1]
+    for rel, n in BPF_PROG_HEADER:
+        if tuple(release[:2]) >= rel:
+            size = n
+    return size
+
+
+def memlock_lower_bound(insns: int, page_size: int = 4096, header: int = 0) -> int:
     """The least memlock the kernel reports for a program of ``insns`` instructions as the
     loader hands them over: ``bpf_prog_size(insns)`` rounded up to pages (bpf_prog_alloc),
     which the verifier may only grow (bpf_prog_realloc when it patches in more)."""
@@ -105,12 +115,17 @@ class ProgramBound:
     memlock_at_least: int
 
 
-def program_bounds(programs, code_insns, page_size: int = 4096) -> tuple[ProgramBound, ...]:
-    """``programs`` (ProgramSpec) with ``code_insns`` (name -> instruction count after the
-    loader appends the subprograms it calls)."""
-    return tuple(ProgramBound(p.name, p.section, code_insns[p.name],
-                              memlock_lower_bound(code_insns[p.name], page_size))
-                 for p in programs)
+def program_bounds(programs, profile) -> tuple[ProgramBound, ...]:
+    """Each program (ProgramSpec) of an object before load on ``profile``'s kernel: the
+    instructions a loader hands over (its own and, once each, the subprograms it calls) and
+    the memlock they imply, a lower bound."""
+    header = bpf_prog_header(profile.release)
+    out = []
+    for p in programs:
+        n = p.insns + p.subprogram_insns
+        out.append(ProgramBound(p.name, p.section, n,
+                                memlock_lower_bound(n, profile.page_size, header)))
+    return tuple(out)
 
 
 # ---- measured (bpfmem measure --programs) ----

@@ -38,6 +38,7 @@ class ProgramSpec:
     insns: int
     maps: tuple[str, ...] = ()          # maps referenced, also through subprograms
     subprograms: tuple[str, ...] = ()   # .text functions it calls, directly or not
+    subprogram_insns: int = 0           # their instructions: a loader appends each once
 
 
 class Functions:
@@ -236,5 +237,6 @@ def read_programs(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],
                 f.name, sec.name, int(ptype) if ptype is not None else 0, int(attach),
                 autoload, sleepable, f.size // 8,
                 tuple(map_names[i] for i in sorted(used)),
-                tuple(text_funcs[o].name for o in sorted(seen_sub) if o in text_funcs)))
+                tuple(text_funcs[o].name for o in sorted(seen_sub) if o in text_funcs),
+                sum(text_funcs[o].size // 8 for o in seen_sub if o in text_funcs)))
     return tuple(programs), targets

@@ -208,6 +208,14 @@ def _object_inventory(o) -> dict[str, Any]:
         rec["memory_before"] = _totals(o.memory_before)
     if o.unmatched_settings is not None:
         rec["unmatched_settings"] = list(o.unmatched_settings)
+    if o.programs is not None:
+        # before load: a lower bound (the verifier may patch in more instructions, and a
+        # program costs its aux data, line info and JIT image beside: measure --programs)
+        rec["program_memory"] = {
+            "memlock_at_least": sum(p.memlock_at_least for p in o.programs),
+            "lower_bound": True,
+            "programs": [{"name": p.name, "insns_loaded": p.insns,
+                          "memlock_at_least": p.memlock_at_least} for p in o.programs]}
     return rec
 
 

@@ -328,11 +328,25 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
             p.add_column("section", overflow="fold", max_width=24)
             p.add_column("type", overflow="fold", max_width=14)
             p.add_column("maps", overflow="fold")
+            bounds = {b.name: b for b in o.programs or ()}
+            if bounds:
+                p.add_column("insns", justify="right")
+                p.add_column("memlock ≥", justify="right")
             for prog in s.programs:
-                p.add_row(term(prog.name), term(prog.section),
-                          (prog_type_name(prog.type) if prog.type else None) or "unknown",
-                          term(", ".join(prog.maps) or "-"))
+                row = [term(prog.name), term(prog.section),
+                       (prog_type_name(prog.type) if prog.type else None) or "unknown",
+                       term(", ".join(prog.maps) or "-")]
+                if bounds:
+                    b = bounds[prog.name]
+                    row += [str(b.insns), fs(b.memlock_at_least)]
+                p.add_row(*row)
             console.print(p)
+            if bounds:
+                console.print(Text(f"  programs: memlock at least "
+                                   f"{fs(sum(b.memlock_at_least for b in bounds.values()))} "
+                                   "(a lower bound: the pages of the instructions the loader "
+                                   "hands over; measure --programs for what they cost)",
+                                   style="dim"), overflow="fold")
         console.print()
 
 

@@ -1,0 +1,90 @@
+"""Programs before load (`maps`): the instruction count a loader hands the kernel, and the
+memlock it implies as a lower bound, against libbpf and the kernel on this machine, and the
+struct size table against each release's BTF."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import subprocess
+
+import pytest
+
+import libbpf_harness
+from conftest import CILIUM_EXAMPLES, FIXTURES, HERE, is_root
+from bpfmem.analysis.progs import BPF_PROG_HEADER, bpf_prog_header, memlock_lower_bound
+from bpfmem.api import load_object
+from bpfmem.model.kernel import parse_release
+from bpfmem.parse.kernel_btf import parse_kernel_btf
+
+BTF_DIR = HERE / "data" / "btf"
+
+
+@pytest.mark.parametrize("path", sorted(BTF_DIR.glob("*.btf.xz")), ids=lambda p: p.name)
+def test_header_table_is_each_release_btf(path):
+    facts = parse_kernel_btf(lzma.decompress(path.read_bytes()), struct_names=("bpf_prog",))
+    release = parse_release(path.name.split(".btf")[0])
+    assert bpf_prog_header(release) == facts.sizes["bpf_prog"]
+    assert release[:2] in dict(BPF_PROG_HEADER)
+
+
+@pytest.mark.skipif(not os.path.exists("/sys/kernel/btf/vmlinux"), reason="no kernel BTF")
+def test_header_table_is_this_kernel_btf():
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        facts = parse_kernel_btf(f.read(), struct_names=("bpf_prog",))
+    assert bpf_prog_header(parse_release(os.uname().release)) == facts.sizes["bpf_prog"]
+
+
+def test_lower_bound_pages():
+    assert memlock_lower_bound(1, 4096, 96) == 4096
+    assert memlock_lower_bound(500, 4096, 96) == 4096      # 96 + 4000 <= 4096
+    assert memlock_lower_bound(501, 4096, 96) == 8192
+
+
+OBJECTS = [FIXTURES / n for n in ("callbacks.o", "prog_sections.o", "global_data.o",
+                                  "map_in_map.o", "prog_array.o", "static_globals.o")] + \
+    [CILIUM_EXAMPLES / n for n in ("variables_bpfel.o", "xdp_bpfel.o", "tcx_bpfel.o",
+                                   "counter_bpfel.o", "kprobe_bpfel.o", "bpf2go_test_bpfel.o",
+                                   "xdp_live_frame_bpfel.o", "cgroup_skb_bpfel.o")]
+
+
+@pytest.mark.kernel
+@pytest.mark.libbpf
+@pytest.mark.skipif(not is_root(), reason="loading programs needs root")
+def test_relocated_insns_equal_libbpf_and_bound_the_kernel_memlock():
+    """For every program libbpf loads: bpfmem's count (own + subprograms once each) equals
+    bpf_program__insn_cnt after libbpf's relocations, and the lower bound on this kernel
+    never exceeds the fdinfo memlock the kernel reports."""
+    from bpfmem.host import bpfsys, progs
+    binary = libbpf_harness.ensure_built()
+    if binary is None:
+        pytest.skip("the libbpf harness cannot be built here")
+    header = bpf_prog_header(parse_release(os.uname().release))
+    page = os.sysconf("SC_PAGE_SIZE")
+    checked = 0
+    for obj in OBJECTS:
+        spec = {p.name: p for p in load_object(str(obj)).programs}
+        p = subprocess.Popen([str(binary), "hold", str(obj)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            recs = []
+            for line in p.stdout:
+                rec = json.loads(line)
+                if rec["kind"] == "ready":
+                    break
+                recs.append(rec)
+            for rec in recs:
+                s = spec[rec["name"]]
+                assert s.insns + s.subprogram_insns == rec["insn_cnt"], (obj.name, rec)
+                fd = bpfsys.prog_fd_by_id(rec["id"])
+                try:
+                    memlock = progs.prog_fdinfo(fd)
+                finally:
+                    os.close(fd)
+                assert memlock_lower_bound(rec["insn_cnt"], page, header) <= memlock
+                checked += 1
+        finally:
+            p.kill()
+            p.wait()
+    assert checked >= 20
