@@ -88,3 +88,33 @@ def test_relocated_insns_equal_libbpf_and_bound_the_kernel_memlock():
             p.kill()
             p.wait()
     assert checked >= 20
+
+
+def test_check_programs_adds_the_lower_bound():
+    """`check --programs`: the gate's total is the maps' charge plus each program's memlock
+    lower bound (what `maps` reports), said to be one; a limit between the two fails only
+    with it; on 5.10 (maps and programs charged to no memory cgroup) nothing is added."""
+    from bpfmem import api
+    from bpfmem.model.kernel import KernelProfile
+    from bpfmem.report.documents import document
+    obj = str(FIXTURES / "callbacks.o")
+    prof = KernelProfile.for_release("6.18", 2)
+    plain = api.check_objects([obj], limit=1 << 30, profiles=[prof]).results[0]
+    with_p = api.check_gates([obj], api.gate_settings(limit=1 << 30, programs=True),
+                             profiles=[prof]).maps.results[0]
+    spec = load_object(obj)
+    want = sum(memlock_lower_bound(p.insns + p.subprogram_insns, 4096, 96)
+               for p in spec.programs)
+    assert with_p.programs == want == 3 * 4096
+    assert with_p.total == plain.total + want
+    doc = document(api.check_gates([obj], api.gate_settings(limit=1 << 30, programs=True),
+                                   profiles=[prof]))
+    text = json.dumps(doc)
+    assert '"programs_at_least": 12288' in text and '"programs_lower_bound": true' in text
+    between = plain.total + want // 2
+    assert api.check_gates([obj], api.gate_settings(limit=between), profiles=[prof]).passed
+    assert not api.check_gates([obj], api.gate_settings(limit=between, programs=True),
+                               profiles=[prof]).passed
+    old = api.check_gates([obj], api.gate_settings(limit=1 << 30, programs=True),
+                          profiles=[KernelProfile.for_release("5.10", 2)]).maps.results[0]
+    assert old.programs is None

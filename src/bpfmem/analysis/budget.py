@@ -20,6 +20,7 @@ class Budget:
     full: bool = False                  # judge the maps when full instead of at create
     object_limits: dict[str, int] = field(default_factory=dict)   # object path/name -> bytes
     map_caps: dict[str, int] = field(default_factory=dict)        # map name -> bytes
+    programs: bool = False              # add the programs' memlock lower bound to the charge
 
     @property
     def budget(self) -> int:
@@ -61,6 +62,8 @@ class ObjectCharge:
     total: int
     unknown: int
     maps: tuple[MapCharge, ...]
+    programs: int | None = None     # the programs' memlock lower bound in ``total`` (None:
+    #                                 not asked, or a kernel that charges no memory cgroup)
 
     @property
     def refused(self) -> tuple[str, ...]:
@@ -90,6 +93,8 @@ class ProfileCheck:
     objects: tuple[ObjectCharge, ...]
     offenders: tuple[Offender, ...]     # the largest maps, largest first
     memlock: int = 0                    # the maps' memlock at create, summed
+    programs: int | None = None         # the programs' lower bound in ``total`` (None: not
+    #                                     asked for, or not charged to a memory cgroup)
 
     @property
     def charged_to_memcg(self) -> bool:
@@ -148,7 +153,9 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             costs = object_costs(o, prof, whatif)
             all_costs += costs
             obj_total, unknown = total(costs, what)
-            per_object.append((o, costs, obj_total, unknown))
+            prog = _program_bound(o, prof) if budget.programs else None
+            obj_total += prog or 0
+            per_object.append((o, costs, obj_total, unknown, prog))
             refused = tuple(f"{o.name}/{c.name}: the kernel or the loader refuses this map "
                             f"({c.footprint.rejected})" for c in costs
                             if c.footprint is not None and c.footprint.rejected)
@@ -156,12 +163,14 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
                                 object=o.name))
             lim = budget.object_limits.get(o.path or "") or budget.object_limits.get(o.name)
             if lim is not None:
-                over = ((f"{o.name}: maps charge {fs(obj_total)}, over its own limit "
+                over = ((f"{o.name}: {_what(prog)} charge {fs(obj_total)}, over its own limit "
                          f"{fs(lim)} by {fs(obj_total - lim)}",)
                         if obj_total > lim else ())
-                checks.append(Check(f"{o.name}: maps within its own limit {fs(lim)}",
+                checks.append(Check(f"{o.name}: {_what(prog)} within its own limit {fs(lim)}",
                                     over, object=o.name, value=obj_total, limit=lim))
-        grand = sum(t for _o, _c, t, _u in per_object)
+        grand = sum(t for _o, _c, t, _u, _p in per_object)
+        progs = [p for *_x, p in per_object if p is not None]
+        prog_total = sum(progs) if progs else None
         before = None
         if whatif:
             before = sum(total(object_costs(o, prof, None), what)[0] for o in objects)
@@ -169,8 +178,8 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
         def share(c: MapCost) -> float:
             v = getattr(c, what)
             return (v / grand) if (v is not None and grand) else 0.0
-        objs = tuple(ObjectCharge(o, t, u, tuple(MapCharge(c, share(c)) for c in costs))
-                     for o, costs, t, u in per_object)
+        objs = tuple(ObjectCharge(o, t, u, tuple(MapCharge(c, share(c)) for c in costs), p)
+                     for o, costs, t, u, p in per_object)
         for c in all_costs:
             cap = budget.map_caps.get(c.name)
             if cap is None:
@@ -183,14 +192,20 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
                                 over, object=c.object, map=c.name, value=v, limit=cap))
         of = ("" if budget.max_fraction == 1 else
               f" ({budget.max_fraction:g} of the limit {fs(budget.limit)})")
-        over = ((f"maps charge {fs(grand)}, over the budget {fs(budget.budget)}{of} by "
+        what_all = _what(prog_total)
+        over = ((f"{what_all} charge {fs(grand)}, over the budget {fs(budget.budget)}{of} by "
                  f"{fs(grand - budget.budget)}",)
                 if grand > budget.budget else ())
-        checks.insert(0, Check(f"all maps within the budget {fs(budget.budget)}",
+        checks.insert(0, Check(f"all {what_all} within the budget {fs(budget.budget)}",
                                over, value=grand, limit=budget.budget))
         memlock = sum(c.memlock_at_create or 0 for c in all_costs)
         notes = tuple(f"{c.object}/{c.name}: {n}" for c in all_costs
                       for n in (placeholder_note(c.spec),) if n)
+        if prog_total is not None:
+            notes = (f"programs: at least {fs(prog_total)} (a lower bound: the pages of the "
+                     "instructions the loader hands over; aux data, line info, the JIT image "
+                     "and the verifier's working memory during the load come beside: "
+                     "measure --programs)",) + notes
         if prof.charge_era == CHARGE_NONE:
             notes = (f"Linux {prof.version} charges maps to no memory cgroup (that began in "
                      f"5.11): the limit that matters is RLIMIT_MEMLOCK. The maps' memlock, "
@@ -207,5 +222,18 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
             prof, loaders[0] if len(loaders) == 1 else tuple(loaders), grand, before, budget,
             tuple(checks), notes, objs,
             tuple(Offender(on, mn, v, v / grand if grand else 0.0) for v, on, mn in ranked),
-            memlock))
+            memlock, prog_total))
     return CheckResult(budget, tuple(whatif.describe()) if whatif else (), tuple(results))
+
+
+def _what(programs: int | None) -> str:
+    return "maps" if programs is None else "maps and programs"
+
+
+def _program_bound(o: ObjectSpec, prof: KernelProfile) -> int | None:
+    """The memlock lower bound of ``o``'s programs on ``prof`` when that kernel charges them
+    to the loader's memory cgroup (5.11+, as maps), else None."""
+    if o.programs is None or prof.charge_era == CHARGE_NONE:
+        return None
+    from .progs import program_bounds
+    return sum(b.memlock_at_least for b in program_bounds(o.programs, prof))

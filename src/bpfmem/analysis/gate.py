@@ -25,6 +25,7 @@ class GateSettings:
     binary_modules: dict[str, int] = field(default_factory=dict)
     binary_named: bool = False       # binary_max was given on the command line
     config: str | None = None        # the bpfmem.toml the settings came from, if any
+    programs: bool = False           # the maps gate adds the programs' lower bound
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit <= 0:

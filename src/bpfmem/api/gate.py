@@ -21,7 +21,7 @@ def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
 
 def gate_settings(*, limit: int | str | None = None, max_fraction: float | None = None,
                   full: bool | None = None, max_binary_size: int | str | None = None,
-                  config=None) -> GateSettings:
+                  config=None, programs: bool = False) -> GateSettings:
     """The one rule for what ``check`` judges: each setting given here (the command line)
     over bpfmem.toml's (``config``, a :class:`bpfmem.config.Config`), over the defaults
     (fraction 1, at create). Sizes may be quantities (``128Mi``) or bytes. ValueError for a
@@ -42,7 +42,8 @@ def gate_settings(*, limit: int | str | None = None, max_fraction: float | None 
                     getattr(cfg, "binary_max", None)),
         binary_files=dict(getattr(cfg, "binary_files", None) or {}),
         binary_modules=dict(getattr(cfg, "binary_modules", None) or {}),
-        binary_named=max_binary_size is not None, config=getattr(cfg, "path", None))
+        binary_named=max_binary_size is not None, config=getattr(cfg, "path", None),
+        programs=programs)
 
 
 def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
@@ -67,7 +68,8 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
             maps_in, limit=settings.limit, profiles=profiles,
             max_fraction=settings.max_fraction, full=settings.full, whatif=whatif,
             object_limits=settings.object_limits, map_caps=settings.map_caps,
-            config=settings.config, loader=loader, platform=platform)
+            config=settings.config, loader=loader, platform=platform,
+            programs=settings.programs)
         notes = tuple(notes) + tuple(skipped)
     bins = None
     if bins_in:
@@ -104,18 +106,21 @@ def check_objects(sources, *, limit: int, profiles, max_fraction: float = 1.0,
 
 
 def _check_objects(sources, *, limit, profiles, max_fraction, full, whatif, object_limits,
-                   map_caps, config, loader, platform=None) -> tuple[CheckResult, list[str]]:
+                   map_caps, config, loader, platform=None, programs: bool = False
+                   ) -> tuple[CheckResult, list[str]]:
     loaders = [loader] if loader is None or isinstance(loader, str) else list(loader)
-    # a gate judges maps only: the program list is not read (same maps, notes, refusals)
-    objs, skipped = load_all(sources, loader=loaders[0], programs=False, platform=platform)
+    # a gate judges maps (the program list is not read: same maps, notes, refusals), and
+    # with ``programs`` their lower bound beside
+    objs, skipped = load_all(sources, loader=loaders[0], programs=programs, platform=platform)
     typos = unmatched(objs, whatif, map_caps, object_limits, config)
     if typos:
         raise ValueError("; ".join(typos))
-    budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}))
+    budget = Budget(limit, max_fraction, full, dict(object_limits or {}), dict(map_caps or {}),
+                    programs)
     profiles = list(profiles)
     result = check(objs, budget, profiles, whatif)
     for name in loaders[1:]:
-        part = check(load_all(sources, loader=name, programs=False, platform=platform)[0],
+        part = check(load_all(sources, loader=name, programs=programs, platform=platform)[0],
                      budget, profiles, whatif)
         result = replace(result, results=result.results + part.results)
     return result, skipped

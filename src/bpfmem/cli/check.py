@@ -45,6 +45,10 @@ class Check(Command):
         a.add_platform(p)
         a.add_whatif(p)
         a.add_output(p, ("table", "json", "markdown", "junit", "html"))
+        p.add_argument("--programs", action="store_true",
+                       help="add the programs to the maps' charge: per program the memlock "
+                            "its relocated instructions imply (a lower bound; measure "
+                            "--programs for what they cost)")
         p.add_argument("--max-binary-size", metavar="SIZE",
                        help="also gate binaries (Go or ELF) given as OBJ: fail when one is "
                             "larger than SIZE (40Mi; M is 10^6); limits per binary and per "
@@ -70,7 +74,8 @@ class Check(Command):
                 limit=size_of(args.limit, "--limit") if args.limit is not None else None,
                 max_fraction=args.max_fraction, full=args.full,
                 max_binary_size=(size_of(args.max_binary_size, "--max-binary-size")
-                                 if args.max_binary_size else None), config=cfg)
+                                 if args.max_binary_size else None), config=cfg,
+                programs=args.programs)
             if not settings.any_gate:
                 raise UsageError("check needs --limit (or `limit` in bpfmem.toml), "
                                  "--max-binary-size (or [binary] in bpfmem.toml), or both")

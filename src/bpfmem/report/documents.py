@@ -115,7 +115,9 @@ def _profile_check(p) -> dict[str, Any]:
                          "maps": [{**_cost_record(m.cost), "share": m.share} for m in o.maps]}
                         for o in p.objects],
             "offenders": [{"object": o.object, "map": o.map, "charged": o.charged,
-                           "share": o.share} for o in p.offenders]}
+                           "share": o.share} for o in p.offenders],
+            **({"programs_at_least": p.programs, "programs_lower_bound": True}
+               if p.programs is not None else {})}
 
 
 # -- diff -----------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
         lo = p.loader
         loader = f" [{lo if isinstance(lo, str) else ', '.join(lo)}]" if lo else ""
         of = "" if b.max_fraction == 1 else f" ({b.max_fraction:g} of the limit {fs(b.limit)})"
-        console.print(Text.assemble(verdict, f"  {kernel_label(p.kernel)}{loader}: maps charge "
+        console.print(Text.assemble(verdict, f"  {kernel_label(p.kernel)}{loader}: {'maps and programs' if p.programs is not None else 'maps'} charge "
                                     f"{fs(p.total)} at {when}, budget {fs(b.budget)}{of}, "
                                     f"{p.share_of_limit:.0%} of the limit"))
         t = Table(box=box.SIMPLE_HEAD)
