@@ -45,16 +45,22 @@ class _DirSource:
         return self.stack.enter_context(os.fdopen(fd, "rb")), size
 
 
-def _examine(path: str, data: bytes):
+def _examine(path: str, size: int, head: bytes, stream):
     """What the image keeps of an ELF file: a BPF object's bytes, a binary's carried
-    objects (None for a binary carrying none, and for what is no readable ELF)."""
+    objects (None for a binary carrying none, and for what is no readable ELF; a string
+    when it is cut short)."""
+    from ..host.spool import CutShort, whole
     from .objects import _bpf_head, carried_by
-    if _bpf_head(data[:64]):
-        return ("object", data)
     try:
-        carried = carried_by(data, path)
-    except ParseError:
-        return None
+        with whole(head, stream, size) as data:
+            if _bpf_head(head):
+                return ("object", bytes(data))
+            try:
+                carried = carried_by(data, path)
+            except ParseError:
+                return None
+    except CutShort as e:
+        return f"cut short in its layer ({e})"
     return ("binary", carried) if carried.objects or carried.skipped else None
 
 

@@ -244,7 +244,7 @@ def binary_loader(img: ElfImage) -> tuple[str | None, str]:
     needed = _needs_libbpf(img)
     linked = data.find(b"libbpf: ") >= 0
     if linked or needed:
-        m = _LIBBPF_VERSION.search(bytes(data)) if linked else None
+        m = _LIBBPF_VERSION.search(data) if linked else None
         how = f"needs {needed}" if needed else "links libbpf (its messages are in the binary)"
         ver = f", version string v{m.group(1).decode()}.{m.group(2).decode()}" if m else ""
         return "libbpf", f"the binary {how}{ver}"
@@ -272,7 +272,7 @@ def skeleton_name(img: ElfImage, stem: str) -> str | None:
     sec = img.section(".rodata")
     if sec is None or not sec.in_file:
         return None
-    names = {m.group(1).decode() for m in _SKELETON_NAME.finditer(bytes(img.section_data(sec)))}
+    names = {m.group(1).decode() for m in _SKELETON_NAME.finditer(img.section_data(sec))}
     safe = re.sub(r"[^A-Za-z0-9_]", "_", stem)
     if f"{safe}_bpf" in names:
         return f"{safe}_bpf"

@@ -8,9 +8,9 @@ runtime applies them, in memory: each layer streamed once through :mod:`tarfile`
 layers decompressed on the fly), whiteouts honoured (``.wh.NAME`` removes NAME from the layers
 below, ``.wh..wh..opq`` empties its directory of them), a later file replacing an earlier
 one, parent directories that are symlinks followed inside the image's root (40 links at
-most, as Linux does). ``examine(path, bytes)`` is called for each regular ELF file as its layer
-is read (its bytes read whole, up to a limit); what it returns is kept for the files of the
-final filesystem only.
+most, as Linux does). ``examine(path, size, head, stream)`` is called for each regular ELF
+file as its layer is read (``head``: its first 64 bytes, ``stream`` the rest); what it
+returns is kept for the files of the final filesystem only (a string: why it was skipped).
 
 Bounded: member names that leave the root (``../x``), links that loop, files over the
 limit, a layer that decompresses to more than :data:`MAX_LAYER_BYTES` or far more than its
@@ -316,11 +316,11 @@ def _member_path(name: str) -> str | None:
     return "/" + "/".join(parts)
 
 
-def read_image(src: BlobSource, examine: Callable[[str, bytes], Any], *,
+def read_image(src: BlobSource, examine: Callable[[str, int, bytes, Any], Any], *,
                platform: str | None = None, prefer: str | None = None,
                max_file: int = MAX_FILE) -> ImageContents:
-    """The image in ``src`` with its layers applied; ``examine(path, data)`` on each regular
-    file whose first bytes are an ELF header. ``platform`` ("linux/arm64") picks an image of
+    """The image in ``src`` with its layers applied; ``examine(path, size, head, stream)`` on
+    each regular file whose first bytes are an ELF header. ``platform`` ("linux/arm64") picks an image of
     a multi-platform index; without it, ``prefer`` (the host's), else the first."""
     notes: list[str] = []
     skipped: list[str] = []
@@ -411,12 +411,10 @@ def _apply(fs: _Fs, f, size: int, n: int, digest: str, where: str, examine, max_
                         skipped.append(f"{where}: {path}: an ELF file of {qty(m.size)}, over "
                                        f"the limit of {qty(max_file)}: skipped")
                     else:
-                        data = first + r.read(m.size - 64)
-                        if len(data) < m.size:
-                            skipped.append(f"{where}: {path}: cut short in the layer: skipped")
-                        else:
-                            result = examine(path, data)
-                        del data
+                        result = examine(path, m.size, first, r)
+                        if isinstance(result, str):      # why it was skipped
+                            skipped.append(f"{where}: {path}: {result}: skipped")
+                            result = None
             fs.add(path, _Entry("file", n, digest, m.size, result=result))
         # devices, FIFOs: not files an agent ships
     return members
