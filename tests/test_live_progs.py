@@ -222,3 +222,19 @@ def test_exporter_program_metrics():
     assert float(line.split()[1]) == limit
     node = next(x for x in page.splitlines() if x.startswith("bpfmem_node_programs "))
     assert float(node.split()[1]) >= sum(len(recs) for _pid, recs in holders)
+
+
+def test_top_shows_programs_beside_maps():
+    import sys
+    with held(OBJECTS[0]) as (_pid, recs):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+                   COLUMNS="200")
+        r = subprocess.run([sys.executable, "-m", "bpfmem", "top", "-n", "1"],
+                           capture_output=True, text=True, timeout=120, env=env,
+                           stdin=subprocess.DEVNULL)
+        tool = bpftool_progs()
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("programs "))
+    n = int(line.split()[1].replace(",", ""))
+    assert n >= len(recs) and abs(n - len(tool)) <= 2   # others load programs meanwhile
+    assert "memlock" in line and "JIT vmalloc" in line

@@ -57,7 +57,7 @@ class Top(Command):
     epilog = EPILOG
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        a.add_scan(p)
+        a.add_scan(p, programs=True)
         a.add_live_filters(p)
         p.add_argument("--interval", type=a.duration, default=2.0, metavar="DUR",
                        help="time between refreshes (default 2s)")

@@ -30,6 +30,20 @@ def _pressure(p: float | None) -> str:
     return text
 
 
+def _programs_line(view) -> str:
+    """The programs beside the maps (a scan that listed them): count, memlock, JIT images,
+    and the JIT's vmalloc against bpf_jit_limit."""
+    t = view.programs
+    if t is None:
+        return ""
+    j = view.snapshot.jit
+    jit = (f"   JIT vmalloc {format_size(j.in_use)} of {format_size(j.limit)}"
+           if j is not None and j.in_use is not None and j.limit else "")
+    return (f"\nprograms [bold]{t.node.programs:,}[/]   memlock "
+            f"[bold]{format_size(t.node.memlock)}[/]   JIT images {format_size(t.node.jited)}"
+            f"{jit}   BTF {format_size(t.btf_bytes)}")
+
+
 def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
              interval: float, sort: str = "memlock", keys: bool = False,
              clock: str | None = None):
@@ -53,6 +67,7 @@ def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
         + (f"   model charge {format_size(view.charged_model)}" if view.charged_model else "")
         + (f"   [bold red]{count(hot, 'map')} ≥90% full[/]" if hot else "")
         + (f"   [red]{mism} model mismatches[/]" if mism else "")
+        + _programs_line(view)
         + (f"\nfilter: {flt}" if flt else "")
         + f"\nsort: {sort}" + ("   [dim](s: sort by memlock/pressure/entries/name, q: quit)[/]"
                                 if keys else ""))
