@@ -25,6 +25,9 @@ _TFLAG_UNCOMMON = 1
 _MAX_TYPES = 1 << 21
 _Q = struct.Struct("<Q").unpack_from
 _PAIR = struct.Struct("<iI").unpack_from
+#: a _type's tflag, kind, str (nameOff) and ptrToThis (typeOff)
+_HEAD = struct.Struct("<20xB2xB16xiI").unpack_from
+_UNCOMMON = struct.Struct("<iHHI").unpack_from
 
 
 class _Reader:
@@ -148,6 +151,7 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
             < _MAX_TYPES and tl and (il or not il_n)):
         return None
     rd = _Reader(img, relative if relative is not None else relative_relocations(img))
+    data = img.data
     raw = rd.raw(tl, 4 * tl_n)
     if raw is None:
         return None
@@ -171,11 +175,11 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
         t = pending.pop()
         if t in seen or not in_types(t):
             continue
-        head = rd.raw(t, 48)
-        if head is None:
+        o = rd.off(t, 48)
+        if o is None:
             continue
-        tflag, kind = head[20], head[23] & 0x1F
-        str_off, ptr_to = struct.unpack_from("<iI", head, 40)
+        tflag, kind, str_off, ptr_to = _HEAD(data, o)
+        kind &= 0x1F
         extra = _EXTRA.get(kind, 0)
         end = t + 48 + extra
         elem = 0
@@ -204,9 +208,9 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
                     refs.append(types + to)
         pkg_off = 0
         if tflag & _TFLAG_UNCOMMON:
-            u = rd.raw(end, 16)
+            u = rd.off(end, 16)
             if u is not None:
-                pkg_off, mcount, _x, moff = struct.unpack_from("<iHHI", u)
+                pkg_off, mcount, _x, moff = _UNCOMMON(data, u)
                 end += 16
                 if mcount and moff < 1 << 20:
                     m0 = end - 16 + moff
