@@ -26,10 +26,17 @@ loaders:
   loader was assumed and why. A map the loader or the kernel refuses is listed as refused
   and left out of the total, which says so.
 
-memory:
+columns:
+  kind     where the loader found the map: btf (SEC(".maps")), legacy (SEC("maps")),
+           data (.data, .rodata, .bss, .kconfig: one-element arrays), struct_ops
+  flags    the kernel's map flags without BPF_F_, lower case (no_prealloc, mmapable,
+           rdonly_prog, ...); "-" when there are none
   memlock  what /proc/PID/fdinfo and bpftool show for the map on that kernel (exact)
   charged  what the memory cgroup of the process that creates the map pays: at create,
            and "full" when every entry is present (maps that allocate on insert grow)
+  share    the map's part of the object's charge at create (whole percent; one decimal
+           below 1%)
+  -        nothing to show (no flags, no figure for a map the kernel refuses)
   The kernel is the running one (or 6.18) and the CPUs this host's possible CPUs, unless
   --kernel and --cpus say otherwise: per-CPU maps scale with possible CPUs.
 
