@@ -155,3 +155,21 @@ def test_verifier_memory_is_charged_to_the_loader():
     assert per_insn > 16           # measured 47 B/insn on 6.18
     memlock = -(-(sizeof_bpf_prog() + 8 * 100_002) // PAGE) * PAGE
     assert memlock <= end2 <= memlock + 4 * PAGE
+
+
+def test_probe_prog_lines_on_this_kernel():
+    """The probe's `prog ID N` line (what the qemu kernels are asked, tests/vm_sweep-style):
+    on this kernel a large straight-line program stays charged exactly its memlock, and its
+    load peaks well above that (the verifier's working memory, in the loader's cgroup)."""
+    from bpfmem.host import probe
+    _h, results = probe.run_local("prog small 18\nprog big 100000\n", "v1")
+    by = {r["id"]: r for r in results}
+    big, small = by["big"], by["small"]
+    assert big["ok"] and small["ok"]
+    hdr = sizeof_bpf_prog()
+    assert big["memlock"] == -(-(hdr + 8 * 100_000) // PAGE) * PAGE
+    assert big["memlock"] <= big["charged"] <= big["memlock"] + 2 * PAGE
+    assert big["peak"] - big["charged"] > 16 * 100_000
+    assert big["peak_sampled"] <= big["peak"]
+    assert small["memlock"] == PAGE
+    assert not leftovers()

@@ -28,6 +28,15 @@
  *    "fill_error":null|"unsupported"|"insert failed","fill_enomem_retries":R,
  *    "fill_batch":bool (map-in-map only),"ms":elapsed milliseconds}
  *   {"spec_error":MSG,"line":N,"text":LINE}            (unparsable spec line)
+ *   prog ID N   (spec line) load a straight-line socket filter of N instructions (r0 = 0,
+ *               N-2 x r0 += 1, exit) and report what its load charged:
+ *   {"id":ID,"prog":true,"insns":N,"ok":bool,"errno":E,"memlock":B|null,"charged":B|null,
+ *    "peak_sampled":B|null,"peak":B|null}
+ *   "charged" what stays charged once loaded (counter delta against the reading before,
+ *   both taken while the sampler child exists);
+ *   "peak_sampled" the highest raw counter reading a forked sampler saw during the load,
+ *   less the reading before (raw: it may include up to a stock batch per CPU);
+ *   "peak" the v1 kmem watermark (reset before the load) less the reading before.
  *   {"id":ID,"type":26,"ok":false,"errno":null,"error":"skipped: struct_ops"}
  *   {"done":true}
  * "charged" is always the delta of the memory cgroup counter against a reading taken right
@@ -70,6 +79,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <linux/bpf.h>
 
 #ifndef __NR_bpf
@@ -935,6 +945,112 @@ static int parse_spec_line(char *line, struct spec *s, char *err, size_t errsz)
     return 0;
 }
 
+/* ---- programs: what a load charges, and its peak ---- */
+
+static void run_prog(const char *id, long n)
+{
+    char q[300];
+    json_str(q, sizeof(q), id);
+    if (n < 2 || n > 1000000) {
+        emit("{\"id\":%s,\"prog\":true,\"insns\":%ld,\"ok\":false,\"errno\":22}", q, n);
+        return;
+    }
+    struct bpf_insn *insns = calloc((size_t)n, sizeof(*insns));
+    if (!insns)
+        return;
+    insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;        /* r0 = 0 */
+    for (long i = 1; i < n - 1; i++)
+        insns[i].code = BPF_ALU64 | BPF_ADD | BPF_K, insns[i].imm = 1;   /* r0 += 1 */
+    insns[n - 1].code = BPF_JMP | BPF_EXIT;
+    static const char license[] = "GPL";
+    /* the sampler: a child reading the raw counter until told to stop */
+    volatile long long *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t sampler = -1;
+    if (shared != MAP_FAILED && counter_fd >= 0) {
+        shared[0] = 0;    /* 1: sampling, 2: stop */
+        shared[1] = -1;   /* max reading */
+        sampler = fork();
+        if (sampler == 0) {
+            if (ncpus_online > 1)
+                pin_cpu(1);
+            char buf[64];
+            shared[0] = 1;
+            while (shared[0] == 1) {
+                ssize_t k = pread(counter_fd, buf, sizeof(buf) - 1, 0);
+                if (k > 0) {
+                    buf[k] = 0;
+                    long long v = strtoll(buf, NULL, 10);
+                    if (v > shared[1])
+                        shared[1] = v;
+                }
+            }
+            while (shared[0] != 3)     /* stay (its kernel memory charged) until read */
+                msleep(1);
+            _exit(0);
+        }
+        while (sampler > 0 && shared[0] != 1)
+            msleep(1);
+    }
+    char path[700];
+    int peak_ok = 0;
+    if (!strcmp(cg_kind, "v1")) {
+        snprintf(path, sizeof(path), "%s/memory.kmem.max_usage_in_bytes", cg_dir);
+        peak_ok = write_file(path, "0") == 0;
+    }
+    long long before = read_counter();
+    if (sampler > 0)
+        shared[1] = -1;
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+    attr.insn_cnt = (unsigned)n;
+    attr.insns = (unsigned long)insns;
+    attr.license = (unsigned long)license;
+    int fd = (int)sys_bpf(BPF_PROG_LOAD, &attr, sizeof(attr));
+    int err = fd < 0 ? errno : 0;
+    long long sampled = -1;
+    if (sampler > 0) {
+        shared[0] = 2;
+        msleep(2);
+        sampled = shared[1];
+    }
+    long long peak = -1;
+    if (peak_ok) {
+        char buf[64];
+        if (read_file(path, buf, sizeof(buf)) > 0)
+            peak = strtoll(buf, NULL, 10);
+    }
+    long long after = read_counter();
+    if (sampler > 0) {
+        shared[0] = 3;
+        waitpid(sampler, NULL, 0);
+    }
+    if (fd < 0) {
+        emit("{\"id\":%s,\"prog\":true,\"insns\":%ld,\"ok\":false,\"errno\":%d}", q, n, err);
+    } else {
+        long long memlock, unused;
+        read_fdinfo(fd, &memlock, &unused);
+        char c[32] = "null", ps[32] = "null", pk[32] = "null", ml[32] = "null";
+        if (before >= 0 && after >= 0)
+            snprintf(c, sizeof(c), "%lld", after - before);
+        if (before >= 0 && sampled >= 0)
+            snprintf(ps, sizeof(ps), "%lld", sampled - before);
+        if (before >= 0 && peak >= 0)
+            snprintf(pk, sizeof(pk), "%lld", peak - before);
+        if (memlock >= 0)
+            snprintf(ml, sizeof(ml), "%lld", memlock);
+        emit("{\"id\":%s,\"prog\":true,\"insns\":%ld,\"ok\":true,\"errno\":0,"
+             "\"memlock\":%s,\"charged\":%s,\"peak_sampled\":%s,\"peak\":%s}",
+             q, n, ml, c, ps, pk);
+        close(fd);
+        settle_to(before);
+    }
+    if (shared != MAP_FAILED)
+        munmap((void *)shared, 4096);
+    free(insns);
+}
+
 static void run_specs(FILE *f)
 {
     char line[4096];
@@ -948,6 +1064,15 @@ static void run_specs(FILE *f)
             continue;
         if (!strncmp(p, "sizes", 5) && (p[5] == ' ' || p[5] == '\t')) {
             print_sizes(p + 6);
+            continue;
+        }
+        if (!strncmp(p, "prog", 4) && (p[4] == ' ' || p[4] == '\t')) {
+            char pid_[128];
+            long n = 0;
+            if (sscanf(p + 5, "%127s %ld", pid_, &n) == 2)
+                run_prog(pid_, n);
+            else
+                emit("{\"spec_error\":\"expected: prog ID N\",\"line\":%d}", lineno);
             continue;
         }
         struct spec s;
