@@ -183,3 +183,27 @@ def test_between_versions_nearest_rules_with_a_note():
     assert name == "cilium-ebpf" and "0.22" in note
     name, note = cilium_loader("v0.7.0")
     assert name == "cilium-ebpf@0.9" and "nearest" in note
+
+
+def test_size_of_an_image_is_its_agents(agents, tmp_path):
+    """`bpfmem size IMAGE`: one report per binary carrying BPF objects (the Go agent, not
+    /bin/true beside it), equal to `bpfmem size` of the binary itself."""
+    import json
+    import sys
+
+    import imagegen
+    exe = agents[("v0.9.1", "pie")]
+    img = imagegen.oci_tar(tmp_path / "agent.tar", {"linux/amd64": [
+        [("file", "usr/bin/true", Path("/bin/true").read_bytes())],
+        [("file", "usr/bin/agent", exe.read_bytes())]]})
+
+    def size(*args):
+        p = subprocess.run([sys.executable, "-m", "bpfmem", "size", *args, "--format", "json",
+                            "--top", "0"], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+    got, own = size(str(img)), size(str(exe))
+    assert [b["path"] for b in got["binaries"]] == ["agent.tar@layer2:/usr/bin/agent"]
+    mine, theirs = got["binaries"][0], own["binaries"][0]
+    assert {k: v for k, v in mine.items() if k != "path"} == \
+        {k: v for k, v in theirs.items() if k != "path"}

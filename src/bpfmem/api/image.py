@@ -70,11 +70,8 @@ def _host_platform() -> str:
     return "linux/" + {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}.get(m, m)
 
 
-def read_image_path(path: str | os.PathLike, *, platform: str | None = None) -> "ImageContents":
-    """The image at ``path`` (an OCI layout directory, or a docker save / oci-archive tar)
-    with its layers applied, its ELF files examined."""
+def _read(name: str, examine, platform: str | None) -> "ImageContents":
     from ..parse.image import TarSource, read_image
-    name = os.fspath(path)
     with ExitStack() as stack:
         if os.path.isdir(name):
             src = _DirSource(name, stack)
@@ -82,9 +79,15 @@ def read_image_path(path: str | os.PathLike, *, platform: str | None = None) -> 
             fd, _ = open_input(name, "image")
             src = TarSource(stack.enter_context(os.fdopen(fd, "rb")), name)
         try:
-            return read_image(src, _examine, platform=platform, prefer=_host_platform())
+            return read_image(src, examine, platform=platform, prefer=_host_platform())
         except ParseError as e:
             raise e.with_path(name) from None
+
+
+def read_image_path(path: str | os.PathLike, *, platform: str | None = None) -> "ImageContents":
+    """The image at ``path`` (an OCI layout directory, or a docker save / oci-archive tar)
+    with its layers applied, its ELF files examined."""
+    return _read(os.fspath(path), _examine, platform)
 
 
 def load_image(path: str | os.PathLike, *, loader: str | None = None, programs: bool = True,
@@ -116,3 +119,35 @@ def load_image(path: str | os.PathLike, *, loader: str | None = None, programs: 
             skipped.append(f"{name}: {e.what}: skipped")
     return ImageObjects(objects, skipped, image)
 
+
+
+def image_binary_sizes(path: str | os.PathLike, *, platform: str | None = None,
+                       demangle: bool = True) -> list:
+    """A :class:`~bpfmem.analysis.size.SizeReport` for each binary of the image's final
+    filesystem that carries a BPF object (the agent's binaries), named
+    ``IMAGE@layerN:/path``; ParseError when there is none."""
+    from dataclasses import replace
+    from ..host.spool import CutShort, whole
+    from .objects import _bpf_head, carried_by
+    from .size import cxxfilt, size_report
+    name = os.fspath(path)
+    label = os.path.basename(name.rstrip("/")) or name
+
+    def examine(p: str, size: int, head: bytes, stream):
+        if _bpf_head(head):
+            return None
+        try:
+            with whole(head, stream, size) as data:
+                if not carried_by(data, p).objects:
+                    return None
+                return size_report(data, path=p, demangle=cxxfilt if demangle else None)
+        except CutShort as e:
+            return f"cut short in its layer ({e})"
+        except ParseError:
+            return None
+
+    image = _read(name, examine, platform)
+    reports = [replace(f.result, path=f"{label}@layer{f.layer}:{f.path}") for f in image.files]
+    if not reports:
+        raise ParseError("a container image with no binary carrying a BPF object", path=name)
+    return reports

@@ -76,11 +76,20 @@ def why_linked(report: SizeReport, go_src: str, *, go: str | None = None):
 
 
 def binary_size(paths, *, by: str = "package", top: int = 30, go_src: str | None = None,
-                demangle: bool = True) -> SizeResult:
+                demangle: bool = True, platform: str | None = None) -> SizeResult:
     """One or more binaries, each grouped ``by`` package, module, section or kind (the
     ``top`` largest groups; 0: all); with ``go_src`` (the first one's main package
-    directory), why its packages are linked. Its document is ``bpfmem/size/v1``."""
-    reps = [load_binary_size(p, demangle=demangle) for p in paths]
+    directory), why its packages are linked. A container image among ``paths`` gives each
+    of its binaries that carries a BPF object (``platform``: of a multi-platform one). Its
+    document is ``bpfmem/size/v1``."""
+    from .objects import is_image
+    reps = []
+    for p in paths:
+        if is_image(p):     # a container image: each binary in it carrying a BPF object
+            from .image import image_binary_sizes
+            reps += image_binary_sizes(p, platform=platform, demangle=demangle)
+        else:
+            reps.append(load_binary_size(p, demangle=demangle))
     return size_result(reps, by=by, top=top,
                        why=why_linked(reps[0], go_src) if go_src else None)
 

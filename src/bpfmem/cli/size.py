@@ -45,7 +45,8 @@ class Size(Command):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("binaries", nargs="+", metavar="BINARY",
-                       help="binaries; or `diff OLD NEW`")
+                       help="binaries or container images (their binaries that carry BPF "
+                            "objects); or `diff OLD NEW`")
         p.add_argument("--by", choices=("package", "module", "section", "symbol"),
                        default="package", help="group by (default: package)")
         p.add_argument("--top", type=int, default=30, metavar="N",
@@ -53,6 +54,7 @@ class Size(Command):
         p.add_argument("--go-src", metavar="DIR",
                        help="the main package's source directory: show why packages are "
                             "linked and what dropping each import saves (runs `go list`)")
+        a.add_platform(p)
         a.add_format(p, ("table", "json", "markdown", "html"),
                      help="output format (default: table; html is for `size diff`)")
         a.add_output_file(p)
@@ -69,7 +71,8 @@ class Size(Command):
             return EXIT_OK
         if args.format == "html":
             raise UsageError("--format html is for `size diff OLD NEW`")
-        sizes = api.binary_size(paths, by=args.by, top=args.top, go_src=args.go_src)
+        sizes = api.binary_size(paths, by=args.by, top=args.top, go_src=args.go_src,
+                                platform=args.platform)
         _emit(sizes, args.format, args.output)
         return EXIT_OK
 
