@@ -238,3 +238,21 @@ def test_top_shows_programs_beside_maps():
     n = int(line.split()[1].replace(",", ""))
     assert n >= len(recs) and abs(n - len(tool)) <= 2   # others load programs meanwhile
     assert "memlock" in line and "JIT vmalloc" in line
+
+
+def test_a_thousand_programs_each_with_its_owner():
+    """A farm of 10 processes holding 100 programs each: the walk finds every one, owned by
+    the process that loaded it, with bpftool's memlock."""
+    from progfarm import ProgFarm
+    with ProgFarm(children=10, per_child=100) as farm:
+        scan = progs.scan_programs(pins=False)
+        tool = bpftool_progs()
+    by_id = {p.id: p for p in scan.progs}
+    n = 0
+    for pid, ids in farm.children:
+        for i in ids:
+            p = by_id[i]
+            assert [o.pid for o in p.owners] == [pid]
+            assert p.memlock == tool[i]["bytes_memlock"] == 4096
+            n += 1
+    assert n == 1000
