@@ -167,3 +167,15 @@ def test_a_loader_move_with_nothing_changed_says_so_and_names_the_renamed_maps(
                        "cilium-ebpf", *K], capsys, monkeypatch)
     assert rc == 0 and "no map changed: 2 maps" in out
     assert "variable.rodata -> .rodata" in " ".join(out.split())
+
+
+def test_sizes_past_a_u64_are_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    for opt in (["--limit", "1e400"], ["--limit", "1e10000000"], ["--limit", "16Ei"],
+                ["--limit", "1Mi", "--max-binary-size", "1e400"]):
+        rc, out, err = _run(["check", EXAMPLE, *opt, *K], capsys, monkeypatch)
+        assert rc == 2 and "more than a size can be" in err and "Traceback" not in err, opt
+    (tmp_path / "bpfmem.toml").write_text('limit = "1e400"\n')
+    rc, out, err = _run(["check", EXAMPLE, *K], capsys, monkeypatch, tmp_path)
+    assert rc == 1 and "limit" in err and "more than a size" in err and "Traceback" not in err
+    rc, out, err = _run(["check", EXAMPLE, "--limit", "15Ei", *K], capsys, monkeypatch)
+    assert rc == 0

@@ -71,9 +71,11 @@ def parse_size(text: str | int | float, *, signed: bool = False) -> int:
     if isinstance(text, bool):
         raise ValueError(f"not a size: {text!r}")
     if isinstance(text, (int, float)):
+        if text != text or text in (float("inf"), float("-inf")):
+            raise ValueError(f"not a size: {text!r}")
         if text < 0 and not signed:
             raise ValueError(f"negative size: {text}")
-        return int(text)
+        return _bounded(int(text), text)
     from decimal import Decimal, InvalidOperation   # only a size given as text needs Decimal
 
     s = text.strip()
@@ -85,10 +87,18 @@ def parse_size(text: str | int | float, *, signed: bool = False) -> int:
             n = Decimal(m.group("number"))
         except InvalidOperation:
             raise ValueError(f"not a size: {text!r}") from None
+        if not n.is_finite():
+            raise ValueError(f"not a size: {text!r}")
         if m.group("exp") is not None:
-            return int(n.scaleb(int(m.group("exp"))))
+            e = m.group("exp")
+            exp = int(e) if len(e) <= 7 else (-1 if e.startswith("-") else 1) * 10 ** 6
+            if n and n.adjusted() + exp > 20:          # past 2^64 whatever the digits
+                raise ValueError(f"{text.strip()[:40]!r} is more than a size can be (16Ei)")
+            return _bounded(int(n.scaleb(exp)), text)
         suffix = m.group("suffix") or ""
-        return int(n * (BINARY.get(suffix) or DECIMAL[suffix]))
+        if n and n.adjusted() > 20:
+            raise ValueError(f"{text.strip()[:40]!r} is more than a size can be (16Ei)")
+        return _bounded(int(n * (BINARY.get(suffix) or DECIMAL[suffix])), text)
     if s.startswith("-") and not signed:
         raise ValueError(f"negative size: {text!r}")
     loose = _LOOSE.match(s)
@@ -98,6 +108,14 @@ def parse_size(text: str | int | float, *, signed: bool = False) -> int:
         raise ValueError(f"not {what}: {text!r}; "
                          f"{_hint(number, loose.group('unit'), bool(loose.group('space')))}")
     raise ValueError(f"not a size: {text!r} ({_EXAMPLES})")
+
+
+def _bounded(n: int, text) -> int:
+    """``n``, a size in bytes, when it fits the kernel's u64; ValueError past it."""
+    if abs(n) >= 1 << 64:
+        shown = str(text).strip()[:40]
+        raise ValueError(f"{shown!r} is more than a size can be (16Ei)")
+    return n
 
 
 _UNITS = tuple(reversed(BINARY.items()))   # Ei first

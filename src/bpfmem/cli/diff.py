@@ -62,9 +62,10 @@ class Diff(Command):
             return self.run_snapshots(args)
         with as_usage():
             cfg = config_of(args)
-            limit = size_of(args.limit) if args.limit is not None else cfg.limit
-            if limit is not None and limit <= 0:
-                raise UsageError(f"--limit must be more than 0 bytes, not {args.limit or limit!r}")
+            # the limit by the gate's own rule (--limit over bpfmem.toml's), shown as a share
+            limit = api.gate_settings(
+                limit=size_of(args.limit, "--limit") if args.limit is not None else None,
+                config=cfg).limit
             whatif = whatif_of(args, cfg)
             old, new = expand_objects([args.old]), expand_objects([args.new])
             both = loader_of(args.loader, cfg)
