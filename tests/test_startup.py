@@ -70,7 +70,7 @@ MAPS_JSON_ALLOWED = CLI | {
     "bpfmem",
     "bpfmem.errors", "bpfmem.api", "bpfmem.api.objects", "bpfmem.api.kernels",
     "bpfmem.api.maps", "bpfmem.api.paths", "bpfmem.api.session", "bpfmem.inputs",
-    "bpfmem.report.output", "bpfmem.parse.document",
+    "bpfmem.report.output", "bpfmem.parse.document", "bpfmem.analysis.progs", "bpfmem.records",
     "bpfmem.host.cleanup",
     "bpfmem.config", "bpfmem.uapi", "bpfmem.units",
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
