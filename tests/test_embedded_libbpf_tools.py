@@ -169,3 +169,22 @@ def test_measure_takes_a_binary(tools):
     rows = doc["maps"]
     assert rows and all(r["measured"]["created"] and r["memlock_match"] and
                         r["measured"]["memlock"] == r["model"]["memlock"] for r in rows), rows
+
+
+def test_check_a_binary_feeds_both_gates(tools):
+    """check on a binary carrying an object: the maps gate judges its embedded object (the
+    binary gate sizes the binary beside it); the verdict fails when either gate does."""
+    t = next(t for t in tools if t.name == "execsnoop")
+
+    def check(*args):
+        return subprocess.run([sys.executable, "-m", "bpfmem", "check", str(t), *args,
+                               "--kernel", "6.1", "--cpus", "4", "--format", "json"],
+                              capture_output=True, text=True, timeout=300)
+    ok = check("--limit", "128Mi", "--max-binary-size", "1Mi")
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert "maps" in json.dumps(doc) and "execsnoop_bpf" in ok.stdout
+    tight = check("--limit", "16Mi", "--max-binary-size", "1Mi")   # the 76Mi hash map
+    assert tight.returncode == 1, tight.stderr
+    small = check("--limit", "128Mi", "--max-binary-size", "100Ki")   # a 411Ki binary
+    assert small.returncode == 1, small.stderr

@@ -110,6 +110,15 @@ def project(tmp_path_factory):
         shutil.copy(gb.build(light, "light"), d / "old" / "agent")
         shutil.copy(gb.build(heavy, "heavy"), d / "new" / "agent")
         write_enispec_project(d)
+    if shutil.which("objcopy"):   # an agent binary carrying the example object, its images
+        import imagegen
+        subprocess.run(["objcopy", "--add-section", f".bpfobj={api.example_object_path()}",
+                        "--set-section-flags", ".bpfobj=alloc,readonly,data", "/bin/true",
+                        str(d / "agent")], check=True, capture_output=True)
+        agent = (d / "agent").read_bytes()
+        imagegen.docker_archive(d / "old-image.tar", [[("file", "usr/bin/agent", agent)]])
+        for name in ("agent-image.tar", "new-image.tar"):
+            imagegen.oci_tar(d / name, {"linux/amd64": [[("file", "usr/bin/agent", agent)]]})
     bindir = d / ".bin"
     bindir.mkdir()
     shim = bindir / "bpfmem"
