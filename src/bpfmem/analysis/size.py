@@ -10,6 +10,7 @@ Pure: it takes a parsed :class:`ElfImage` (and optionally its pclntab and build 
 from __future__ import annotations
 
 import bisect
+import functools
 import operator
 import re
 import struct
@@ -23,11 +24,21 @@ from .imports import WhyLinked, why_linked
 from ..units import format_size
 from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
                          SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section)
-from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, module_of,
-                           moduledata_words, package_of)
+from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, guess_module,
+                           module_of, moduledata_words, package_of)
 from ..parse.gotypes import type_ranges as _type_ranges
 
 _START = operator.itemgetter(0)
+#: hosts whose module paths are host/owner/repo: an internal/ there is a repository's
+_CODE_HOSTS = frozenset({"github.com", "gitlab.com", "bitbucket.org", "golang.org",
+                         "gitea.com", "git.sr.ht", "codeberg.org"})
+
+
+def _gopath_root(package: str, roots: frozenset[str]) -> str | None:
+    v = package.find("/vendor/")
+    p = package[v + 8:] if v > 0 else package
+    host = p.split("/", 1)[0]
+    return host if host in roots else None
 GROUPS = ("package", "module", "section", "symbol")
 HEADERS = "(ELF headers)"
 PADDING = "(padding)"
@@ -91,7 +102,30 @@ class SizeReport:
         if self.kind != "go":
             return package
         main = self.main_module.path if self.main_module else (self.main_path or None)
+        if not self._module_paths:
+            root = _gopath_root(package, self._gopath_roots)
+            if root:
+                return root
+            if main and not self.main_module and "." in main.split("/", 1)[0]:
+                # a GOPATH build names no main module: its main package
+                # (github.com/docker/docker/cmd/dockerd) is in its repository's
+                main = guess_module(main.split("/"))
         return module_of(package, list(self._module_paths), main)
+
+    @functools.cached_property
+    def _gopath_roots(self) -> frozenset[str]:
+        """A GOPATH build (no modules in its build info): the hosts whose packages include
+        HOST/internal/...: a package tree with an internal directory at its top is one
+        module (go.opencensus.io, gotest.tools), not one per second path element."""
+        roots = set()
+        for p in {p[1] for p in self.pieces}:
+            v = p.find("/vendor/")
+            p = p[v + 8:] if v > 0 else p
+            parts = p.split("/")
+            if len(parts) >= 2 and parts[1] == "internal" and "." in parts[0] and \
+                    parts[0] not in _CODE_HOSTS:
+                roots.add(parts[0])
+        return frozenset(roots)
 
     def group(self, by: str = "package") -> list[SizeRow]:
         """Rows by package|module|section|symbol, largest file size first."""

@@ -248,7 +248,7 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
     # type that refers to it (a struct field's map type goes with the struct)
     def own_pkg(t: int, depth: int = 0) -> str:
         end, pkgpath, elem, _parts = seen[t]
-        if pkgpath:
+        if pkgpath and pkgpath != "go.shape":      # generic shapes have no package
             return pkgpath
         if elem in seen and depth < 8:
             return own_pkg(elem, depth + 1)
