@@ -118,3 +118,28 @@ def test_check_programs_adds_the_lower_bound():
     old = api.check_gates([obj], api.gate_settings(limit=1 << 30, programs=True),
                           profiles=[KernelProfile.for_release("5.10", 2)]).maps.results[0]
     assert old.programs is None
+
+
+def test_diff_programs():
+    """`diff --programs`: programs matched by object and name, each side's relocated count
+    and bound as `maps` gives them; the same object on both sides changes nothing."""
+    from bpfmem import api
+    from bpfmem.model.kernel import KernelProfile
+    from bpfmem.report.documents import document
+    prof = KernelProfile.for_release("6.18", 2)
+    a, b = str(FIXTURES / "callbacks.o"), str(FIXTURES / "prog_sections.o")
+    same = api.diff_objects([a], [a], profile=prof, programs=True)
+    assert {c.status for c in same.programs} == {"unchanged"}
+    assert all(c.delta_at_least == 0 for c in same.programs)
+    moved = api.diff_objects([a], [b], profile=prof, programs=True)
+    old = {p.name: p for p in load_object(a).programs}
+    new = {p.name: p for p in load_object(b).programs}
+    by = {c.name: c for c in moved.programs}
+    assert {n for n, c in by.items() if c.status == "removed"} == set(old)
+    assert {n for n, c in by.items() if c.status == "added"} == set(new)
+    for n, p in new.items():
+        assert by[n].new_insns == p.insns + p.subprogram_insns
+        assert by[n].new_at_least == memlock_lower_bound(by[n].new_insns, 4096, 96)
+    doc = document(moved)["programs"]
+    assert doc["lower_bound"] is True and len(doc["programs"]) == len(old) + len(new)
+    assert api.diff_objects([a], [b], profile=prof).programs is None

@@ -93,6 +93,8 @@ class DiffResult:
     newly_charged: int          # of which for maps OLD did not have, or pins recreated
     maps: tuple[MapChange, ...]
     warnings: tuple[str, ...] = ()   # what-if settings that match no map
+    programs: tuple | None = None    # analysis.progs.ProgramChange per program (diff
+    #                                  --programs; lower bounds), None: not asked for
 
     @property
     def delta_at_create(self) -> int:

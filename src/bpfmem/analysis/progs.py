@@ -128,6 +128,43 @@ def program_bounds(programs, profile) -> tuple[ProgramBound, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class ProgramChange:
+    """One program between two builds (``diff --programs``): its relocated instructions and
+    memlock lower bound on each side (None: not on that side)."""
+    object: str
+    name: str
+    status: str                     # added | removed | changed | unchanged
+    old_insns: int | None
+    new_insns: int | None
+    old_at_least: int | None
+    new_at_least: int | None
+
+    @property
+    def delta_at_least(self) -> int:
+        return (self.new_at_least or 0) - (self.old_at_least or 0)
+
+
+def program_changes(old, new, profile) -> tuple[ProgramChange, ...]:
+    """The programs of two builds (ObjectSpec lists with programs read), matched by object
+    and program name, with the lower bounds on ``profile``'s kernel."""
+    def side(objs):
+        out = {}
+        for o in objs:
+            for b in program_bounds(o.programs or (), profile):
+                out[(o.name, b.name)] = b
+        return out
+    a, b = side(old), side(new)
+    rows = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        status = ("added" if x is None else "removed" if y is None else
+                  "changed" if x.insns != y.insns else "unchanged")
+        rows.append(ProgramChange(key[0], key[1], status, x and x.insns, y and y.insns,
+                                  x and x.memlock_at_least, y and y.memlock_at_least))
+    return tuple(rows)
+
+
 # ---- measured (bpfmem measure --programs) ----
 
 @dataclass(frozen=True)

@@ -128,13 +128,19 @@ def _check_objects(sources, *, limit, profiles, max_fraction, full, whatif, obje
 
 def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
                  old_loader: str | None = None, new_loader: str | None = None,
-                 platform: str | None = None) -> DiffResult:
+                 platform: str | None = None, programs: bool = False) -> DiffResult:
     """The :class:`~bpfmem.analysis.diff.DiffResult` between two builds (each one or more
     objects) on ``profile``; the what-if applies to the new side. ``old_loader`` and
     ``new_loader`` read each side as that loader does: the same object under libbpf and
-    cilium/ebpf shows what a move from one to the other changes."""
-    new_objs, new_skipped = load_all(new, loader=new_loader, programs=False, platform=platform)
-    old_objs, old_skipped = load_all(old, loader=old_loader, programs=False, platform=platform)
+    cilium/ebpf shows what a move from one to the other changes. ``programs``: also each
+    program's relocated instructions and memlock lower bound on both sides."""
+    new_objs, new_skipped = load_all(new, loader=new_loader, programs=programs,
+                                     platform=platform)
+    old_objs, old_skipped = load_all(old, loader=old_loader, programs=programs,
+                                     platform=platform)
     result = diff(old_objs, new_objs, profile, whatif, limit)
+    if programs:
+        from ..analysis.progs import program_changes
+        result = replace(result, programs=program_changes(old_objs, new_objs, profile))
     return replace(result, warnings=tuple(unmatched(new_objs, whatif)) +
                    tuple(old_skipped + new_skipped))

@@ -36,6 +36,9 @@ class Diff(Command):
         a.add_kernels(p)
         a.add_loader(p)
         a.add_platform(p)
+        p.add_argument("--programs", action="store_true",
+                       help="also each program's instructions (after the loader's "
+                            "relocations) and the memlock they imply, a lower bound")
         p.add_argument("--old-loader", metavar="LOADER",
                        help="the loader of the OLD side (default: --loader)")
         p.add_argument("--new-loader", metavar="LOADER",
@@ -73,7 +76,7 @@ class Diff(Command):
             new_loader = loader_of(args.new_loader or both)
             results = [api.diff_objects(old, new, profile=p, whatif=whatif, limit=limit,
                                         old_loader=old_loader, new_loader=new_loader,
-                                        platform=args.platform)
+                                        platform=args.platform, programs=args.programs)
                        for p in kernels_of(args, cfg)]
         warn("diff", list(results[0].warnings) if results else [])
         emit_results(results, args.format, args.output)

@@ -135,7 +135,14 @@ def diff_document(r) -> dict[str, Any]:
                       "old": _diff_cost(m.old), "new": _diff_cost(m.new),
                       "delta_at_create": m.delta_at_create, "delta_full": m.delta_full}
                      for m in r.maps],
-            "warnings": list(r.warnings)}
+            "warnings": list(r.warnings),
+            **({"programs": {"lower_bound": True, "programs": [
+                {"object": c.object, "name": c.name, "status": c.status,
+                 "old_insns": c.old_insns, "new_insns": c.new_insns,
+                 "old_memlock_at_least": c.old_at_least,
+                 "new_memlock_at_least": c.new_at_least,
+                 "delta_at_least": c.delta_at_least} for c in r.programs]}}
+               if r.programs is not None else {})}
 
 
 def _diff_side(s) -> dict[str, Any]:

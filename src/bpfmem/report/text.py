@@ -181,6 +181,18 @@ def diff_text(r, out: IO[str], *, width: int | None = None) -> None:
         console.print(t)
     else:
         console.print(f"no map changed: {count(len(r.maps), 'map')}, the same on both sides")
+    if r.programs is not None:
+        moved = [c for c in r.programs if c.status != "unchanged"]
+        old_b = sum(c.old_at_least or 0 for c in r.programs)
+        new_b = sum(c.new_at_least or 0 for c in r.programs)
+        console.print(f"programs: memlock at least {fs(old_b)} -> {fs(new_b)} "
+                      f"({delta(new_b - old_b)}; lower bounds)")
+        for c in moved:
+            console.print(f"  {term(c.object + '/' + c.name)}: {c.status}, instructions "
+                          f"{c.old_insns if c.old_insns is not None else '-'} -> "
+                          f"{c.new_insns if c.new_insns is not None else '-'}, at least "
+                          f"{fs(c.old_at_least) if c.old_at_least is not None else '-'} -> "
+                          f"{fs(c.new_at_least) if c.new_at_least is not None else '-'}")
     renamed = [(m.old.name, m.new.name) for m in r.maps
                if m.old is not None and m.new is not None and m.old.name != m.new.name]
     if renamed:
