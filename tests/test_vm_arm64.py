@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bpfmem.uapi import MapFlag as F
-from vm_sweep import SIZES, compare, probe_specs, save_readings, vm_specs
+from vm_sweep import SIZES, compare, object_specs, probe_specs, save_readings, vm_specs
 
 SWEEP_DIR = Path(__file__).resolve().parent / "data" / "sweeps"
 FULL = os.environ.get("BPFMEM_VM_ARM64") == "full"
@@ -64,7 +64,7 @@ def test_sweep_on_arm64():
         kernel = fetch_kernel("6.1-arm64")
     except HostError as e:
         pytest.skip(f"cannot fetch Debian's arm64 6.1 kernel: {e}")
-    specs = vm_specs() if FULL else subset(vm_specs())
+    specs = (vm_specs() if FULL else subset(vm_specs())) + object_specs()
     text = format_specs(probe_specs(specs), sizes=SIZES)
     header, results = run_vm(kernel, text, cpus=2, timeout=3000, arch="arm64")
     assert header["machine"] == "aarch64" and header["page_size"] == 4096

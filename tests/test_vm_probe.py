@@ -177,13 +177,15 @@ def test_charges_by_era(booted):
         if res["ok"]:
             assert res["charged"] is not None and res["charged"] % PAGE == 0, (rid, res)
     if era(version) == "rlimit":
-        # §8: 5.10 charges nothing of a map, only its struct file (a page, ±1 page noise)
-        assert 0 <= r["array"]["charged"] <= 2 * PAGE
+        # §8: 5.10 charges nothing of a map, only its fd (struct file + dentry); the reading
+        # stands up to a page per CPU either side (the memcg's per-CPU byte stocks)
+        assert abs(r["array"]["charged"]) <= 2 * PAGE
         fills = r["hash_np"]["fills"]
         assert abs(fills[-1]["charged"] - fills[0]["charged"]) <= PAGE
     else:
-        # §5 rule 1 (same since 5.11): array 1000x8 -> kmalloc_large -> 16384 (±1 page)
-        assert abs(r["array"]["charged"] - 16384) <= PAGE
+        # §5 rule 1 (same since 5.11): array 1000x8 -> kmalloc_large -> 16384, + its fd
+        # (464 B), within a page per CPU
+        assert abs(r["array"]["charged"] - 16384 - 464) <= 2 * PAGE
         fills = r["hash_np"]["fills"]
         per_elem = (fills[-1]["charged"] - fills[0]["charged"]) / 1000
         assert 64 <= per_elem <= 200, per_elem

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vm_sweep import SIZES, compare, probe_specs, save_readings, vm_specs
+from vm_sweep import SIZES, compare, object_specs, probe_specs, save_readings, vm_specs
 
 KERNELS = [k.strip() for k in os.environ.get("BPFMEM_VM_KERNELS", "6.1").split(",")
            if k.strip()]
@@ -34,7 +34,7 @@ def test_sweep_on_kernel(series):
         kernel = fetch_kernel(series)
     except HostError as e:
         pytest.skip(f"cannot fetch Debian's {series} kernel: {e}")
-    specs = vm_specs()
+    specs = vm_specs() + object_specs()     # the sweep, the example's and the seed's maps
     text = format_specs(probe_specs(specs), sizes=SIZES)
     header, results = run_vm(kernel, text, cpus=2, timeout=1500)
     report = compare(specs, header, results)

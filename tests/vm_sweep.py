@@ -39,6 +39,27 @@ def vm_specs() -> list[tuple[MapShape, list[int]]]:
     return out
 
 
+def object_specs(cpus: int = 2) -> list[tuple[MapShape, list[int]]]:
+    """The maps of the bundled example and of the seed's three releases, as the loader
+    creates them on a kernel with ``cpus`` possible CPUs (each distinct shape once); maps
+    that allocate on insert filled with 256 entries."""
+    from pathlib import Path
+
+    from bpfmem import api
+    from bpfmem.model.estimate import shape_of_spec
+    from bpfmem.model.formulas import grows_with_entries
+    seed = Path(__file__).resolve().parent.parent / "examples" / "seed"
+    prof = api.profile("6.1", cpus=cpus)
+    out, seen = [], set()
+    for path in [api.example_object_path(), *sorted(seed.glob("*.o"))]:
+        for m in api.load_object(path).maps:
+            shape, _why = shape_of_spec(m, prof)
+            if shape is not None and shape not in seen:
+                seen.add(shape)
+                out.append((shape, [256] if grows_with_entries(shape) else []))
+    return out
+
+
 def save_readings(path, specs, header: dict, results: list[dict]) -> None:
     """The probe's raw answers, with the specs it was given, as test data (xz JSON): the
     model is checked against them on every run (tests/test_sweep_data.py)."""
