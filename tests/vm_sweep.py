@@ -96,7 +96,8 @@ def probe_specs(specs) -> list[dict[str, Any]]:
 
 def profile_from_probe(header: dict, results: list[dict]) -> KernelProfile:
     from bpfmem.host.profile import profile_from_probe as from_probe
-    return from_probe(header, next((r["sizes"] for r in results if "sizes" in r), {}))
+    sizes = header.get("sizes") or next((r["sizes"] for r in results if "sizes" in r), {})
+    return from_probe(header, sizes)
 
 
 def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:
