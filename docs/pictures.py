@@ -13,7 +13,7 @@ the committed pictures. The inputs were recorded on a real kernel, as root, with
 
     .venv/bin/python docs/pictures.py --record
 
-(a CNI-like set of maps held by two processes, scanned with their entries; the v0.6.0 start-up
+(a CNI-like set of maps held by two processes and 24 programs, scanned with their entries; the v0.6.0 start-up
 of the seed case traced from its first instruction). Recording changes the pictures: commit
 the inputs with them."""
 
@@ -138,6 +138,7 @@ def record_node() -> None:
     from dataclasses import replace
     sys.path.insert(0, str(ROOT / "tests"))
     from mapfarm import MapFarm, MapPlan
+    from progfarm import ProgFarm
     from bpfmem import api
     from bpfmem.report import formats
     plans = [
@@ -151,9 +152,11 @@ def record_node() -> None:
         [MapPlan("hubble_flows", 9, 16, 64, 32768, fill=8000),
          MapPlan("events_cfg", 2, 4, 64, 64)],
     ]
-    with MapFarm(plans, comms=["cni-agent", "flow-exporter"]) as farm:
+    with MapFarm(plans, comms=["cni-agent", "flow-exporter"]) as farm, \
+            ProgFarm(children=1, per_child=24, insns=200) as progs:
         ids = {m.id for m in farm.maps}
-        snap = api.scan_node(entries=True, programs=False)
+        prog_ids = {i for _pid, held in progs.children for i in held}
+        snap = api.scan_node(entries=True, programs=True)
     # as on a Kubernetes node: each agent in its pod's cgroup (this host's own path says
     # nothing about the picture)
     pods = {"cni-agent": "/kubepods/pod5e2b7a90/3f1c09",
@@ -161,7 +164,13 @@ def record_node() -> None:
     maps = tuple(replace(m, owners=tuple(replace(o, cgroup=pods.get(o.comm, o.cgroup))
                                           for o in m.owners))
                  for m in snap.maps if m.id in ids)
-    snap = replace(snap, maps=maps, hostname="node-a")
+    # the agent's programs (socket filters the recorder loaded in a child of its own): owned
+    # by the agent's pod; no BTF loaded by these processes; the JIT's vmalloc is the host's
+    agent = next(o for m in maps for o in m.owners if o.comm == "cni-agent")
+    owned = tuple(replace(p, owners=tuple(replace(o, comm=agent.comm, cgroup=agent.cgroup)
+                                          for o in p.owners))
+                  for p in snap.progs or () if p.id in prog_ids)
+    snap = replace(snap, maps=maps, hostname="node-a", progs=owned, btfs=())
     out = io.StringIO()
     formats.render(api.snapshot_view(snap, None), "json", out)
     NODE.write_text(out.getvalue(), encoding="utf-8")
