@@ -256,3 +256,39 @@ def test_a_thousand_programs_each_with_its_owner():
             assert p.memlock == tool[i]["bytes_memlock"] == 4096
             n += 1
     assert n == 1000
+
+
+def test_pod_programs_part():
+    """`pod` on a scratch cgroup whose process loaded programs (the harness, started inside
+    it): "BPF programs" is their memlock (bpftool's), taken out of the kernel part; the parts
+    still add up to the usage; the cgroup's kernel memory holds at least that much."""
+    from bpfmem import api
+    from bpfmem.host.cgroup import scratch_cgroup
+    binary = libbpf_harness.ensure_built()
+    if binary is None:
+        pytest.skip("the libbpf harness cannot be built here")
+    with scratch_cgroup(kind="pod") as cg:
+        procs = os.path.join(cg.fs_path, "cgroup.procs")
+
+        def enter():
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+        p = subprocess.Popen([str(binary), "hold", str(OBJECTS[0])], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             preexec_fn=enter)
+        try:
+            recs = []
+            for line in p.stdout:
+                rec = json.loads(line)
+                if rec["kind"] == "ready":
+                    break
+                recs.append(rec)
+            view = api.pod_view(cgroup=cg.fs_path, profile=api.profile(), go=False)
+            tool = bpftool_progs()
+        finally:
+            p.kill()
+            p.wait()
+    want = sum(tool[r["id"]]["bytes_memlock"] for r in recs)
+    assert len(recs) == 3 and want == 3 * 4096
+    assert view.component("programs") == want
+    assert sum(c.bytes or 0 for c in view.components) == view.usage

@@ -198,3 +198,4 @@ class PodSample:
     details: dict = field(default_factory=dict)   # pid -> goproc.ProcDetail (with ``go``)
     files: object = None                  # pagemap.FilePages of its open and mapped files
     exe_files: object = None              # the same of its Go executables (whole files)
+    progs: tuple | None = None            # LiveProg held by those processes (None: not read)

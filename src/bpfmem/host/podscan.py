@@ -122,6 +122,7 @@ class PodSampler:
         self.pins = pins
         self.root = root
         self._infos: dict = {}
+        self._prog_infos: dict = {}
         self._pin_ids: frozenset[int] | None = None
         self._pin_cache: dict[int, tuple[Pin, ...]] = {}
         self._bpffs: list[str] = _bpffs_mounts(root) if pins else []
@@ -176,6 +177,11 @@ class PodSampler:
                                       entry_time_bound=self.entry_time_bound,
                                       root=self.root, known=self._infos)
             skipped += gone
+        progs = None
+        if self.maps:
+            from bpfmem.host.progs import progs_held_by
+            progs, gone = progs_held_by(pids, self.root, self._prog_infos) if pids else ((), 0)
+            skipped += gone
         cg = read_cgroup_memory(self.fs_path, self.root)
         procs, gone = self._procs(pids)
         skipped += gone
@@ -209,7 +215,7 @@ class PodSampler:
                 self._pin_ids = ids
             pins = {i: p for i, p in self._pin_cache.items() if i in ids}
         return PodSample(t, wall, time.monotonic() - t, cg, tuple(procs), maps, pins,
-                         skipped, tuple(self._bpffs), details, files, exe_files)
+                         skipped, tuple(self._bpffs), details, files, exe_files, progs)
 
 
 def sample_loop(sample: Callable[[], PodSample], duration: float, interval: float, *,

@@ -20,7 +20,7 @@ from bpfmem.records import JitMemory, LiveBtf, LiveProg, Owner
 from . import bpfsys, procfs
 from .cgroup import memory_cgroup_path, namespace_roots
 
-__all__ = ["BpfFd", "ProgScan", "scan_bpf_fds", "scan_programs", "read_jit_memory",
+__all__ = ["BpfFd", "ProgScan", "scan_bpf_fds", "scan_programs", "progs_held_by", "read_jit_memory",
            "parse_vmallocinfo", "walk_prog_pins", "prog_fdinfo"]
 
 _KINDS = {"anon_inode:bpf-prog": "prog", "anon_inode:bpf_link": "link",
@@ -313,3 +313,44 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
                             kernel_btf=bi.kernel_btf,
                             owners=_holders(by_btf.get(bi.id, []), owner_of)))
     return ProgScan(tuple(progs), tuple(btfs), read_jit_memory(root), gone, tuple(errors))
+
+
+def progs_held_by(pids, root: str = "/", known: dict | None = None
+                  ) -> tuple[tuple[LiveProg, ...], int]:
+    """The programs that the processes ``pids`` hold a program or link fd to (only their fd
+    tables are read), with those processes as owners; (programs by id, how many vanished).
+    ``known`` caches each program's info by id between calls (it never changes)."""
+    fds = [f for f in scan_bpf_fds(list(pids), root) if f.kind in ("prog", "link")]
+    owner_of = _owners(fds, root) if fds else {}
+    cache = known if known is not None else {}
+    by_prog: dict[int, list[BpfFd]] = {}
+    via_link: dict[int, list[BpfFd]] = {}
+    for f in fds:
+        if f.prog_id is not None:
+            (by_prog if f.kind == "prog" else via_link).setdefault(f.prog_id, []).append(f)
+    out, gone = [], 0
+    for prog_id in sorted(set(by_prog) | set(via_link)):
+        hit = cache.get(prog_id)
+        if hit is None:
+            try:
+                pfd = bpfsys.prog_fd_by_id(prog_id)
+            except ObjectGone:
+                gone += 1
+                continue
+            try:
+                hit = cache[prog_id] = (bpfsys.prog_info(pfd), prog_fdinfo(pfd))
+            except ObjectGone:
+                gone += 1
+                continue
+            finally:
+                os.close(pfd)
+        info, memlock = hit
+        out.append(LiveProg(
+            id=info.id, name=info.name, type=info.type, tag=info.tag, memlock=memlock,
+            xlated_prog_len=info.xlated_prog_len, jited_prog_len=info.jited_prog_len,
+            map_ids=info.map_ids, btf_id=info.btf_id,
+            verified_insns=info.verified_insns or None, load_time=info.load_time,
+            created_by_uid=info.created_by_uid,
+            owners=_holders(by_prog.get(prog_id, []), owner_of),
+            link_owners=_holders(via_link.get(prog_id, []), owner_of)))
+    return tuple(out), gone
