@@ -136,8 +136,21 @@ def test_check_diff_maps_on_images(tools, tmp_path):
     assert rows[("biolatency_bpf", "hists")] == "removed"     # the opaque directory
     p = _bpfmem("maps", str(new), "--format", "json", "--no-programs")
     assert p.returncode == 0, p.stderr
-    paths = {o["path"].split(":", 1)[1] for o in json.loads(p.stdout)["objects"]}
+    doc = json.loads(p.stdout)
+    paths = {o["path"].split(":", 1)[1] for o in doc["objects"]}
     assert paths == {r for _, r in FINAL}
+    # one entry per binary carrying objects, its totals the sum of its objects'
+    carried = {o["binary"] for o in doc["objects"] if "binary" in o}
+    assert [b["path"] for b in doc["binaries"]] == sorted(carried, key=[
+        o.get("binary") for o in doc["objects"]].index)
+    assert len(carried) == 3                    # execsnoop, tool, tool-again
+    for b in doc["binaries"]:
+        mine = [o for o in doc["objects"] if o.get("binary") == b["path"]]
+        assert b["objects"] == [o["path"] for o in mine]
+        for f in ("memlock_at_create", "charged_at_create", "charged_full"):
+            assert b["memory"][f] == sum(o["memory"][f] for o in mine)
+    text = _bpfmem("maps", str(new), "--no-programs", "--kernel", "6.1", "--cpus", "4")
+    assert "per binary" in text.stdout and "new.tar@layer1:/usr/sbin/execsnoop" in text.stdout
 
 
 # --- hostile images -----------------------------------------------------------------------------

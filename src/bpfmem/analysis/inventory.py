@@ -72,11 +72,37 @@ class ObjectInventory:
 @dataclass(frozen=True)
 class Inventory:
     """The objects (and the files that failed, as (path, message)), on ``kernel`` when
-    given."""
+    given; ``binaries``: per binary that carries some of them, its objects' totals."""
     kernel: KernelProfile | None
     whatif: tuple[str, ...] | None      # None: no what-if
     objects: tuple[ObjectInventory, ...]
     errors: tuple[tuple[str, str], ...] = ()
+    binaries: tuple["BinaryTotals", ...] = ()
+
+
+@dataclass(frozen=True)
+class BinaryTotals:
+    """One binary's embedded objects together (``memory`` None: no kernel asked)."""
+    path: str
+    objects: tuple[str, ...]            # the objects' paths (binary:where)
+    memory: MemoryTotals | None
+
+
+def binary_totals(objects: Iterable[ObjectInventory]) -> tuple[BinaryTotals, ...]:
+    """Per carrier (binary) of the objects, in order first seen: their totals summed."""
+    groups: dict[str, list[ObjectInventory]] = {}
+    for o in objects:
+        if o.spec.carrier:
+            groups.setdefault(o.spec.carrier, []).append(o)
+    out = []
+    for path, objs in groups.items():
+        mem = None
+        if all(o.memory is not None for o in objs):
+            mem = MemoryTotals(**{f: sum(getattr(o.memory, f) for o in objs) for f in FIELDS},
+                               incomplete=sum(o.memory.incomplete for o in objs),
+                               refused=tuple(r for o in objs for r in o.memory.refused))
+        out.append(BinaryTotals(path, tuple(o.spec.path or o.spec.name for o in objs), mem))
+    return tuple(out)
 
 
 def map_memory(m: MapSpec, profile: KernelProfile) -> MapMemory:
@@ -134,8 +160,8 @@ def inventory(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] =
     object's totals; with a what-if, the maps as it changes them (and the totals before)."""
     objects = list(objects)
     if not whatif:
-        return Inventory(profile, None, tuple(object_inventory(o, profile) for o in objects),
-                         tuple(errors))
+        objs = tuple(object_inventory(o, profile) for o in objects)
+        return Inventory(profile, None, objs, tuple(errors), binary_totals(objs))
     out = []
     for o in objects:
         pairs = whatif.apply(list(o.maps))
@@ -146,4 +172,5 @@ def inventory(objects: Iterable[ObjectSpec], errors: Iterable[tuple[str, str]] =
                                    totals(maps) if profile is not None else None, before,
                                    tuple(whatif.unmatched([m.name for m in o.maps])),
                                    _program_bounds(o, profile)))
-    return Inventory(profile, tuple(whatif.describe()), tuple(out), tuple(errors))
+    return Inventory(profile, tuple(whatif.describe()), tuple(out), tuple(errors),
+                     binary_totals(out))

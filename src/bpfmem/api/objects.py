@@ -239,8 +239,8 @@ def specs_of(carried: Carried, path: str, *, loader: str | None = None, programs
         why = reason if chosen else f"{reason}; {spec.loader_reason}"
         if skel and spec.loader == "libbpf":
             why += f"; object name {skel} (the skeleton's)"
-        spec = replace(spec, loader_reason=why)
-        out.append(replace(got, spec=replace(got.spec, loader_reason=why))
+        spec = replace(spec, loader_reason=why, carrier=path)
+        out.append(replace(got, spec=replace(got.spec, loader_reason=why, carrier=path))
                    if code else spec)
     if not out:
         raise ParseError(f"not a BPF object: an ELF binary whose BPF objects cannot be read"

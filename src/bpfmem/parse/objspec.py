@@ -93,6 +93,7 @@ class ObjectSpec:
     notes: tuple[str, ...] = field(default=())
     loader: str = "libbpf"        # the loader whose rules made this spec (parse/loader.py)
     loader_reason: str = ""       # why that loader was assumed
+    carrier: str | None = None    # the binary it was embedded in (None: a file of its own)
 
     def map(self, name: str) -> MapSpec:
         for m in self.maps:

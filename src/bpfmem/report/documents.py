@@ -200,6 +200,10 @@ def maps_document(inv) -> dict[str, Any]:
         doc["whatif"] = list(inv.whatif)
     doc["objects"] = [_object_inventory(o) for o in inv.objects]
     doc["errors"] = [{"path": p, "error": e} for p, e in inv.errors]
+    if inv.binaries:     # objects embedded in binaries: each binary's together
+        doc["binaries"] = [{"path": b.path, "objects": list(b.objects),
+                            **({"memory": _totals(b.memory)} if b.memory is not None else {})}
+                           for b in inv.binaries]
     return doc
 
 
@@ -208,6 +212,7 @@ def _object_inventory(o) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "path": s.path, "name": s.name, "endianness": "little" if s.little_endian else "big",
         "license": s.license, "btf": s.has_btf, "loader": _loader(s),
+        **({"binary": s.carrier} if s.carrier else {}),
         "maps": [_map_entry(m) for m in o.maps],
         "programs": None if s.programs is None else [_program(p) for p in s.programs],
         "notes": list(s.notes)}   # programs None: not read (maps --no-programs)

@@ -360,6 +360,29 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
                                    "hands over; measure --programs for what they cost)",
                                    style="dim"), overflow="fold")
         console.print()
+    if inv.binaries:
+        _binaries_table(console, inv)
+
+
+def _binaries_table(console, inv) -> None:
+    """Per binary carrying objects: how many, and their maps' memory together."""
+    from rich import box
+    from rich.table import Table
+    with_memory = inv.kernel is not None
+    t = Table(title="per binary", title_justify="left", box=box.SIMPLE_HEAD, expand=False)
+    t.add_column("binary", overflow="fold")
+    t.add_column("objects", justify="right")
+    if with_memory:
+        t.add_column("memlock", justify="right")
+        t.add_column("charged", justify="right")
+        t.add_column("full", justify="right")
+    for b in inv.binaries:
+        row = [term(b.path), str(len(b.objects))]
+        if with_memory and b.memory is not None:
+            m = b.memory
+            row += [fs(m.memlock_at_create), fs(m.charged_at_create), fs(m.charged_full)]
+        t.add_row(*row)
+    console.print(t)
 
 
 def _memory_table(o):
