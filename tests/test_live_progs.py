@@ -292,3 +292,20 @@ def test_pod_programs_part():
     assert len(recs) == 3 and want == 3 * 4096
     assert view.component("programs") == want
     assert sum(c.bytes or 0 for c in view.components) == view.usage
+
+
+def test_memo_keeps_program_info_between_scans():
+    """The exporter's incremental scans: a program seen before is not read again, one that
+    went is forgotten, and the figures are the same as a fresh walk's."""
+    from progfarm import ProgFarm
+    known: dict = {}
+    with ProgFarm(children=1, per_child=5) as farm:
+        first = progs.scan_programs(pins=False, known=known)
+        ids = set(farm.children[0][1])
+        assert ids <= set(known)
+        again = progs.scan_programs(pins=False, known=known)
+        fresh = progs.scan_programs(pins=False)
+    mine = lambda s: sorted((p for p in s.progs if p.id in ids), key=lambda p: p.id)  # noqa
+    assert mine(first) == mine(again) == mine(fresh)
+    progs.scan_programs(pins=False, known=known)
+    assert not ids & set(known)

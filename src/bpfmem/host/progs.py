@@ -222,9 +222,11 @@ def _holders(fds: list[BpfFd], owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
 
 
 def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
-                  bpffs: list[str] | None = None) -> ProgScan:
+                  bpffs: list[str] | None = None, known: dict | None = None) -> ProgScan:
     """Every program, BTF object and link on the host with their owners (processes holding
-    a program, link or BTF fd) and pins, and the JIT's memory."""
+    a program, link or BTF fd) and pins, and the JIT's memory. ``known`` (program id ->
+    (ProgInfo, memlock), kept by the caller between scans) spares re-reading a program
+    seen before: neither changes while it is loaded (ids are never reused soon)."""
     errors: list[str] = []
     gone = 0
     fds = scan_bpf_fds(root=root) if owners else []
@@ -270,20 +272,25 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
         links_of.setdefault(li.prog_id, []).append(lid)
         link_holders.setdefault(li.prog_id, []).extend(by_link.get(lid, ()))
     progs: list[LiveProg] = []
+    cache = known if known is not None else {}
+    seen = set()
     for pid_ in bpfsys.prog_ids():
-        try:
-            pfd = bpfsys.prog_fd_by_id(pid_)
-        except ObjectGone:
-            gone += 1
-            continue
-        try:
-            info = bpfsys.prog_info(pfd)
-            memlock = prog_fdinfo(pfd)
-        except ObjectGone:
-            gone += 1
-            continue
-        finally:
-            os.close(pfd)
+        seen.add(pid_)
+        hit = cache.get(pid_)
+        if hit is None:
+            try:
+                pfd = bpfsys.prog_fd_by_id(pid_)
+            except ObjectGone:
+                gone += 1
+                continue
+            try:
+                hit = cache[pid_] = (bpfsys.prog_info(pfd), prog_fdinfo(pfd))
+            except ObjectGone:
+                gone += 1
+                continue
+            finally:
+                os.close(pfd)
+        info, memlock = hit
         lids = tuple(sorted(links_of.get(info.id, ())))
         lpins = [p for lid in lids for p in link_pins.get(lid, ())]
         progs.append(LiveProg(
@@ -295,6 +302,9 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
             owners=_holders(by_prog.get(info.id, []), owner_of), links=lids,
             link_owners=_holders(link_holders.get(info.id, []), owner_of),
             pins=tuple(sorted(prog_pins.get(info.id, []) + lpins))))
+    if known is not None:
+        for stale in known.keys() - seen:
+            del known[stale]
     btfs: list[LiveBtf] = []
     for bid in bpfsys.btf_ids():
         try:

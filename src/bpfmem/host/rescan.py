@@ -59,6 +59,8 @@ class ScanMemo:
     fields: dict = field(default_factory=dict)     # map id -> (memlock, frozen), static ones
     counts: dict = field(default_factory=dict)     # map id -> ((memlock, frozen), counted)
     programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
+    prog_infos: dict = field(default_factory=dict)  # prog id -> (ProgInfo, memlock): the
+    #                                                 program walk's (host/progs.py)
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
     pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
     maps: dict = field(default_factory=dict)       # map id -> the last scan's LiveMap
@@ -71,6 +73,7 @@ class ScanMemo:
             self.fields.clear()
             self.counts.clear()
             self.programs.clear()
+            self.prog_infos.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
             self.full_scans += 1
