@@ -324,7 +324,11 @@ def read_image(src: BlobSource, examine: Callable[[str, int, bytes, Any], Any], 
     a multi-platform index; without it, ``prefer`` (the host's), else the first."""
     notes: list[str] = []
     skipped: list[str] = []
-    layers, chosen = _layers(src, platform, notes, prefer)
+    try:
+        layers, chosen = _layers(src, platform, notes, prefer)
+    except (AttributeError, TypeError, KeyError) as e:   # a manifest of the wrong shape
+        raise ParseError(f"a malformed image manifest ({type(e).__name__}: {e})",
+                         path=src.name) from None
     fs = _Fs()
     members = 0
     for n, (blob, digest, media) in enumerate(layers, 1):
