@@ -309,3 +309,17 @@ def test_memo_keeps_program_info_between_scans():
     assert mine(first) == mine(again) == mine(fresh)
     progs.scan_programs(pins=False, known=known)
     assert not ids & set(known)
+
+
+def test_live_filters_apply_to_programs():
+    """snapshot --owner/--cgroup/--pid keep the programs of matching holders only."""
+    from bpfmem import api
+    with ExitStack() as stack:
+        (pid_a, recs_a), (pid_b, recs_b) = (stack.enter_context(held(o))
+                                            for o in OBJECTS[:2])
+        snap = api.scan_node(programs=True)
+    only_a = api.filter_snapshot(snap, {"pid": pid_a})
+    assert {p.id for p in only_a.progs} == {r["id"] for r in recs_a}
+    by_comm = api.filter_snapshot(snap, {"owner": "libbpf_maps"})
+    assert {r["id"] for r in recs_a + recs_b} <= {p.id for p in by_comm.progs}
+    assert not api.filter_snapshot(snap, {"owner": "no-such-comm-*"}).progs

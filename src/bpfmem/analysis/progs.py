@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from ..records import LiveBtf, LiveProg, Owner
 
-__all__ = ["ProgSum", "ProgramTotals", "program_totals", "prog_holder", "BPF_PROG_HEADER",
+__all__ = ["filter_programs", "ProgSum", "ProgramTotals", "program_totals", "prog_holder",
+           "BPF_PROG_HEADER",
            "bpf_prog_header", "memlock_lower_bound", "ProgramBound", "program_bounds",
            "MeasuredProg", "ProgramsMeasured", "programs_measured"]
 
@@ -45,6 +46,25 @@ class ProgramTotals:
     btf_objects: int                  # loaded by processes (not vmlinux or modules)
     btf_bytes: int
     kernel_btf_bytes: int             # vmlinux and modules' BTF
+
+
+def filter_programs(progs, *, owner: str | None = None, cgroup: str | None = None,
+                    pid: int | None = None, name: str | None = None, type: str | None = None):
+    """Programs matching the live filters that apply to them: ``owner`` a comm glob,
+    ``cgroup`` a substring of a holder's cgroup, ``pid`` (over program-fd and link holders).
+    ``name`` and ``type`` filter maps: given, they leave the programs as they are."""
+    import fnmatch
+    out = []
+    for p in progs:
+        holders = p.owners + p.link_owners
+        if owner and not any(fnmatch.fnmatchcase(o.comm, owner) for o in holders):
+            continue
+        if cgroup and not any(o.cgroup and cgroup in o.cgroup for o in holders):
+            continue
+        if pid is not None and not any(o.pid == pid for o in holders):
+            continue
+        out.append(p)
+    return tuple(out)
 
 
 def _sum(key, progs) -> ProgSum:

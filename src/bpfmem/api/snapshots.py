@@ -53,5 +53,10 @@ def diff_snapshots(old: str, new: str) -> SnapshotDiff:
 
 
 def filter_snapshot(snap, filters: dict):
-    """``snap`` with only the maps matching every filter (owner, cgroup, name, type)."""
-    return replace(snap, maps=tuple(filter_maps(snap.maps, **filters)))
+    """``snap`` with only the maps matching every filter (owner, cgroup, name, type), and
+    the programs matching those of them that apply to programs (owner, cgroup, pid)."""
+    snap = replace(snap, maps=tuple(filter_maps(snap.maps, **filters)))
+    if snap.progs is not None:
+        from ..analysis.progs import filter_programs
+        snap = replace(snap, progs=filter_programs(snap.progs, **filters))
+    return snap

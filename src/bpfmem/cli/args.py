@@ -246,8 +246,10 @@ def add_output(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
 
 
 LIVE_FILTERS = {
-    "owner": "only maps held by a process whose comm matches this glob (cilium-agent, 'ci*')",
-    "cgroup": "only maps held by a process whose memory cgroup path contains this text",
+    "owner": ("only maps and programs held by a process whose comm matches this glob "
+              "(cilium-agent, 'ci*')"),
+    "cgroup": ("only maps and programs held by a process whose memory cgroup path contains "
+               "this text"),
     "name": "only maps whose name matches this glob ('cilium_lb*')",
     "type": "only maps of this kernel type (hash, lru_hash, percpu_array, ...)",
 }

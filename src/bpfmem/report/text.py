@@ -110,7 +110,8 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
         lo = p.loader
         loader = f" [{lo if isinstance(lo, str) else ', '.join(lo)}]" if lo else ""
         of = "" if b.max_fraction == 1 else f" ({b.max_fraction:g} of the limit {fs(b.limit)})"
-        console.print(Text.assemble(verdict, f"  {kernel_label(p.kernel)}{loader}: {'maps and programs' if p.programs is not None else 'maps'} charge "
+        what = "maps and programs" if p.programs is not None else "maps"
+        console.print(Text.assemble(verdict, f"  {kernel_label(p.kernel)}{loader}: {what} charge "
                                     f"{fs(p.total)} at {when}, budget {fs(b.budget)}{of}, "
                                     f"{p.share_of_limit:.0%} of the limit"))
         t = Table(box=box.SIMPLE_HEAD)
@@ -516,6 +517,13 @@ def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
         _measured_programs_text(r.programs, console)
 
 
+def _why(reason: str | None) -> str:
+    """The telling line of a refusal: the verifier's last, not libbpf's closing one."""
+    lines = [x.strip() for x in (reason or "").splitlines() if x.strip()]
+    told = [x for x in lines if "failed to load object" not in x and "PROG LOAD LOG" not in x]
+    return (told or lines or ["no reason given"])[-1]
+
+
 def _measured_programs_text(pm, console) -> None:
     from rich import box
     from rich.table import Table
@@ -526,8 +534,7 @@ def _measured_programs_text(pm, console) -> None:
                      overflow="fold" if col == "program" else None)
     for p in pm.programs:
         if not p.loaded:
-            t.add_row(term(p.name), Text(f"refused (errno {p.errno}): "
-                                         f"{(p.reason or '').splitlines()[-1:] and (p.reason or '').splitlines()[-1]}",
+            t.add_row(term(p.name), Text(f"refused (errno {p.errno}): {_why(p.reason)}",
                                          style="bold red"), "", "", "", "")
             continue
         t.add_row(term(p.name), str(p.insn_cnt), format_bytes(p.memlock),
