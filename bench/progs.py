@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
+import signal
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
@@ -42,11 +47,50 @@ def timed(cmds: list[list[str]], runs: int) -> tuple[list[float], list[str]]:
     return [statistics.median(t) for t in times], outs
 
 
+def exporter(extra: list[str], seconds: float) -> tuple[float, float, float, int]:
+    """(RSS MiB after the first scrape, RSS MiB at the end, median scan seconds, samples of
+    bpfmem_prog_memlock_bytes on the last page) of `bpfmem export EXTRA`."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.Popen([sys.executable, "-m", "bpfmem", "export", "--listen",
+                          f"127.0.0.1:{port}", "--interval", "1s", *extra],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        if "serving" not in p.stderr.readline():
+            raise SystemExit("bpfmem export did not start")
+
+        def rss() -> float:
+            with open(f"/proc/{p.pid}/status") as f:
+                return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+
+        def page() -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
+                return r.read().decode()
+        body = page()
+        first, scans, end = rss(), [], time.monotonic() + seconds
+        while time.monotonic() < end:
+            body = page()
+            d = re.search(r"^bpfmem_scan_duration_seconds (\S+)$", body, re.M)
+            scans.append(float(d.group(1)))
+            time.sleep(0.2)
+        progs = len(re.findall(r"^bpfmem_prog_memlock_bytes\{", body, re.M))
+        return first, rss(), statistics.median(scans) if scans else math.nan, progs
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--processes", type=int, default=10)
     ap.add_argument("--programs", type=int, default=100)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--export-seconds", type=float, default=10)
     args = ap.parse_args()
     env_py = [sys.executable, "-m", "bpfmem"]
     with ProgFarm(args.processes, args.programs) as farm:
@@ -56,6 +100,8 @@ def main() -> int:
         doc = json.loads(out)
         found = sum(1 for pid, ids in farm.children for i in ids
                     if doc["programs"].get(str(i), {}).get("owners") == [{"pid": pid}])
+        with_p = exporter([], args.export_seconds)
+        without = exporter(["--no-programs"], args.export_seconds)
     want = args.processes * args.programs
     print(f"{want} programs in {args.processes} processes, median of {args.runs}:")
     print(f"  bpftool -j prog show        {tool:.3f} s")
@@ -63,6 +109,11 @@ def main() -> int:
     print(f"  bpfmem snapshot --no-programs {maps_only:.3f} s  (programs add "
           f"{snap - maps_only:.3f} s)")
     print(f"  found with their owner: {found}/{want}")
+    for label, (first, last, scan, n) in (("with programs", with_p),
+                                          ("--no-programs", without)):
+        print(f"  bpfmem export {label}: RSS {first:.1f} MiB after the first scrape, "
+              f"{last:.1f} MiB at the end; scan median {scan * 1000:.0f} ms; "
+              f"{n} program samples")
     return 0 if found == want else 1
 
 

@@ -299,16 +299,18 @@ def test_memo_keeps_program_info_between_scans():
     went is forgotten, and the figures are the same as a fresh walk's."""
     from progfarm import ProgFarm
     known: dict = {}
+    jit: dict = {}
     with ProgFarm(children=1, per_child=5) as farm:
-        first = progs.scan_programs(pins=False, known=known)
+        first = progs.scan_programs(pins=False, known=known, jit_cache=jit)
         ids = set(farm.children[0][1])
-        assert ids <= set(known)
-        again = progs.scan_programs(pins=False, known=known)
+        assert ids <= set(known) and ids <= jit["ids"]
+        again = progs.scan_programs(pins=False, known=known, jit_cache=jit)
         fresh = progs.scan_programs(pins=False)
+        assert again.jit is first.jit or again.jit == first.jit
     mine = lambda s: sorted((p for p in s.progs if p.id in ids), key=lambda p: p.id)  # noqa
     assert mine(first) == mine(again) == mine(fresh)
-    progs.scan_programs(pins=False, known=known)
-    assert not ids & set(known)
+    progs.scan_programs(pins=False, known=known, jit_cache=jit)
+    assert not ids & set(known) and not ids & jit["ids"]   # read again: programs went
 
 
 def test_live_filters_apply_to_programs():

@@ -31,7 +31,8 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
     if progress is not None:
         progress("programs and BTF")
     ps = scan_programs(owners=owners, pins=pins, bpffs=list(snap.bpffs) if pins else None,
-                       known=memo.prog_infos if memo is not None else None)
+                       known=memo.prog_infos if memo is not None else None,
+                       jit_cache=memo.prog_jit if memo is not None else None)
     return replace(snap, progs=ps.progs, btfs=ps.btfs, jit=ps.jit,
                    skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 

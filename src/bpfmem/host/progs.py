@@ -222,11 +222,14 @@ def _holders(fds: list[BpfFd], owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
 
 
 def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
-                  bpffs: list[str] | None = None, known: dict | None = None) -> ProgScan:
+                  bpffs: list[str] | None = None, known: dict | None = None,
+                  jit_cache: dict | None = None) -> ProgScan:
     """Every program, BTF object and link on the host with their owners (processes holding
     a program, link or BTF fd) and pins, and the JIT's memory. ``known`` (program id ->
     (ProgInfo, memlock), kept by the caller between scans) spares re-reading a program
-    seen before: neither changes while it is loaded (ids are never reused soon)."""
+    seen before: neither changes while it is loaded (ids are never reused soon);
+    ``jit_cache`` (a dict kept the same way) spares reading /proc/vmallocinfo again while
+    the set of programs is the same (the JIT's memory changes as programs come and go)."""
     errors: list[str] = []
     gone = 0
     fds = scan_bpf_fds(root=root) if owners else []
@@ -322,7 +325,14 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
         btfs.append(LiveBtf(id=bi.id, name=bi.name, btf_size=bi.btf_size,
                             kernel_btf=bi.kernel_btf,
                             owners=_holders(by_btf.get(bi.id, []), owner_of)))
-    return ProgScan(tuple(progs), tuple(btfs), read_jit_memory(root), gone, tuple(errors))
+    ids = frozenset(seen)
+    if jit_cache is not None and jit_cache.get("ids") == ids:
+        jit = jit_cache["jit"]
+    else:
+        jit = read_jit_memory(root)
+        if jit_cache is not None:
+            jit_cache.update(ids=ids, jit=jit)
+    return ProgScan(tuple(progs), tuple(btfs), jit, gone, tuple(errors))
 
 
 def progs_held_by(pids, root: str = "/", known: dict | None = None

@@ -61,6 +61,7 @@ class ScanMemo:
     programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
     prog_infos: dict = field(default_factory=dict)  # prog id -> (ProgInfo, memlock): the
     #                                                 program walk's (host/progs.py)
+    prog_jit: dict = field(default_factory=dict)   # the JIT reading and the program ids then
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
     pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
     maps: dict = field(default_factory=dict)       # map id -> the last scan's LiveMap
@@ -74,6 +75,7 @@ class ScanMemo:
             self.counts.clear()
             self.programs.clear()
             self.prog_infos.clear()
+            self.prog_jit.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
             self.full_scans += 1
