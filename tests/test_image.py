@@ -247,3 +247,27 @@ def test_hostile_images(tools, tmp_path):
     assert "layer 3" in err and "a gzip bomb" in err
     print(f"hostile image: peak RSS {rss // 1024} MiB\n{err}")
     assert rss < 200 * 1024
+
+
+def test_check_an_image_with_both_gates(tools, tmp_path):
+    """check IMAGE --limit --max-binary-size: the maps of its objects and the sizes of its
+    binaries that carry them (execsnoop 411Ki, opensnoop's copy 335Ki), each failing alone."""
+    img = imagegen.oci_tar(tmp_path / "agent.tar", {"linux/amd64": _layers(tools)})
+
+    def check(*args):
+        return _bpfmem("check", str(img), "--kernel", "6.1", "--cpus", "4", "--format",
+                       "json", *args)
+    ok = check("--limit", "128Mi", "--max-binary-size", "1Mi")
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    gate = doc["binary_gate"]
+    sized = {b["path"]: b["file_size"] for b in gate["binaries"]}
+    assert sized == {f"agent.tar@layer{n}:{p}": (tools / t).stat().st_size for n, p, t in (
+        (1, "/usr/sbin/execsnoop", "execsnoop"), (2, "/usr/sbin/tool", "opensnoop"),
+        (2, "/usr/sbin/tool-again", "opensnoop"))}
+    assert doc["pass"] and gate["pass"]
+    big = check("--limit", "128Mi", "--max-binary-size", "400Ki")   # execsnoop is 411Ki
+    assert big.returncode == 1
+    failures = json.loads(big.stdout)["binary_gate"]["failures"]
+    assert len(failures) == 1 and failures[0].startswith("agent.tar@layer1:/usr/sbin/execsnoop:")
+    assert check("--limit", "16Mi", "--max-binary-size", "1Mi").returncode == 1

@@ -57,11 +57,13 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
     from .size import check_binaries, split_binaries
     if not settings.any_gate:
         raise ValueError("no gate to check: give a memory limit or a binary size limit")
-    from .objects import carries_objects
+    from .objects import carries_objects, is_image
     objects, binaries = split_binaries(list(sources))
-    # a binary that carries BPF objects feeds the maps gate with them (and is sized)
+    # a binary that carries BPF objects feeds the maps gate with them (and is sized); an
+    # image feeds both gates (its objects; its binaries that carry them)
     carriers = [b for b in binaries if carries_objects(b)] if settings.maps_gate else []
-    maps_in, bins_in, notes = gate_inputs(settings, objects + carriers, binaries)
+    images = [o for o in objects if is_image(o)]
+    maps_in, bins_in, notes = gate_inputs(settings, objects + carriers, binaries + images)
     maps = None
     if maps_in:
         maps, skipped = _check_objects(
@@ -77,7 +79,7 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
         try:
             bins = check_binaries(bins_in, max_size=settings.binary_max,
                                   module_limits=settings.binary_modules,
-                                  file_limits=settings.binary_files)
+                                  file_limits=settings.binary_files, platform=platform)
         except UsageError:
             raise
         except (BpfmemError, OSError) as e:

@@ -103,17 +103,24 @@ def binary_size_diff(old, new, *, by: str = "package", top: int = 30,
 
 
 def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int],
-                   file_limits: dict[str, int] | None = None) -> BinaryCheck:
+                   file_limits: dict[str, int] | None = None,
+                   platform: str | None = None) -> BinaryCheck:
     """Each binary against its size limit (the per-file limit whose glob matches its path
-    or name, else ``max_size``) and the module limits; its document is
+    or name, else ``max_size``) and the module limits; a container image's binaries that
+    carry BPF objects, each by its path in the image. Its document is
     ``bpfmem/binary-check/v1``."""
+    from .objects import is_image
     verdicts, reps = [], []
     for p in paths:
-        rep = load_binary_size(p)
-        reps.append(rep)
-        verdicts += judge_binary(rep, max_size=limit_for(os.fspath(p), max_size,
-                                                         file_limits or {}),
-                                 module_limits=module_limits)
+        if is_image(p):
+            from .image import image_binary_sizes
+            got = [(r, r.path.split(":", 1)[1]) for r in image_binary_sizes(p, platform=platform)]
+        else:
+            got = [(load_binary_size(p), os.fspath(p))]
+        for rep, name in got:
+            reps.append(rep)
+            verdicts += judge_binary(rep, max_size=limit_for(name, max_size, file_limits or {}),
+                                     module_limits=module_limits)
     return BinaryCheck(tuple(reps), tuple(verdicts))
 
 
