@@ -179,3 +179,21 @@ def test_probe_prog_lines_on_this_kernel():
     assert big["peak_sampled"] <= big["peak"]
     assert small["memlock"] == PAGE
     assert not leftovers()
+
+
+def test_a_verifier_refusal_carries_the_verifier_log():
+    """local_storage.o's task_storage_tp is refused by the verifier here (EACCES: the task
+    pointer a tracepoint has is untrusted): listed as refused with the log's last lines, the
+    table's line is the verifier's complaint; the other programs of the object load."""
+    import io
+    from bpfmem import api
+    from bpfmem.report.formats import render
+    r = api.measure_object(str(FIXTURES / "local_storage.o"), programs=True)
+    by = {p.name: p for p in r.programs.programs}
+    bad = by["task_storage_tp"]
+    assert not bad.loaded and bad.errno == 13
+    assert "expected=ptr_" in bad.reason and "processed" in bad.reason
+    assert by["sk_storage_egress"].loaded
+    out = io.StringIO()
+    render(r, "text", out, width=200)
+    assert "R2 type=scalar expected=ptr_" in out.getvalue()

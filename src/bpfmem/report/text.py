@@ -520,7 +520,8 @@ def measure_text(r, out: IO[str], *, width: int | None = None) -> None:
 def _why(reason: str | None) -> str:
     """The telling line of a refusal: the verifier's last, not libbpf's closing one."""
     lines = [x.strip() for x in (reason or "").splitlines() if x.strip()]
-    told = [x for x in lines if "failed to load object" not in x and "PROG LOAD LOG" not in x]
+    told = [x for x in lines if "failed to load object" not in x and "PROG LOAD LOG" not in x
+            and not x.startswith("processed ")]
     return (told or lines or ["no reason given"])[-1]
 
 
