@@ -202,8 +202,38 @@ def test_size_of_an_image_is_its_agents(agents, tmp_path):
                             "--top", "0"], capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
+    # the image's objects are the agent's, read with the loader its build info names
+    specs, skipped = load_objects(img)
+    own_specs, _ = load_objects(exe)
+    assert skipped == [] and len(specs) == len(own_specs) == len(EXAMPLES) + len(FIXTURES)
+    for s, o in zip(specs, own_specs):
+        assert s.path == "agent.tar@layer2:/usr/bin/agent:" + o.path.split(":", 1)[1]
+        assert s.loader == o.loader == "cilium-ebpf@0.9" and s.maps == o.maps
     got, own = size(str(img)), size(str(exe))
     assert [b["path"] for b in got["binaries"]] == ["agent.tar@layer2:/usr/bin/agent"]
     mine, theirs = got["binaries"][0], own["binaries"][0]
     assert {k: v for k, v in mine.items() if k != "path"} == \
         {k: v for k, v in theirs.items() if k != "path"}
+
+
+def test_loader_from_build_info_modules():
+    """The build info's module lines as Go writes them (`go version -m`): cilium/ebpf's
+    version, a replacement's version when it names one, libbpfgo as libbpf, neither: None."""
+    from bpfmem.parse.embedded import buildinfo_loader
+    from bpfmem.parse.gobin import BuildInfo, _modinfo
+
+    def info(text: str):
+        path, main, deps, settings = _modinfo(text)
+        return BuildInfo("go1.19.8", path, main, tuple(deps), tuple(settings), 0, 0)
+    base = "path\texample.com/agent\nmod\texample.com/agent\t(devel)\t\n"
+    assert buildinfo_loader(info(base + "dep\tgithub.com/cilium/ebpf\tv0.9.1\t\n"))[0] == \
+        "cilium-ebpf@0.9"
+    got = buildinfo_loader(info(base + "dep\tgithub.com/cilium/ebpf\tv0.9.1\t\n"
+                                "=>\texample.com/fork\tv0.23.0\th1:x=\n"))
+    assert got[0] == "cilium-ebpf" and "=> example.com/fork v0.23.0" in got[1]
+    got = buildinfo_loader(info(base + "dep\tgithub.com/cilium/ebpf\tv0.22.0\t\n"
+                                "=>\t../ebpf\t(devel)\t\n"))
+    assert got[0] == "cilium-ebpf"
+    got = buildinfo_loader(info(base + "dep\tgithub.com/aquasecurity/libbpfgo\tv0.4.9\t\n"))
+    assert got[0] == "libbpf"
+    assert buildinfo_loader(info(base + "dep\tgolang.org/x/sys\tv0.1.0\t\n")) is None

@@ -233,13 +233,9 @@ def binary_loader(img: ElfImage) -> tuple[str | None, str]:
     except ParseError:
         info = None
     if info is not None:
-        for dep in info.deps:
-            if dep.path == CILIUM_MODULE:
-                loader, note = cilium_loader(dep.version)
-                reason = f"the build info names {CILIUM_MODULE} {dep.version}"
-                return loader, reason + (f" ({note})" if note else "")
-            if dep.path == LIBBPFGO_MODULE:
-                return "libbpf", f"the build info names {LIBBPFGO_MODULE} {dep.version} (libbpf)"
+        got = buildinfo_loader(info)
+        if got is not None:
+            return got
     data = img.buffer
     needed = _needs_libbpf(img)
     linked = data.find(b"libbpf: ") >= 0
@@ -251,6 +247,24 @@ def binary_loader(img: ElfImage) -> tuple[str | None, str]:
     if info is not None:
         return None, "a Go binary whose build info names no BPF loader"
     return None, "the binary names no BPF loader"
+
+
+def buildinfo_loader(info) -> tuple[str, str] | None:
+    """(loader, reason) from a Go build info's modules (a :class:`bpfmem.parse.gobin.BuildInfo`):
+    cilium/ebpf at its version (a replacement's version when it names one), libbpfgo as
+    libbpf; None when it names neither."""
+    for dep in info.deps:
+        if dep.path == CILIUM_MODULE:
+            version, how = dep.version, ""
+            r = dep.replace
+            if r is not None and r.version and r.version != "(devel)":
+                version, how = r.version, f" => {r.path} {r.version}"
+            loader, note = cilium_loader(version)
+            reason = f"the build info names {CILIUM_MODULE} {dep.version}{how}"
+            return loader, reason + (f" ({note})" if note else "")
+        if dep.path == LIBBPFGO_MODULE:
+            return "libbpf", f"the build info names {LIBBPFGO_MODULE} {dep.version} (libbpf)"
+    return None
 
 
 def _needs_libbpf(img: ElfImage) -> str | None:
