@@ -271,3 +271,20 @@ def test_check_an_image_with_both_gates(tools, tmp_path):
     failures = json.loads(big.stdout)["binary_gate"]["failures"]
     assert len(failures) == 1 and failures[0].startswith("agent.tar@layer1:/usr/sbin/execsnoop:")
     assert check("--limit", "16Mi", "--max-binary-size", "1Mi").returncode == 1
+
+
+def test_advise_and_measure_take_an_image(tools, tmp_path):
+    """advise reads the image's objects' code; measure (root) creates all their maps: the
+    kernel's memlock equals the model's for each."""
+    img = imagegen.docker_archive(tmp_path / "agent.tar", _layers(tools))
+    p = _bpfmem("advise", str(img), "--format", "json", "--kernel", "6.1", "--cpus", "4")
+    assert p.returncode == 0, p.stderr
+    assert _names([type("O", (), {"path": o["path"]}) for o in json.loads(p.stdout)["objects"]],
+                  "agent.tar") == FINAL
+    from conftest import is_root
+    if not is_root():
+        return
+    p = _bpfmem("measure", str(img), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["maps"]
+    assert len(rows) >= 10 and all(r["memlock_match"] for r in rows), rows
