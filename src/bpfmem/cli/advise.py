@@ -25,8 +25,8 @@ class Advise(Command):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("objects", nargs="*", metavar="OBJ",
-                       help="compiled BPF object(s) or quoted globs; default: the bundled "
-                            "example")
+                       help="compiled BPF object(s), binaries or container images carrying "
+                            "them, or quoted globs; default: the bundled example")
         p.add_argument("--occupancy", metavar="SNAPSHOT.json",
                        help="entries per map from a live node: {map: entries} or a bpfmem "
                             "snapshot")

@@ -31,8 +31,8 @@ class Check(Command):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("objects", nargs="+", metavar="OBJ",
-                       help="compiled BPF object(s), or quoted globs bpfmem expands "
-                            "('build/*.o')")
+                       help="compiled BPF object(s), binaries or container images carrying "
+                            "them, or quoted globs bpfmem expands ('build/*.o')")
         p.add_argument("--limit", metavar="SIZE",
                        help="the container's memory limit, a Kubernetes quantity: 128Mi "
                             "(Mi = 2^20), 500M (M = 10^6)")

@@ -28,8 +28,10 @@ class Diff(Command):
     epilog = EPILOG
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed)")
-        p.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed)")
+        p.add_argument("old", metavar="OLD", help="object(s) of the old build (globs allowed), "
+                                                  "or its binary or container image")
+        p.add_argument("new", metavar="NEW", help="object(s) of the new build (globs allowed), "
+                                                  "or its binary or container image")
         p.add_argument("unquoted", nargs="*", help=argparse.SUPPRESS)
         p.add_argument("--limit", metavar="SIZE",
                        help="memory limit, to show the share of it (128Mi; M is 10^6)")

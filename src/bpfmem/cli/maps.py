@@ -46,6 +46,8 @@ examples:
   bpfmem maps agent.bpf.o --kernel 5.10 --cpus 64
   bpfmem maps build/*.o --format json  several, as JSON (schema bpfmem/maps/v1)
   bpfmem maps agent_bpfel.o --loader cilium-ebpf
+  bpfmem maps ./agent                  the objects embedded in a binary, its loader's way
+  bpfmem maps agent-image.tar          every object and binary carrying one in an image
 """
 
 
@@ -57,8 +59,9 @@ class Maps(Command):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("objects", nargs="*", metavar="OBJ",
-                       help="compiled BPF object(s) (clang -target bpf -g); "
-                            "default: the bundled example")
+                       help="compiled BPF object(s) (clang -target bpf -g), binaries that "
+                            "embed them (libbpf skeletons, Go go:embed) or container images "
+                            "(docker save, OCI layout); default: the bundled example")
         a.add_format(p, ("table", "json", "markdown"))
         a.add_output_file(p)
         a.add_kernels(p)

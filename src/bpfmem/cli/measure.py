@@ -25,7 +25,9 @@ class Measure(Command):
     epilog = EPILOG
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("object", metavar="OBJ")
+        p.add_argument("object", metavar="OBJ",
+                       help="a compiled BPF object, or a binary or container image carrying "
+                            "some (all their maps)")
         p.add_argument("--fill", action="store_true",
                        help="also insert entries (half, then full) and measure again")
         p.add_argument("--vm-kernel", metavar="VERSION|VMLINUZ",
