@@ -23,8 +23,9 @@ from .cgroup import memory_cgroup_path, namespace_roots
 __all__ = ["BpfFd", "ProgScan", "scan_bpf_fds", "scan_programs", "progs_held_by", "read_jit_memory",
            "parse_vmallocinfo", "walk_prog_pins", "prog_fdinfo"]
 
-_KINDS = {"anon_inode:bpf-prog": "prog", "anon_inode:bpf_link": "link",
-          "anon_inode:btf": "btf"}
+# the anon inode names of the fds (a link's reads "bpf-link" on 6.x, "bpf_link" on others)
+_KINDS = {"anon_inode:bpf-prog": "prog", "anon_inode:bpf-link": "link",
+          "anon_inode:bpf_link": "link", "anon_inode:btf": "btf"}
 _ID_KEY = {"prog": b"\nprog_id:", "link": b"\nlink_id:", "btf": b"\nbtf_id:"}
 
 
