@@ -23,6 +23,7 @@ PART_COLORS = {"processes": "#4C78A8", "go_heap": "#8C564B", "go_free": "#C49C94
                "go_arenas": "#BCBD22", "go_stacks": "#2CA02C", "go_runtime": "#98DF8A",
                "thp_residue": "#DBDB8D", "binary": "#E377C2", "open_files": "#9EDAE5",
                "page_cache": "#72B7B2", "kernel": "#9467BD", "maps": "#F58518",
+               "programs": "#17BECF",
                "unexplained": "#D9D9D9"}
 LIMIT_COLOR, USAGE_COLOR = "#D62728", "#222222"
 _OTHER_COLOR = "#7F7F7F"        # a part this table does not know yet
