@@ -36,7 +36,7 @@ __all__ = ["BlobSource", "TarSource", "ImageFile", "ImageContents", "read_image"
 
 #: what one layer may decompress to, and how many entries an image may have
 MAX_LAYER_BYTES = 16 << 30
-MAX_MEMBERS = 1_000_000
+MAX_MEMBERS = 500_000       # a full distribution image has ~10^5 files; ~250 bytes each here
 #: the largest ELF file whose bytes are read (a bigger one is skipped, said in a line)
 MAX_FILE = 512 << 20
 #: a gzip layer decompressing past this many times its size (and past 256 MiB) is a bomb
@@ -104,7 +104,7 @@ class ImageContents:
     files: tuple[ImageFile, ...]
     skipped: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    entries: int = 0        # files, links and directories of the final filesystem
+    entries: int = 0        # entries kept of the final filesystem (links, examined files)
 
 
 def _json(src: BlobSource, name: str, what: str):
@@ -216,7 +216,7 @@ class _Bomb(Exception):
     pass
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     kind: str                 # "file" | "dir" | "link" (symlink)
     layer: int
@@ -369,7 +369,11 @@ def _apply(fs: _Fs, f, size: int, n: int, digest: str, where: str, examine, max_
             f"more than {qty(limit)}")
     counted = io.BufferedReader(_Counted(stream, limit, what), 1 << 16)
     tar = tarfile.open(fileobj=counted, mode="r|")
-    for m in tar:
+    while True:
+        m = tar.next()
+        if m is None:
+            break
+        tar.members.clear()     # tarfile keeps every header read: we keep what matters
         members += 1
         if members > MAX_MEMBERS:
             raise _Bomb(f"more than {MAX_MEMBERS} entries in the image")
@@ -392,18 +396,26 @@ def _apply(fs: _Fs, f, size: int, n: int, digest: str, where: str, examine, max_
         if base.startswith(".wh."):
             fs.remove(posixpath.join(parent, base[4:]), below=n)
             continue
+        # only what can matter is kept: symlinks (paths resolve through them), files
+        # examine kept a result for, and whatever replaces something kept; a plain file or
+        # directory that replaces nothing costs no memory (10^5-file layers stay small)
         if m.isdir():
-            fs.add(path, _Entry("dir", n, digest))
+            old = fs.entries.get(path)
+            if old is not None and old.kind != "dir":
+                fs.add(path, _Entry("dir", n, digest))
         elif m.issym():
             fs.add(path, _Entry("link", n, digest, target=m.linkname))
         elif m.islnk():
             target = _member_path(m.linkname)
-            src = fs.entries.get(target) if target else None
-            if src is None or src.kind != "file":
-                skipped.append(f"{where}: {m.name}: a hard link to {m.linkname!r}, which is "
-                               "not a file of the image: skipped")
+            if target is None:
+                skipped.append(f"{where}: {m.name}: a hard link to {m.linkname!r}, outside "
+                               "the image's root: skipped")
                 continue
-            fs.add(path, _Entry("file", n, digest, src.size, result=src.result))
+            src = fs.entries.get(target)
+            if src is not None and src.kind == "file":
+                fs.add(path, _Entry("file", n, digest, src.size, result=src.result))
+            elif path in fs.entries:
+                fs.add(path, _Entry("file", n, digest))
         elif m.isfile():
             result = None
             if m.size >= 64:
@@ -419,6 +431,7 @@ def _apply(fs: _Fs, f, size: int, n: int, digest: str, where: str, examine, max_
                         if isinstance(result, str):      # why it was skipped
                             skipped.append(f"{where}: {path}: {result}: skipped")
                             result = None
-            fs.add(path, _Entry("file", n, digest, m.size, result=result))
+            if result is not None or path in fs.entries:
+                fs.add(path, _Entry("file", n, digest, m.size, result=result))
         # devices, FIFOs: not files an agent ships
     return members
