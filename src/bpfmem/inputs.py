@@ -39,7 +39,7 @@ LIMITS = {
     "batch line": 1 << 20,     # one line of it
     "trace": 256 << 20,        # a pod trace saved as JSON (pod --trace -o FILE): ~1 KiB a sample
     "trace line": 16 << 20,    # a line of one saved as JSON lines (the last: the view at the peak)
-    "image": 64 << 30,         # a container image archive or one blob of an OCI layout (streamed)
+    "image": 8 << 30,          # a container image archive or one blob of an OCI layout (streamed)
 }
 #: a binary larger than this is mapped, not read (smaller ones are read: a read cannot fault
 #: when the file is truncated under us, a mapping can)
