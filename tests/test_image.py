@@ -134,6 +134,10 @@ def test_check_diff_maps_on_images(tools, tmp_path):
     rows = {(r["object"], r["map"]): r["status"] for r in doc["maps"]}
     assert rows[("execsnoop_bpf", "execs")] == "unchanged"
     assert rows[("biolatency_bpf", "hists")] == "removed"     # the opaque directory
+    # one skeleton in three binaries: matched by path and name (deleted, and two new ones)
+    assert rows[("opensnoop_bpf@/usr/sbin/opensnoop:.rodata+0x4b8", "start")] == "removed"
+    for tool in ("tool", "tool-again"):
+        assert rows[(f"opensnoop_bpf@/usr/sbin/{tool}:.rodata+0x4b8", "start")] == "added"
     p = _bpfmem("maps", str(new), "--format", "json", "--no-programs")
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)

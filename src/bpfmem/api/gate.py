@@ -140,9 +140,38 @@ def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
                                      platform=platform)
     old_objs, old_skipped = load_all(old, loader=old_loader, programs=programs,
                                      platform=platform)
+    old_objs, new_objs = _by_place(old_objs, new_objs)
     result = diff(old_objs, new_objs, profile, whatif, limit)
     if programs:
         from ..analysis.progs import program_changes
         result = replace(result, programs=program_changes(old_objs, new_objs, profile))
     return replace(result, warnings=tuple(unmatched(new_objs, whatif)) +
                    tuple(old_skipped + new_skipped))
+
+
+def _place(spec) -> str:
+    """Where an embedded object is, the same in two builds: its path in the image (without
+    the image's name and layer) or its binary's file name, and where in the binary."""
+    path = spec.path or spec.name
+    head, _, where = path.rpartition(":")
+    if "@layer" in head and ":" in head:     # IMAGE@layerN:/path
+        head = head.split(":", 1)[1]
+    else:
+        head = head.rsplit("/", 1)[-1]
+    return f"{head}:{where}"
+
+
+def _by_place(old: list, new: list) -> tuple[list, list]:
+    """Objects are matched by name; an object name that several embedded objects share on
+    either side (one skeleton in two binaries of an image) is told apart by place on both
+    sides (``opensnoop_bpf@/usr/sbin/tool:.rodata+0x4b8``), so they are matched by path and
+    name."""
+    from collections import Counter
+    shared = set()
+    for side in (old, new):
+        shared |= {n for n, c in Counter(o.name for o in side).items() if c > 1}
+
+    def named(side):
+        return [replace(o, name=f"{o.name}@{_place(o)}")
+                if o.name in shared and o.carrier else o for o in side]
+    return (named(old), named(new)) if shared else (old, new)
