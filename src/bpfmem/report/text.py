@@ -22,6 +22,22 @@ def _console(out: IO[str], width: int | None = None):
     return console(file=out, highlight=False)
 
 
+def _say(console, lead: str, text: str, style: str = "") -> None:
+    """A note or a warning at the console's width, its lines after the first indented under
+    its text (a hanging indent), wrapped at spaces only: a path or a name is never broken."""
+    import textwrap
+
+    from rich.text import Text
+    from .escape import for_terminal
+    width = max(40, console.width)
+    under = " " * min(len(lead), width // 3)
+    lines = textwrap.wrap(for_terminal(text), width, initial_indent=lead,
+                          subsequent_indent=under, break_long_words=False,
+                          break_on_hyphens=False) or [lead.rstrip()]
+    for line in lines:
+        console.print(Text(line, style=style), soft_wrap=True)
+
+
 def kernel_label(k) -> str:
     """'Linux 6.1.0-57-cloud-amd64, 2 CPUs' for a kernel's own BTF, 'Linux 6.1.0 (release
     table), 2 CPUs' for a release number (``k``: a KernelProfile); a [[kernels]] entry of
@@ -127,7 +143,7 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
             console.print(Text(f"  the total leaves out {count(len(p.refused), 'refused map')}, "
                                f"not created: {', '.join(p.refused)}", style="red"))
         for n in p.notes:
-            console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
+            _say(console, "  note: ", n, "yellow")
         if p.total_before_whatif is not None:
             console.print(Text(f"  what-if: {fs(p.total_before_whatif)} before -> "
                                f"{fs(p.total)} after", style="yellow"))
@@ -245,8 +261,8 @@ def advise_text(r, out: IO[str], *, width: int | None = None) -> None:
                 console.print(Text(f"  trade-off and kernel: as for {first} above",
                                    style="dim"), overflow="fold")
                 continue
-            console.print(Text(f"  trade-off: {a.tradeoff}", style="dim"), overflow="fold")
-            console.print(Text(f"  kernel: {a.rule}", style="dim"), overflow="fold")
+            _say(console, "  trade-off: ", a.tradeoff, "dim")
+            _say(console, "  kernel: ", a.rule, "dim")
         console.print(Text(f"total saving at start from the recommended changes (--apply): "
                            f"{fs(o.saves_at_create)}", style="bold green"))
         if o.saves_if_dropped:
@@ -255,7 +271,7 @@ def advise_text(r, out: IO[str], *, width: int | None = None) -> None:
                                f"them: --set 'MAP.count=0' to see it)", style="green"),
                           overflow="fold")
     for w in r.warnings:
-        console.print(Text(f"warning: {w}", style="yellow"), overflow="fold")
+        _say(console, "warning: ", w, "yellow")
 
 
 # -- maps -----------------------------------------------------------------------------------
@@ -282,7 +298,7 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
                               f"a release table, struct sizes from the {src}"),
                            style="dim"), overflow="fold")
         for note in k.notes:
-            console.print(Text(f"  note: {note}", style="dim"), overflow="fold")
+            _say(console, "  note: ", note, "dim")
     for o in inv.objects:
         s = o.spec
         title = f"{s.path or s.name}: {count(len(o.maps), 'map')}" + (
@@ -326,7 +342,7 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
         for name, n in notes:
             console.print(Text(f"  * {name}: {n}", style="dim"), overflow="fold")
         for n in s.notes:
-            console.print(Text(f"  note: {n}", style="yellow"), overflow="fold")
+            _say(console, "  note: ", n, "yellow")
         if o.memory_before is not None:
             b, a = o.memory_before, o.memory
             console.print(Text(f"  what-if ({'; '.join(inv.whatif or ())}): charged at create "
