@@ -165,10 +165,13 @@ def _run_bounded(args, tmp_path):
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
     before = sorted(os.listdir(tmp_path))
-    code = ("import resource, runpy, sys; sys.argv = ['bpfmem'] + sys.argv[1:]\n"
+    # the peak of this process's own memory: VmHWM of its address space (ru_maxrss would
+    # keep the high-water mark of the pytest process it was forked from, across exec)
+    code = ("import runpy, sys; sys.argv = ['bpfmem'] + sys.argv[1:]\n"
             "try:\n    runpy.run_module('bpfmem', run_name='__main__')\n"
-            "finally:\n    print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
-            " file=sys.stderr)\n")
+            "finally:\n    hwm = [l.split()[1] for l in open('/proc/self/status')"
+            " if l.startswith('VmHWM:')][0]\n"
+            "    print('RSS', hwm, file=sys.stderr)\n")
     p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                        timeout=300, env={**os.environ, "TMPDIR": str(tmpdir)})
     rss = int(p.stderr.rsplit("RSS ", 1)[1].split()[0])
