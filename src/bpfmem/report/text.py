@@ -371,11 +371,10 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
                 p.add_row(*row)
             console.print(p)
             if bounds:
-                console.print(Text(f"  programs: memlock at least "
-                                   f"{fs(sum(b.memlock_at_least for b in bounds.values()))} "
-                                   "(a lower bound: the pages of the instructions the loader "
-                                   "hands over; measure --programs for what they cost)",
-                                   style="dim"), overflow="fold")
+                _say(console, "  programs: ",
+                     f"memlock at least {fs(sum(b.memlock_at_least for b in bounds.values()))} "
+                     "(a lower bound: the pages of the instructions the loader hands over; "
+                     "measure --programs for what they cost)", "dim")
         console.print()
     if inv.binaries:
         _binaries_table(console, inv)
