@@ -1,8 +1,9 @@
 """The measuring probe on this host's kernel (bpfmem.host.probe).
 
-The memlock assertions use the ≥ 6.4 formulas of ../shared/kernel-map-memory.md §3 (exact on
+The memlock assertions use the ≥ 6.4 formulas (each map type's ``map_mem_usage``, exact on
 6.18), with struct sizes read from the running kernel's BTF by the probe itself; the charge
-assertions use §5 (cgroup v1 ``memory.kmem.usage_in_bytes`` moves in whole pages).
+assertions use the memory cgroup's own counter (cgroup v1 ``memory.kmem.usage_in_bytes``
+moves in whole pages).
 """
 
 from __future__ import annotations

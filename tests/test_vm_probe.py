@@ -2,7 +2,8 @@
 
 BPFMEM_VM_KERNELS chooses the kernels ("6.1" by default, e.g. "5.10,6.1,6.12"). A kernel is
 downloaded once (Debian's linux-image-*-cloud-amd64) and cached in ~/.cache/bpfmem/kernels.
-Expected values: ../shared/kernel-map-memory.md §1, §3, §6 and §8.
+Expected values: the kernel's own formulas per release (memlock eras, the charge at create
+and per entry), as bpfmem.model.formulas writes them.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ Three eras of ``memlock`` (what fdinfo and bpftool show):
   - 5.11-6.3 ``bpf_map_memory_footprint()``           -> :func:`memory_footprint`
   - <= 5.10  pages charged by ``bpf_map_charge_init`` -> :func:`rlimit_pages`
 and the memory cgroup charge (:func:`charged_at_create`, :func:`charged_per_entry`).
-Notation follows ../shared/kernel-map-memory.md: K key_size, V value_size, M max_entries,
-C possible CPUs, n entries present. All functions are pure.
+Notation: K key_size, V value_size, M max_entries, C possible CPUs, n entries present.
+Each function names the kernel function (and release) it mirrors; the kernel's source is
+the authority, and tests/test_sweep_data.py holds every formula to real kernels' readings.
+All functions are pure.
 """
 
 from __future__ import annotations
