@@ -48,6 +48,23 @@ CROSS_CC = {"amd64": ("gcc", "gcc libc6-dev"),
             "arm64": ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu libc6-dev-arm64-cross")}
 
 
+def install_built(tmp: str, target: str) -> None:
+    """Put a program just compiled at ``tmp`` in place at ``target``, with its sha256 beside
+    it (``target.sha256``, made 0600 and moved first): the one way bpfmem installs a helper
+    it built (the probe, the program loader), checked by sha256 before each run. A previous
+    ``target`` (one that failed that check) is removed, never left to run."""
+    os.chmod(tmp, 0o700)
+    with open(tmp, "rb") as f:
+        built = hashlib.sha256(f.read()).hexdigest()
+    side = f"{tmp}.sha256"
+    with open(os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(built + "\n")
+    if os.path.lexists(target):
+        os.unlink(target)
+    os.replace(side, f"{target}.sha256")
+    os.replace(tmp, target)
+
+
 def build_probe(cache_dir: str | os.PathLike | None = None, *, arch: str = "amd64") -> Path:
     """The probe binary: the one built with the installed package (:data:`INSTALLED_PROBE`)
     when :func:`open_probe` trusts it for this user, else ``probe.c`` compiled with
@@ -103,16 +120,7 @@ def build_probe(cache_dir: str | os.PathLike | None = None, *, arch: str = "amd6
                 raise HostError("building the bpfmem probe needs the kernel UAPI headers "
                                 f"(Debian package linux-libc-dev): {err[-500:]}")
             raise HostError(f"compiling {PROBE_SOURCE} failed: {err[-1500:]}")
-        os.chmod(tmp, 0o700)
-        with open(tmp, "rb") as f:
-            built = hashlib.sha256(f.read()).hexdigest()
-        side = f"{tmp}.sha256"
-        with open(os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            f.write(built + "\n")
-        if os.path.lexists(target):
-            os.unlink(target)   # (a binary that failed the check: never left to run)
-        os.replace(side, f"{target}.sha256")
-        os.replace(tmp, target)
+        install_built(tmp, target)
     finally:
         for leftover in (tmp, f"{tmp}.sha256"):
             if os.path.lexists(leftover):

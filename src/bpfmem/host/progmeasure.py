@@ -18,7 +18,7 @@ from bpfmem.errors import HostError, PermissionDenied
 from . import cache
 from .cgroup import scratch_cgroup
 from .cleanup import scratch_name
-from .probe import _end, _private_dir, _start, open_probe
+from .probe import _end, _private_dir, _start, install_built, open_probe
 
 __all__ = ["PROGPROBE_SOURCE", "build_progprobe", "measure_programs"]
 
@@ -54,16 +54,7 @@ def build_progprobe(cache_dir: str | os.PathLike | None = None) -> Path:
                 raise HostError("measuring programs needs libbpf to build its loader "
                                 f"(Debian package libbpf-dev): {err[-300:]}")
             raise HostError(f"compiling {PROGPROBE_SOURCE} failed: {err[-1500:]}")
-        os.chmod(tmp, 0o700)
-        with open(tmp, "rb") as f:
-            built = hashlib.sha256(f.read()).hexdigest()
-        side = f"{tmp}.sha256"
-        with open(os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            f.write(built + "\n")
-        if os.path.lexists(target):
-            os.unlink(target)
-        os.replace(side, f"{target}.sha256")
-        os.replace(tmp, target)
+        install_built(tmp, target)
     finally:
         for leftover in (tmp, f"{tmp}.sha256"):
             if os.path.lexists(leftover):
