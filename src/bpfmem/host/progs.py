@@ -222,6 +222,25 @@ def _holders(fds: list[BpfFd], owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
                  if (o := owner_of.get(pid)) is not None)
 
 
+
+def _prog_facts(prog_id: int, cache: dict):
+    """(bpf_prog_info, fdinfo memlock) of a program, from ``cache`` or read once through a
+    fd of its own (closed again); None when the program is gone."""
+    hit = cache.get(prog_id)
+    if hit is not None:
+        return hit
+    try:
+        pfd = bpfsys.prog_fd_by_id(prog_id)
+    except ObjectGone:
+        return None
+    try:
+        hit = cache[prog_id] = (bpfsys.prog_info(pfd), prog_fdinfo(pfd))
+    except ObjectGone:
+        return None
+    finally:
+        os.close(pfd)
+    return hit
+
 def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
                   bpffs: list[str] | None = None, known: dict | None = None,
                   jit_cache: dict | None = None) -> ProgScan:
@@ -280,20 +299,10 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
     seen = set()
     for pid_ in bpfsys.prog_ids():
         seen.add(pid_)
-        hit = cache.get(pid_)
+        hit = _prog_facts(pid_, cache)
         if hit is None:
-            try:
-                pfd = bpfsys.prog_fd_by_id(pid_)
-            except ObjectGone:
-                gone += 1
-                continue
-            try:
-                hit = cache[pid_] = (bpfsys.prog_info(pfd), prog_fdinfo(pfd))
-            except ObjectGone:
-                gone += 1
-                continue
-            finally:
-                os.close(pfd)
+            gone += 1
+            continue
         info, memlock = hit
         lids = tuple(sorted(links_of.get(info.id, ())))
         lpins = [p for lid in lids for p in link_pins.get(lid, ())]
@@ -351,20 +360,10 @@ def progs_held_by(pids, root: str = "/", known: dict | None = None
             (by_prog if f.kind == "prog" else via_link).setdefault(f.prog_id, []).append(f)
     out, gone = [], 0
     for prog_id in sorted(set(by_prog) | set(via_link)):
-        hit = cache.get(prog_id)
+        hit = _prog_facts(prog_id, cache)
         if hit is None:
-            try:
-                pfd = bpfsys.prog_fd_by_id(prog_id)
-            except ObjectGone:
-                gone += 1
-                continue
-            try:
-                hit = cache[prog_id] = (bpfsys.prog_info(pfd), prog_fdinfo(pfd))
-            except ObjectGone:
-                gone += 1
-                continue
-            finally:
-                os.close(pfd)
+            gone += 1
+            continue
         info, memlock = hit
         out.append(LiveProg(
             id=info.id, name=info.name, type=info.type, tag=info.tag, memlock=memlock,
