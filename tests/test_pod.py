@@ -701,3 +701,26 @@ def test_trace_names_a_process_that_left(tmp_path):
     assert len(left) == 1 and left[0][1] == "sleep" and 0.3 <= left[0][2] <= 0.7, left
     assert any(n.startswith(f"process {left[0][0]} (sleep) left after")
                for n in doc["summary"]["notes"]), doc["summary"]["notes"]
+
+
+def test_garbage_at_the_next_cycle_and_at_a_peak_read_after_its_collection():
+    """garbage_at: MiB-sized heaps with GC cycle counts. A peak in cycle 3 holding 120 MiB
+    whose next cycle shows 56 MiB had 64 MiB of garbage, seen at that later sample. A peak
+    whose own figures already show cycle 4 (the endpoint read after the collection, the
+    cgroup before its pages went back) belongs to cycle 3: its top (120 MiB) less the heap
+    shown (56 MiB), seen at the peak. No later cycle: only what came since the last GC."""
+    from bpfmem.analysis.pod import garbage_at
+    M = 1 << 20
+    ts = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
+    heaps = [(56 * M, 3, None), (100 * M, 3, None), (120 * M, 3, None), (120 * M, 3, None),
+             (56 * M, 4, None), (56 * M, 4, None)]
+    g = garbage_at(heaps, ts, 2)
+    assert (g["heap"], g["garbage"], g["after"]) == (120 * M, 64 * M, 2.0)
+    g = garbage_at(heaps, ts, 4)
+    assert (g["heap"], g["garbage"], g["after"]) == (120 * M, 64 * M, 2.0)
+    # a cycle that grew the heap after it is not a dropped one: no garbage claimed for it
+    grow = [(10 * M, 1, None), (30 * M, 2, None)]
+    assert "garbage" not in garbage_at(grow, [0.0, 1.0], 1)
+    tail = [(10 * M, 1, 4 * M), (30 * M, 1, 4 * M)]
+    assert garbage_at(tail, [0.0, 1.0], 1) == {"heap": 30 * M, "since_gc": 26 * M}
+    assert garbage_at([(None, None, None)], [0.0], 0) == {}

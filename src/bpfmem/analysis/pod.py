@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["ProcRow", "MapRow", "Component", "PodView", "pod_view", "COMPONENTS",
            "TracePoint", "Peak", "TraceSummary", "trace_point", "summarize_trace",
            "Headroom", "HeadroomLine", "headroom_after", "kernel_name",
-           "TraceBuilder", "TraceCgroup", "PodTrace", "Upgrade", "gc_at_peak",
+           "TraceBuilder", "TraceCgroup", "PodTrace", "Upgrade", "gc_at_peak", "garbage_at",
            "anon_unmapped"]
 
 # the stacked parts, bottom to top, with their labels
@@ -643,26 +643,48 @@ def _go_heap(view: PodView) -> tuple[int | None, int | None, int | None]:
 
 
 def gc_at_peak(views: list[PodView], points: list[TracePoint], index: int) -> dict:
-    """How much of the Go heap at sample ``index`` was garbage: the first later sample
-    whose GC cycle counter moved on shows the heap after that cycle (live, plus what was
-    allocated since); the difference was garbage. Without a later cycle, what was
-    allocated since the last GC (HeapAlloc less the goal's live share,
-    NextGC / (1 + GOGC/100))."""
-    heap, cycles, live = _go_heap(views[index])
+    """How much of the Go heap at sample ``index`` was garbage (see :func:`garbage_at`)."""
+    return garbage_at([_go_heap(v) for v in views], [p.t for p in points], index)
+
+
+def garbage_at(heaps: list[tuple[int | None, int | None, int | None]], ts: list[float],
+               index: int) -> dict:
+    """How much of the Go heap at sample ``index`` was garbage, from each sample's
+    (HeapAlloc, GC cycles, live share) and time: the first later sample whose GC cycle
+    counter moved on shows the heap after that cycle (live, plus what was allocated since);
+    the difference was garbage. When the peak's own runtime figures already show a cycle
+    the sample before did not (the endpoint read a little after the cgroup, and the pages
+    of a collection are returned later still), the memory at the peak was the earlier
+    cycle's: the garbage is that cycle's top less the heap the peak's figures show. Without
+    a later cycle, what was allocated since the last GC (HeapAlloc less the goal's live
+    share, NextGC / (1 + GOGC/100))."""
+    heap, cycles, live = heaps[index]
     if heap is None:
         return {}
     out: dict = {"heap": heap}
     if cycles is not None:
+        prev = next((heaps[j] for j in range(index - 1, -1, -1)
+                     if heaps[j][0] is not None and heaps[j][1] is not None), None)
+        if prev is not None and prev[1] < cycles and prev[0] > heap:
+            top = prev[0]
+            for j in range(index - 1, -1, -1):
+                h, c, _l = heaps[j]
+                if h is None or c is None:
+                    continue
+                if c != prev[1]:
+                    break
+                top = max(top, h)
+            return {"heap": top, "garbage": top - heap, "after": ts[index]}
         top = heap        # the most the heap held in the peak's GC cycle (the figures come
         #                   from the endpoint a little apart from the counters)
-        for j in range(index + 1, len(views)):
-            h, c, _l = _go_heap(views[j])
+        for j in range(index + 1, len(heaps)):
+            h, c, _l = heaps[j]
             if h is None or c is None:
                 continue
             if c > cycles:
                 out["heap"] = top
                 out["garbage"] = max(0, top - h)
-                out["after"] = points[j].t
+                out["after"] = ts[j]
                 return out
             top = max(top, h)
     if live is not None:
