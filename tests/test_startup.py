@@ -82,6 +82,7 @@ MAPS_JSON_ALLOWED = CLI | {
     "bpfmem.report.documents", "bpfmem.report.formats", "bpfmem.analysis.inventory",
     "bpfmem.analysis.matrix",
     "bpfmem.analysis", "bpfmem.analysis.placeholders", "bpfmem.analysis.typos",
+    "bpfmem.analysis.hints", "bpfmem.report.hints",
     "bpfmem.host", "bpfmem.host.profile", "bpfmem.host.cache",
 }
 # What `maps --format json` must never pull in: other commands' modules, the live host,

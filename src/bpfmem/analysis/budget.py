@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..model.kernel import CHARGE_NONE, KernelProfile
 from ..parse.objspec import ObjectSpec
 from .footprints import MapCost, object_costs, total
+from .hints import MEASURE_PROGRAMS, Hinted
 from .placeholders import placeholder_note
 from .whatif import WhatIf
 
@@ -202,10 +203,10 @@ def check(objects: list[ObjectSpec], budget: Budget, profiles: list[KernelProfil
         notes = tuple(f"{c.object}/{c.name}: {n}" for c in all_costs
                       for n in (placeholder_note(c.spec),) if n)
         if prog_total is not None:
-            notes = (f"programs: at least {fs(prog_total)} (a lower bound: the pages of the "
-                     "instructions the loader hands over; aux data, line info, the JIT image "
-                     "and the verifier's working memory during the load come beside: "
-                     "measure --programs)",) + notes
+            notes = (Hinted(f"programs: at least {fs(prog_total)} (a lower bound: the pages "
+                            "of the instructions the loader hands over; aux data, line info, "
+                            "the JIT image and the verifier's working memory during the load "
+                            "come beside", MEASURE_PROGRAMS, tail=")"),) + notes
         if prof.charge_era == CHARGE_NONE:
             notes = (f"Linux {prof.version} charges maps to no memory cgroup (that began in "
                      f"5.11): the limit that matters is RLIMIT_MEMLOCK. The maps' memlock, "

@@ -6,6 +6,7 @@ such a map costs gigabytes it never will."""
 from __future__ import annotations
 
 from ..uapi import MapType
+from .hints import RESIZE, Hinted
 
 PLACEHOLDER_MIN = 1 << 24          # 16,777,216 entries
 # sized in bytes or pages, not entries: large values are real
@@ -13,11 +14,11 @@ _NOT_ENTRIES = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF, MapType.ARENA})
 
 
 def placeholder_note(spec) -> str | None:
-    """A note for a map whose ``max_entries`` looks like a placeholder, pointing at
-    ``--set``; None otherwise."""
+    """A note for a map whose ``max_entries`` looks like a placeholder, pointing at pricing
+    it at its real size (a :class:`~.hints.Hinted` note); None otherwise."""
     if spec.type in _NOT_ENTRIES or spec.max_entries_set_at_load:
         return None
     if spec.max_entries < PLACEHOLDER_MIN:
         return None
-    return (f"max_entries {spec.max_entries:,} looks like a placeholder the agent resizes at "
-            f"load; if it does, price the real size: --set '{spec.name}.max_entries=N'")
+    return Hinted(f"max_entries {spec.max_entries:,} looks like a placeholder the agent "
+                  "resizes at load; if it does, price the real size", RESIZE, spec.name)

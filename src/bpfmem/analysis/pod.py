@@ -55,6 +55,7 @@ from ..model.kernel import KernelProfile
 from ..uapi import map_type_name
 from ..units import format_size
 from .gosplit import GoSplit, go_split
+from .hints import SAMPLE_FASTER, Hinted
 from .live import check_map
 from .pins import reusable
 
@@ -586,10 +587,10 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
         notes.append(f"the samples stalled once: a gap of {gaps[-1]:.2f}s (asked every "
                      f"{interval:g}s)")
     if between:
-        notes.append(f"the cgroup's own high-water mark ({format_size(kp)}) is above every sample: "
-                     "a shorter spike happened between two samples" + (
-                         " (the samples could not keep up: the high-water mark is the peak)"
-                         if behind else " (sample faster with --interval)"))
+        said = (f"the cgroup's own high-water mark ({format_size(kp)}) is above every sample: "
+                "a shorter spike happened between two samples")
+        notes.append(said + " (the samples could not keep up: the high-water mark is the peak)"
+                     if behind else Hinted(said, SAMPLE_FASTER))
     if late_figures:
         notes.append(f"{late_figures} of {len(points)} samples split a Go process with runtime "
                      "figures a second old or more, or none yet: its endpoint answers slower "

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from .. import uapi
+from .hints import words
 
 # every schema bpfmem writes (a document says which in its "schema" key)
 MAPS = "bpfmem/maps/v1"
@@ -108,7 +109,7 @@ def _profile_check(p) -> dict[str, Any]:
             "checks": [{"name": c.name, "object": c.object, "map": c.map, "value": c.value,
                         "limit": c.limit, "pass": c.passed, "failures": list(c.failures)}
                        for c in p.checks],
-            "notes": list(p.notes),
+            "notes": words(p.notes),
             "objects": [{"path": o.spec.path, "name": o.spec.name, "total": o.total,
                          "unknown": o.unknown, "refused": list(o.refused),
                          "loader": _loader(o.spec),
@@ -257,7 +258,7 @@ def _map_entry(e) -> dict[str, Any]:
         "value_size_set_at_load": m.value_size_set_at_load, "autocreate": m.autocreate,
         "key_type": m.key_type, "value_type": m.value_type,
         "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
-        "notes": list(e.notes)}
+        "notes": words(e.notes)}
     if m.refused:
         rec["refused"] = m.refused
     if m.instances != 1:
@@ -610,7 +611,7 @@ def summary_record(s) -> dict[str, Any]:
                                             "parts": dict(p.parts)},
             "kernel_peak": s.kernel_peak, "kernel_peak_between": s.kernel_peak_between,
             "start": s.start, "settled": s.settled, "above_settled": s.above_settled,
-            "limit": s.limit, "peak_share": s.peak_share, "notes": list(s.notes),
+            "limit": s.limit, "peak_share": s.peak_share, "notes": words(s.notes),
             "asked_interval": s.asked_interval, "behind": s.behind, "reading": s.reading,
             "processes": s.processes, "left": [list(x) for x in s.left],
             "peak_go_heap": s.peak_go_heap, "peak_garbage": s.peak_garbage,

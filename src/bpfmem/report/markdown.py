@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from ..units import format_delta as delta, format_size as fs
 from .escape import md_code, md_text
+from .hints import word
 from .text import kernel_label, map_label
 
 
@@ -58,7 +59,7 @@ def check_markdown(r, out: IO[str]) -> None:
         lines += [f"- {md_text(f)}" for f in dict.fromkeys(fails)] + ["", "</details>"]
     if r.whatif:
         lines += ["", "what-if: " + "; ".join(md_code(w) for w in r.whatif)]
-    notes = dict.fromkeys(n for p in r.results for n in p.notes)
+    notes = dict.fromkeys(word(n) for p in r.results for n in p.notes)
     lines += [""] + [f"> note: {md_text(n)}" for n in notes] if notes else []
     out.write("\n".join(lines) + "\n")
 

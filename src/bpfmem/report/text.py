@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from ..units import format_bytes, format_delta as delta, format_size as fs
 from .escape import markup, term
+from .hints import word
 
 
 def _console(out: IO[str], width: int | None = None):
@@ -143,7 +144,7 @@ def check_text(r, out: IO[str], *, width: int | None = None) -> None:
             console.print(Text(f"  the total leaves out {count(len(p.refused), 'refused map')}, "
                                f"not created: {', '.join(p.refused)}", style="red"))
         for n in p.notes:
-            _say(console, "  note: ", n, "yellow")
+            _say(console, "  note: ", word(n), "yellow")
         if p.total_before_whatif is not None:
             console.print(Text(f"  what-if: {fs(p.total_before_whatif)} before -> "
                                f"{fs(p.total)} after", style="yellow"))
@@ -334,7 +335,7 @@ def maps_text(inv, out: IO[str], *, width: int | None = None) -> None:
                                style="cyan"), overflow="fold")
         if o.memory is not None:
             console.print(_memory_table(o))
-        notes = [(e.spec.name, n) for e in o.maps for n in e.notes]
+        notes = [(e.spec.name, word(n)) for e in o.maps for n in e.notes]
         notes += [(e.spec.name, e.memory.rejected) for e in o.maps
                   if e.memory is not None and e.memory.rejected]
         notes += [(e.spec.name, e.memory.unknown) for e in o.maps

@@ -1,0 +1,68 @@
+"""House rules that were kept by convention, checked from the source (beside the import
+contract of tests/test_layers.py):
+
+- analysis/ names no command-line flag: a message it returns says what to do, the CLI and
+  report layers say how to type it (report/hints.py words a Hinted note's remedy). Docstrings
+  may name flags (they document, they are never shown); every other string may not.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "bpfmem"
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if (n.body and isinstance(n.body[0], ast.Expr)
+                    and isinstance(n.body[0].value, ast.Constant)
+                    and isinstance(n.body[0].value.value, str)):
+                out.add(id(n.body[0].value))
+    return out
+
+
+def flag_names(source: str, name: str = "<source>") -> list[str]:
+    """``name:line --flag`` for every flag spelled in a string of ``source`` that is no
+    docstring (f-strings' literal parts included)."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    return [f"{name}:{n.lineno} {m.group()}" for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+            for m in FLAG.finditer(n.value)]
+
+
+def test_analysis_names_no_flag():
+    found = [hit for p in sorted((PACKAGE / "analysis").rglob("*.py"))
+             for hit in flag_names(p.read_text(), str(p.relative_to(PACKAGE)))]
+    assert found == []
+
+
+def test_the_flag_check_sees_what_it_must():
+    source = '''"""A docstring may say --set."""
+def f(name, kp):
+    """So may this one: --interval."""
+    a = f"price it: --set '{name}.max_entries=N'"
+    b = "sample faster with " + "--interval"
+    c = "a range 1--2, a dash -- alone, -x"
+    return a, b, c
+'''
+    assert flag_names(source) == ["<source>:4 --set", "<source>:5 --interval"]
+
+
+def test_hinted_notes_are_worded_by_the_report_layer():
+    """The remedy of every kind of Hinted note has its words in report/hints.WORDS, and a
+    note reads without them as a plain string."""
+    from bpfmem.analysis import hints
+    from bpfmem.report.hints import WORDS, word
+    kinds = {v for k, v in vars(hints).items() if k.isupper() and isinstance(v, str)}
+    assert kinds == set(WORDS)
+    n = hints.Hinted("price the real size", hints.RESIZE, "flows")
+    assert n == "price the real size" and "--" not in n
+    assert word(n) == "price the real size: --set 'flows.max_entries=N'"
+    assert word("plain") == "plain"
