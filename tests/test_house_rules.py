@@ -4,7 +4,9 @@ contract of tests/test_layers.py):
 - analysis/ names no command-line flag: a message it returns says what to do, the CLI and
   report layers say how to type it (report/hints.py words a Hinted note's remedy). Docstrings
   may name flags (they document, they are never shown); every other string may not.
-"""
+- every renderer of the one renderer table (report/formats.RENDERERS) takes the typed result:
+  it never draws from the result's JSON document, except the JSON renderers themselves and
+  the pages that also redraw saved JSON (report/formats.REDRAWS_SAVED_JSON)."""
 
 from __future__ import annotations
 
@@ -66,3 +68,73 @@ def test_hinted_notes_are_worded_by_the_report_layer():
     assert n == "price the real size" and "--" not in n
     assert word(n) == "price the real size: --set 'flows.max_entries=N'"
     assert word("plain") == "plain"
+
+
+# -- renderers take typed results --------------------------------------------------------------
+
+def _calls_document(tree: ast.Module, function: str) -> list[str]:
+    """The functions of the module reached from ``function`` (calls by plain name within the
+    module) that call ``document`` or a ``*_document`` maker."""
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    seen, todo, bad = set(), [function], []
+    while todo:
+        f = todo.pop()
+        if f in seen or f not in defs:
+            continue
+        seen.add(f)
+        for n in ast.walk(defs[f]):
+            if isinstance(n, ast.Call):
+                name = (n.func.id if isinstance(n.func, ast.Name)
+                        else n.func.attr if isinstance(n.func, ast.Attribute) else "")
+                if name == "document" or name.endswith("_document"):
+                    bad.append(f)
+                todo.append(name)
+    return bad
+
+
+def renderers_drawing_documents(renderers: dict, exempt: set, read) -> list[str]:
+    out = []
+    for (kind, fmt), where in sorted(renderers.items()):
+        if fmt in ("json", "jsonl") or (kind, fmt) in exempt:
+            continue
+        module, _, function = where.partition(":")
+        if _calls_document(ast.parse(read(module)), function):
+            out.append(f"{kind} {fmt}: {where}")
+    return out
+
+
+#: renderers known to draw from the document though no page redraws that saved JSON, each
+#: with the change that removes it
+PENDING = {
+    "CheckResult html: html:check_html": "report/html.py's treemap, usage bars and header "
+                                         "read the check document: to read CheckResult",
+    "DiffResult html: html:diff_html": "report/html.py's diff table and totals read the diff "
+                                       "document: to read DiffResult",
+}
+
+
+def test_every_renderer_takes_the_typed_result():
+    from bpfmem.report.formats import REDRAWS_SAVED_JSON, RENDERERS
+
+    def read(module):
+        return (PACKAGE / "report" / f"{module}.py").read_text()
+    # the pending ones still draw from documents (when one stops, it leaves PENDING)
+    assert renderers_drawing_documents(RENDERERS, REDRAWS_SAVED_JSON, read) == sorted(PENDING)
+    # the exemptions are renderers of the table, each with its reason
+    assert set(REDRAWS_SAVED_JSON) <= set(RENDERERS)
+    assert all(isinstance(why, str) and why for why in REDRAWS_SAVED_JSON.values())
+
+
+def test_the_renderer_check_sees_what_it_must():
+    source = {"a": '''
+from .documents import document
+def page(result, out):
+    out.write(_draw(result))
+def _draw(result):
+    return str(document(result))
+def typed(result, out):
+    out.write(result.name)
+'''}
+    table = {("X", "html"): "a:page", ("X", "text"): "a:typed", ("X", "json"): "a:page"}
+    assert renderers_drawing_documents(table, set(), source.__getitem__) == ["X html: a:page"]
+    assert renderers_drawing_documents(table, {("X", "html")}, source.__getitem__) == []

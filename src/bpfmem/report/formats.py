@@ -90,3 +90,10 @@ def renderer(result: Any, fmt: str):
 def render(result: Any, fmt: str, out: IO[str], **options: Any) -> None:
     """Draw ``result`` as ``fmt`` on ``out``; ``options`` go to the renderer (width, ...)."""
     renderer(result, fmt)(result, out, **options)
+
+#: the renderers that draw from the result's document because the same page also redraws
+#: JSON saved before (every other renderer reads the typed result), with the reason
+REDRAWS_SAVED_JSON: dict[tuple[str, str], str] = {
+    ("PodTrace", "text"): "a trace saved as JSON lines is shown again (pod --from FILE)",
+    ("PodTrace", "html"): "a trace saved as JSON lines is drawn again (pod --from FILE --plot PAGE)",
+}
