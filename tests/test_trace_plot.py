@@ -115,7 +115,8 @@ def test_every_part_is_stacked_and_zero_parts_stay_out_of_the_legend():
     (dict(exit_code=None, interrupted=True), "trace interrupted: command stopped"),
     (dict(exit_code=0), "command exited with 0"),
     (dict(exit_code=3), "command exited with 3"),
-    (dict(exit_code=-9), "command killed by signal 9"),
+    (dict(exit_code=-9), "command killed by signal 9 (SIGKILL)"),
+    (dict(exit_code=-200), "command killed by signal 200"),
     (dict(command=None, exit_code=None), None),
 ])
 def test_the_chart_says_how_the_command_ended(kw, said):

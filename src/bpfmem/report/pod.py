@@ -250,8 +250,9 @@ def render_trace_table(doc: dict, out: IO[str], width: int | None = None) -> Non
         con.print(f"note: {markup(n)}")
     if doc.get("interrupted"):
         con.print("note: interrupted: the trace is shorter than asked")
-    if doc.get("exit_code") is not None:
-        con.print(f"the command exited with {doc['exit_code']}")
+    ended = command_end(doc)
+    if ended:
+        con.print(ended)
 
 
 # ---- the chart ----
@@ -295,7 +296,14 @@ def command_end(doc: dict) -> str | None:
     if code is None:
         return ("trace interrupted: command stopped" if doc.get("interrupted")
                 else "command stopped at the end of the trace")
-    return f"command killed by signal {-code}" if code < 0 else f"command exited with {code}"
+    if code >= 0:
+        return f"command exited with {code}"
+    import signal
+    try:
+        name = f" ({signal.Signals(-code).name})"
+    except ValueError:
+        name = ""
+    return f"command killed by signal {-code}{name}"
 
 
 _VISIBLE = 0.05     # Mi: a part never above this is not drawn (nor put in the legend)
