@@ -543,3 +543,24 @@ def test_trace_does_not_wait_for_a_slow_endpoint(memdemo, tmp_path):
     notes = [n for g in (doc["at_peak"] or {}).get("go", []) for n in g["notes"]]
     print(f"\ngaps median {gaps[len(gaps) // 2]:.2f}s, max {gaps[-1]:.2f}s; figures from "
           f"{first:.2f}s; notes {notes}")
+
+
+def test_trace_without_an_endpoint_says_the_go_split_lacks_runtime_figures(memdemo, tmp_path):
+    """memdemo traced with discovery off and no endpoint named: every sample splits the Go
+    process from smaps alone. The summary says in how many samples, and the process's own
+    note says no endpoint answered (it used to claim "no /metrics endpoint" even while one
+    was serving). Asserted: the note counts every sample that saw the process, and no
+    sample has runtime parts."""
+    exe, _tmp = memdemo
+    doc = document(api.pod_trace(
+        command=[str(exe), "-ready", str(tmp_path / "ready")], duration=1.5,
+        interval=0.1, limit=512 * MiB, stop_on_exit=False, discover=False,
+        command_output=subprocess.DEVNULL, profile=HOST))
+    assert not any("go_heap" in s["parts"] for s in doc["samples"])
+    notes = [n for n in doc["summary"]["notes"] if "without runtime figures" in n]
+    assert len(notes) == 1, doc["summary"]["notes"]
+    n = int(notes[0].split(" of ")[0])
+    assert 1 <= n <= len(doc["samples"]), (n, len(doc["samples"]))
+    go_notes = [n for g in (doc["at_peak"] or {}).get("go", []) for n in g["notes"]]
+    assert any("no Go /metrics endpoint of it answered" in n for n in go_notes), go_notes
+    print(f"\n{notes[0]}")

@@ -182,7 +182,9 @@ def go_split(detail) -> GoSplit | None:
         parts = [("go_arenas", c.go_arenas), ("stacks", stacks), ("binary", c.binary),
                  ("other", files + c.anon_other), ("unexplained", 0)]
         source = "smaps"
-        notes.append("no runtime figures (no /metrics endpoint): the heap arenas are shown "
-                     "whole (heap in use, free and goroutine stacks)")
+        notes.append("no runtime figures (no Go /metrics endpoint of it answered"
+                     + (f": {detail.metrics_url} gave none" if detail.metrics_url else "")
+                     + "): the heap arenas are shown whole (heap in use, free and goroutine "
+                     "stacks)")
     settings = go_settings(detail.env, version, fig)
     return GoSplit(detail.pid, version, c.rss, tuple(parts), source, settings, tuple(notes))

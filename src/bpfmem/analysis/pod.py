@@ -549,7 +549,7 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
                     fresh_cgroup: bool = False, interval: float | None = None,
                     readings: list[float] | None = None, left: tuple = (),
                     processes: int | None = None, gc: dict | None = None,
-                    late_figures: int = 0) -> TraceSummary:
+                    late_figures: int = 0, bare_figures: int = 0) -> TraceSummary:
     """The peak of a trace and when it happened; what the usage settled at; whether the
     samples kept up with ``interval`` (``readings``: seconds each took); the processes that
     left (``left``: (pid, comm, t)); and, with ``gc`` (:func:`gc_at_peak`), how much of the
@@ -596,6 +596,10 @@ def summarize_trace(points: list[TracePoint], *, kernel_peak_before: int | None 
                      "figures a second old or more, or none yet: its endpoint answers slower "
                      "than the trace samples (it is read in the background, the trace does "
                      "not wait for it)")
+    if bare_figures:
+        notes.append(f"{bare_figures} of {len(points)} samples split a Go process without "
+                     "runtime figures (no Go /metrics endpoint of it answered): its heap "
+                     "arenas are shown whole, heap in use, free and goroutine stacks together")
     if left:
         if len(left) <= 5:
             notes.extend(f"process {pid} ({comm}) left after {t:.1f}s" for pid, comm, t in left)
@@ -731,6 +735,7 @@ class TraceBuilder:
         self.left: list[tuple] = []
         self.most = 0
         self.late = 0
+        self.bare = 0          # samples with a Go process split without runtime figures
         self._seen: dict[int, tuple[str, float]] = {}
 
     def add(self, sample, t: float) -> None:
@@ -742,6 +747,8 @@ class TraceBuilder:
         if any(n.startswith(("runtime figures from", "its endpoint has not answered"))
                for d in v.details.values() for n in getattr(d, "notes", ())):
             self.late += 1
+        elif any(getattr(v.details.get(x.pid), "figures", None) is None for x in v.go):
+            self.bare += 1
         now = {p.pid: p.comm for p in sample.procs}
         self.most = max(self.most, len(now))
         for pid, (comm, last) in list(self._seen.items()):
@@ -765,7 +772,7 @@ class TraceBuilder:
         return summarize_trace(pts, kernel_peak_before=kernel_peak_before,
                                fresh_cgroup=fresh_cgroup, interval=interval,
                                readings=self.readings, left=left, processes=self.most,
-                               gc=gc, late_figures=self.late)
+                               gc=gc, late_figures=self.late, bare_figures=self.bare)
 
     def view_at(self, peak: Peak | None) -> PodView | None:
         return self.views[peak.index] if peak is not None else None

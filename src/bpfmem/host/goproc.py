@@ -274,6 +274,8 @@ class GoProber:
         if ep.metrics is not None:
             urls, named, inside = [ep.metrics], True, None
         elif not self.discover:
+            self._answered[pid] = (time.monotonic(), _Runtime(notes=(
+                "its runtime is not read: no endpoint named for it, and discovery is off",)))
             return
         elif self._found.get(pid):
             urls, named = [self._found[pid]], False
@@ -287,7 +289,9 @@ class GoProber:
             try:
                 listeners = [x for x in read_listeners(pid, self.root, self._tables)
                              if x.loopback_reachable]
-            except OSError:
+            except OSError as e:
+                self._answered[pid] = (now, _Runtime(notes=(
+                    f"its sockets are unreadable: {e.strerror or e}",)))
                 return
             urls = []
             for x in listeners[:_MAX_PROBES]:
