@@ -10,7 +10,7 @@ from typing import Iterator
 from .live import cgroup_sums, check_map, primary_owner
 from ..uapi import map_type_name
 
-__all__ = ["map_rows", "CgroupRow", "cgroup_rows", "prog_rows", "ProgNode", "prog_node"]
+__all__ = ["map_rows", "maps_rows", "CgroupRow", "cgroup_rows", "prog_rows", "ProgNode", "prog_node"]
 
 
 def map_rows(snap, profile=None, charged_of: dict | None = None) -> Iterator[tuple]:
@@ -18,7 +18,12 @@ def map_rows(snap, profile=None, charged_of: dict | None = None) -> Iterator[tup
     entries, pressure), a value None where the map has none. The label values are the map's
     id, name, type, and its primary owner's comm and cgroup. ``charged_of`` caches the
     model's charge by map shape and entries across scans (maps of one shape are common)."""
-    for m in snap.maps:
+    return maps_rows(snap.maps, profile, charged_of)
+
+
+def maps_rows(maps, profile=None, charged_of: dict | None = None) -> Iterator[tuple]:
+    """:func:`map_rows` of some maps (a part of a scan)."""
+    for m in maps:
         o = primary_owner(m)
         labels = (str(m.id), m.name, _type(m.type), o.comm if o else "",
                   (o.cgroup or "") if o else "")

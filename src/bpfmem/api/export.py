@@ -39,17 +39,16 @@ its encoders would write, tested; without its 10 MiB of imports). Scans are incr
 from __future__ import annotations
 
 import functools
-import itertools
 import threading
 import time
 import zlib
 from typing import Callable
 
-from ..analysis.metrics import cgroup_rows, map_rows, prog_node, prog_rows
+from ..analysis.metrics import cgroup_rows, map_rows, maps_rows, prog_node, prog_rows
 from ..errors import BpfmemError
 from ..host import procfs
 from ..host.httpd import Answer, serve_http, trim_malloc
-from ..report.prometheus import (EOF_LINE, METRIC_NAMES, Family, MapFamilies, ScanStats,
+from ..report.prometheus import (EOF_LINE, METRIC_NAMES, Family, MapPage, ScanStats,
                                  map_families, negotiate, node_families, process_families,
                                  prog_families,
                                  render_families)
@@ -144,7 +143,7 @@ class Exposition:
     def __init__(self, cache: ScanCache, profile=None):
         self.cache = cache
         self.profile = profile
-        self._families = MapFamilies()
+        self._map_page = MapPage()
         self._charged: dict = {}
         self._lock = threading.Lock()
         self._scan_no = -1
@@ -182,14 +181,13 @@ class Exposition:
                     self._charged.clear()
             entry = self._pages.get(content_type)
             if entry is None:
-                rows = map_rows(snap, self.profile, self._charged) if snap else ()
                 rest = families(self.cache, self.profile, maps=False) + \
                     process_families(procfs.read_process_stats())
-                chunks = itertools.chain(
-                    self._families.render(rows, openmetrics=om),
-                    (bytes(render_families(rest, openmetrics=om)),),
-                    (EOF_LINE,) if om else ())
-                entry = _deflate(chunks)
+                tail = bytes(render_families(rest, openmetrics=om)) + (EOF_LINE if om else b"")
+                profile, charged = self.profile, self._charged
+                entry = {"gzip": self._map_page.gzip(
+                    snap.maps if snap else (), lambda ms: maps_rows(ms, profile, charged),
+                    tail, openmetrics=om), "body": None}
                 if len(self._pages) >= self.MAX_FORMATS:
                     self._pages.clear()
                 self._pages[content_type] = entry
@@ -213,17 +211,6 @@ class Exposition:
 
 _INDEX = (b"<html><body><h1>bpfmem exporter</h1>"
           b"<a href='/metrics'>/metrics</a> <a href='/healthz'>/healthz</a></body></html>")
-
-
-def _deflate(chunks) -> dict:
-    """{"gzip": the chunks gzipped as one member, "body": None (the plain page, made when a
-    client without gzip asks)}, compressed as they come (the whole text never exists)."""
-    z = zlib.compressobj(1, zlib.DEFLATED, 31)   # 31: a gzip header and trailer
-    parts = []
-    for chunk in chunks:
-        parts.append(z.compress(chunk))
-    parts.append(z.flush())
-    return {"gzip": b"".join(parts), "body": None}
 
 
 def serve(host: str, port: int, cache: ScanCache, profile=None, **limits):

@@ -11,6 +11,9 @@ and primary owner, straight into one buffer. The other families are :class:`Fami
 from __future__ import annotations
 
 import math
+import operator
+import struct
+import zlib
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -278,3 +281,142 @@ class MapFamilies:
                 del self._labels[gone]
         while buffers:
             yield bytes(buffers.pop(0))
+
+    def lines(self, rows: Iterable[tuple]) -> list[bytes]:
+        """The samples of ``rows`` per family (five byte strings, one a family, no headers);
+        the label sets are kept (:meth:`forget` drops those of maps gone)."""
+        num = self._num
+        names = [name for name, _doc in MAP_FAMILIES]
+        buffers = [bytearray() for _ in MAP_FAMILIES]
+        for row in rows:
+            key = row[0]
+            label = self._labelstr(int(key[0]), key)
+            for buf, name, v in zip(buffers, names, row[1:]):
+                if v is not None:
+                    buf += f"{name}{label} {num(v)}\n".encode()
+        return [bytes(b) for b in buffers]
+
+    def forget(self, map_ids: set[int]) -> None:
+        """Drop the label sets of maps not in ``map_ids``."""
+        if len(self._labels) > len(map_ids):
+            for gone in self._labels.keys() - map_ids:
+                del self._labels[gone]
+
+
+# ---- the gzipped page, from pieces kept between scans -------------------------------------
+# A page is one gzip member whose deflate stream is a run of pieces, each compressed on its
+# own and ended with a sync flush (a byte-aligned empty stored block, not final), then the
+# page's last part, finished. Pieces hold no references to each other, so one compressed for
+# an earlier page is valid in the next; the gzip trailer's CRC-32 of the whole text is put
+# together from the pieces' own CRCs (crc(A+B) = crc(B) ^ crc(zeros(len B), crc(A)) ^
+# crc(zeros(len B), 0): a CRC is affine in its initial value).
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03"   # deflate, no name, mtime 0, unix
+_ZEROS = bytes(1 << 16)
+
+
+def _crc_of_zeros(n: int, crc: int) -> int:
+    view = memoryview(_ZEROS)
+    while n > len(view):
+        crc = zlib.crc32(view, crc)
+        n -= len(view)
+    return zlib.crc32(view[:n], crc)
+
+
+class Piece:
+    """A part of a page's text, deflated on its own (sync-flushed), with its CRC-32 and size."""
+    __slots__ = ("data", "crc", "size", "zcrc")
+
+    def __init__(self, text: bytes):
+        z = zlib.compressobj(1, zlib.DEFLATED, -12, 4)   # pieces are a few KiB
+        self.data = z.compress(text) + z.flush(zlib.Z_SYNC_FLUSH)
+        self.crc = zlib.crc32(text)
+        self.size = len(text)
+        self.zcrc = _crc_of_zeros(self.size, 0)
+
+
+def crc_of_pieces(pieces, crc: int = 0) -> int:
+    """The CRC-32 of the pieces' texts one after the other (after ``crc``'s text)."""
+    for p in pieces:
+        crc = p.crc ^ _crc_of_zeros(p.size, crc) ^ p.zcrc
+    return crc
+
+
+def gzip_of(pieces, crc: int, size: int, last: bytes) -> bytes:
+    """One gzip member: the ``pieces`` (whose texts have CRC-32 ``crc`` and ``size`` bytes
+    together), then ``last``."""
+    z = zlib.compressobj(1, zlib.DEFLATED, -15)
+    tail = z.compress(last) + z.flush()
+    crc = zlib.crc32(last, crc)
+    return b"".join([GZIP_HEADER, *(p.data for p in pieces), tail,
+                     struct.pack("<II", crc, (size + len(last)) & 0xFFFFFFFF)])
+
+
+BLOCK_SHIFT = 5   # maps whose ids share id >> 5 (at most 32) are one block of the page
+
+
+class MapPage:
+    """The per-map families of a page, kept as compressed blocks between scans: a block is
+    the maps whose ids share ``id >> BLOCK_SHIFT``; while a block holds the very same map
+    records as at the last page (a rescan keeps the record of a map that did not change), its
+    five compressed pieces (one a family) are used again, and only blocks with a new, changed
+    or gone map are written and compressed. An unchanged node's page costs the other families
+    alone; a map that changes costs its block."""
+
+    def __init__(self, float_text=go_float):
+        self.families = MapFamilies(float_text)
+        self._blocks: dict[int, tuple[tuple, list]] = {}
+        self._heads: dict[bool, list[Piece]] = {}
+        self._section: tuple[list, int, int] = ([], 0, 0)
+        self.written = 0       # blocks written for the last page (the others were kept)
+
+    def _head(self, openmetrics: bool) -> list[Piece]:
+        heads = self._heads.get(openmetrics)
+        if heads is None:
+            heads = self._heads[openmetrics] = [
+                Piece(f"# HELP {name} {_escape_help(doc, openmetrics)}\n"
+                      f"# TYPE {name} gauge\n".encode()) for name, doc in MAP_FAMILIES]
+        return heads
+
+    def gzip(self, maps, rows_of, rest: bytes, *, openmetrics: bool = False) -> bytes:
+        """The gzipped page: the per-map families of ``maps`` (records with an ``id``, in page
+        order) and then ``rest`` (the other families, already written). ``rows_of(maps)``
+        gives the rows of some maps as :meth:`MapFamilies.render` takes them."""
+        old, blocks, written = self._blocks, {}, 0
+        is_ = operator.is_
+        group: list = []
+        key = None
+        order: list[int] = []
+
+        def close(key, group) -> None:
+            nonlocal written
+            group = tuple(group)
+            hit = old.get(key)
+            if hit is None or len(hit[0]) != len(group) or not all(map(is_, hit[0], group)):
+                hit = (group, [Piece(t) if t else None
+                               for t in self.families.lines(rows_of(group))])
+                written += 1
+            blocks[key] = hit
+            order.append(key)
+
+        for m in maps:
+            k = m.id >> BLOCK_SHIFT
+            if k != key:
+                if group:
+                    close(key, group)
+                group, key = [], k
+            group.append(m)
+        if group:
+            close(key, group)
+        self._blocks, self.written = blocks, written
+        if written or len(blocks) != len(old):
+            self.families.forget({m.id for m in maps})
+        heads = self._head(openmetrics)
+        pieces = []
+        for f, head in enumerate(heads):
+            pieces.append(head)
+            pieces.extend(p for k in order if (p := blocks[k][1][f]) is not None)
+        last, crc, size = self._section
+        if len(last) != len(pieces) or not all(map(is_, last, pieces)):
+            crc, size = crc_of_pieces(pieces), sum(p.size for p in pieces)
+            self._section = (pieces, crc, size)
+        return gzip_of(pieces, crc, size, rest)
