@@ -26,6 +26,7 @@ from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBIT
                          SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section)
 from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, guess_module,
                            module_of, moduledata_words, package_of)
+from ..parse import dwarf
 from ..parse.gotypes import type_ranges as _type_ranges
 
 _START = operator.itemgetter(0)
@@ -310,7 +311,7 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
     cu_ranges: list[tuple[int, int, str, str]] = []
     if not is_go and (img.section(".debug_info") or img.section(".zdebug_info")):
         try:
-            cus = _read_cus(img)
+            cus = dwarf.read_compile_units(img)
         except ParseError as e:
             cus = None
             notes.append(f"DWARF not attributed: {e}")
@@ -390,8 +391,9 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                 and (pcln is not None or sym_ranges):
             try:
                 if cus is False:
-                    cus = _read_cus(img)
-                shares = _debug_shares(img, sec, func_ranges or sym_ranges, is_go, cus)
+                    cus = dwarf.read_compile_units(img)
+                shares = _debug_shares(dwarf.read_debug_section(img, sec),
+                                       func_ranges or sym_ranges, is_go, cus)
             except ParseError as e:
                 shares = None
                 notes.append(f"{name} not attributed: {e}")
@@ -724,49 +726,29 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
     return out
 
 
-def _read_cus(img: ElfImage):
-    """The DWARF compile units of ``img``, or None without .debug_info."""
-    from ..parse import dwarf
-    info_sec = img.section(".debug_info") or img.section(".zdebug_info")
-    abbrev_sec = img.section(".debug_abbrev") or img.section(".zdebug_abbrev")
-    if info_sec is None or abbrev_sec is None or not info_sec.in_file:
+def _debug_shares(units, ranges, is_go: bool, cus):
+    """(package, uncompressed bytes) of a debug section's units (a
+    :class:`~bpfmem.parse.dwarf.DebugSection`), and its uncompressed size: .debug_info and
+    .debug_line by compile unit (a Go package, a C source file), .debug_frame by the function
+    each entry describes. None for the other debug sections."""
+    if units is None:
         return None
-    strs = img.section(".debug_str")
-    lstr = img.section(".debug_line_str")
-    return dwarf.compile_units(
-        dwarf.section_contents(img, info_sec), dwarf.section_contents(img, abbrev_sec),
-        endian=img.endian,
-        strs=dwarf.section_contents(img, strs) if strs else b"",
-        line_strs=dwarf.section_contents(img, lstr) if lstr else b"")
-
-
-def _debug_shares(img: ElfImage, sec, ranges, is_go: bool, cus):
-    """(package, uncompressed bytes) of a debug section's units, and its uncompressed size:
-    .debug_info and .debug_line by compile unit (a Go package, a C source file), .debug_frame
-    by the function each entry describes. None for the other debug sections."""
-    from ..parse import dwarf
-    base = sec.name.replace(".zdebug", ".debug")
-    if base not in (".debug_info", ".debug_line", ".debug_frame"):
-        return None
-    data = dwarf.section_contents(img, sec)
-    e = img.endian
-    if base == ".debug_frame":
+    if units.kind == "frame":
         starts = [r[0] for r in ranges]
         out = []
-        for _off, size, loc in dwarf.frame_entries(data, endian=e, addr_size=img.ptr_size):
+        for loc, size in units.units:
             i = bisect.bisect_right(starts, loc) - 1
             pkg = ranges[i][2] if i >= 0 and loc < ranges[i][1] else None
             if pkg is not None:
                 out.append((pkg, size))
-        return out, len(data)
+        return out, units.size
     if cus is None:
         return None
     label = (lambda n: n or DEBUG) if is_go else _cu_label
-    if base == ".debug_info":
-        return [(label(c.name), c.size) for c in cus], len(data)
+    if units.kind == "info":
+        return [(label(c.name), c.size) for c in cus], units.size
     by_off = {c.stmt_list: c.name for c in cus if c.stmt_list is not None}
-    return [(label(by_off.get(off, "")), size)
-            for off, size in dwarf.line_units(data, endian=e)], len(data)
+    return [(label(by_off.get(off, "")), size) for off, size in units.units], units.size
 
 
 def _cu_label(name: str) -> str:

@@ -1,7 +1,9 @@
 """Just enough DWARF to say which compile unit owns which bytes of the debug sections: the
 units of ``.debug_info`` (with their name: a Go package's import path, a C source file) and
 their line programs in ``.debug_line``. DWARF 2 to 5, either byte order, sections compressed
-(SHF_COMPRESSED, zlib) or not. Pure: it takes section bytes.
+(SHF_COMPRESSED, zlib) or not. Pure: it takes section bytes, or an
+:class:`~bpfmem.parse.elf.ElfImage` already read (:func:`read_compile_units`,
+:func:`read_debug_section`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,53 @@ class CompileUnit:
     stmt_list: int | None
     low_pc: int | None
     high_pc: int | None = None     # one past the end, when the unit says (not by ranges)
+
+
+@dataclass(frozen=True, slots=True)
+class DebugSection:
+    """A debug section's units as DWARF lays them out, and its uncompressed size.
+    ``kind``: ``info`` (its units are the compile units, :func:`read_compile_units`; ``units``
+    is empty), ``line`` (``units``: (offset, size) of each line program, the offset a compile
+    unit's ``stmt_list`` names) or ``frame`` (``units``: (address, size) of each FDE, the
+    address of the code it describes)."""
+    kind: str
+    units: tuple[tuple[int, int], ...]
+    size: int
+
+
+def read_compile_units(img: ElfImage) -> list[CompileUnit] | None:
+    """The DWARF compile units of ``img``, or None without .debug_info (or .debug_abbrev)."""
+    info_sec = img.section(".debug_info") or img.section(".zdebug_info")
+    abbrev_sec = img.section(".debug_abbrev") or img.section(".zdebug_abbrev")
+    if info_sec is None or abbrev_sec is None or not info_sec.in_file:
+        return None
+    strs = img.section(".debug_str")
+    lstr = img.section(".debug_line_str")
+    return compile_units(
+        section_contents(img, info_sec), section_contents(img, abbrev_sec),
+        endian=img.endian,
+        strs=section_contents(img, strs) if strs else b"",
+        line_strs=section_contents(img, lstr) if lstr else b"")
+
+
+_UNIT_KINDS = {".debug_info": "info", ".debug_line": "line", ".debug_frame": "frame"}
+
+
+def read_debug_section(img: ElfImage, sec: Section) -> DebugSection | None:
+    """The units of ``sec`` (.debug_info, .debug_line, .debug_frame or their .zdebug_
+    forms); None for any other section."""
+    kind = _UNIT_KINDS.get(sec.name.replace(".zdebug", ".debug"))
+    if kind is None:
+        return None
+    data = section_contents(img, sec)
+    if kind == "frame":
+        units = tuple((loc, size) for _off, size, loc
+                      in frame_entries(data, endian=img.endian, addr_size=img.ptr_size))
+    elif kind == "line":
+        units = tuple(line_units(data, endian=img.endian))
+    else:
+        units = ()
+    return DebugSection(kind, units, len(data))
 
 
 def section_contents(img: ElfImage, sec: Section) -> bytes:
