@@ -453,7 +453,7 @@ def test_without_the_iterator_the_proc_walk_is_used_and_said(farm, monkeypatch):
 
     def refuse():
         raise owner_iter.IteratorUnavailable("loading the owner iterator: needs CAP_PERFMON")
-    monkeypatch.setattr(owner_iter, "map_fds", refuse)
+    monkeypatch.setattr(owner_iter, "map_fds_raw", refuse)
     s = live.scan_maps(pins=False)
     assert s.owners_from == "/proc (loading the owner iterator: needs CAP_PERFMON)"
     ids = {fm.id for fm in farm[0].maps}

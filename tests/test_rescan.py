@@ -148,3 +148,106 @@ def test_a_full_scan_every_n_forgets_everything():
     memo.maps[1] = object()
     memo.begin(), memo.begin()
     assert memo.begin() and not memo.fields and not memo.maps
+
+
+class _Holder:
+    """A child process that holds the map fds it is sent (SCM_RIGHTS) until told to drop
+    them; killed by its pid and reaped by close()."""
+
+    def __init__(self):
+        import socket
+        self._socket = socket
+        self.sock, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.sock.close()
+                held = {}
+                while True:
+                    msg, fds, _flags, _addr = socket.recv_fds(theirs, 64, 4)
+                    if not msg:
+                        break
+                    cmd, _sep, arg = msg.decode().partition(" ")
+                    if cmd == "hold":
+                        held[int(arg)] = fds[0]
+                    elif cmd == "drop":
+                        os.close(held.pop(int(arg)))
+                    theirs.send(b"k")
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.pid = pid
+
+    def hold(self, map_id: int, fd: int) -> None:
+        self._socket.send_fds(self.sock, [f"hold {map_id}".encode()], [fd])
+        assert self.sock.recv(1) == b"k"
+
+    def drop(self, map_id: int) -> None:
+        self.sock.send(f"drop {map_id}".encode())
+        assert self.sock.recv(1) == b"k"
+
+    def close(self) -> None:
+        import signal
+        self.sock.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
+@pytest.fixture
+def holders():
+    made = []
+    try:
+        made.extend(_Holder() for _ in range(2))
+        yield made
+    finally:
+        for h in made:
+            h.close()
+
+
+@pytest.mark.parametrize("entries", [False, True])
+def test_incremental_scans_follow_owners_and_maps_as_a_full_scan_does(holders, maps, entries):
+    """The changes an exporter's rescans meet, one at a time, each compared with a full
+    scan: a map handed to another process, held by two, its first fd closed, dropped by one
+    holder; entries added; a new map handed over; a map closed. Programs listed too. (The
+    holders are forked before the maps are made: they inherit none of them.)"""
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    a, b = holders
+
+    def check():
+        inc = _ours(api.scan_node(entries=entries, owners_method="iterator", memo=memo,
+                                  programs=True))
+        full = _ours(api.scan_node(entries=entries, owners_method="iterator", programs=True))
+        assert inc == full
+        return {m.name[len(PREFIX):]: m for m in inc.values()}
+
+    check()
+    seen = check()                               # nothing of ours moved
+    hid = seen["hash"].id
+    a.hold(hid, maps["hash"])
+    assert [o.pid for o in check()["hash"].owners] == sorted([os.getpid(), a.pid])
+    b.hold(hid, maps["hash"])
+    os.close(maps.pop("hash"))                   # held by the two others only
+    assert [o.pid for o in check()["hash"].owners] == sorted([a.pid, b.pid])
+    a.drop(hid)
+    assert [o.pid for o in check()["hash"].owners] == [b.pid]
+    _fill(maps["nopre"], range(40))
+    for k in range(6):
+        bpfsys.map_update(maps["lpm"], struct.pack("<I", 32) + struct.pack(">I", k),
+                          bytes(8))
+    now = check()
+    if entries:
+        assert now["nopre"].entries == 40 and now["lpm"].entries == 6
+    fd = bpfsys.map_create(T.HASH, 8, 8, 32, 0, PREFIX + "handed")
+    try:
+        a.hold(bpfsys.map_info(fd).id, fd)
+    finally:
+        os.close(fd)
+    os.close(maps.pop("array"))
+    now = check()
+    assert "array" not in now and [o.pid for o in now["handed"].owners] == [a.pid]
+    b.drop(hid)                                  # the last holder: the map is gone
+    assert "hash" not in check()

@@ -58,11 +58,12 @@ class CgroupRow:
     share: float | None
 
 
-def cgroup_rows(snap, cgroups: dict) -> list[CgroupRow]:
+def cgroup_rows(snap, cgroups: dict, sums=None) -> list[CgroupRow]:
     """The cgroups of ``snap``'s maps, largest memlock first; ``cgroups`` maps a cgroup path
-    to its :class:`~bpfmem.records.CgroupMemory`."""
+    to its :class:`~bpfmem.records.CgroupMemory`; ``sums`` the maps' ``cgroup_sums`` when
+    the caller has them."""
     out = []
-    for s in cgroup_sums(snap.maps):
+    for s in (cgroup_sums(snap.maps) if sums is None else sums):
         mem = cgroups.get(s.cgroup)
         usage = mem.usage if mem is not None else None
         out.append(CgroupRow(

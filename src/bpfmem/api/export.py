@@ -47,6 +47,7 @@ from typing import Callable
 from ..analysis.metrics import cgroup_rows, map_rows, maps_rows, prog_node, prog_rows
 from ..errors import BpfmemError
 from ..host import procfs
+from .node import sums_of
 from ..host.httpd import Answer, serve_http, trim_malloc
 from ..report.prometheus import (EOF_LINE, METRIC_NAMES, Family, MapPage, ScanStats,
                                  map_families, negotiate, node_families, process_families,
@@ -107,9 +108,9 @@ def families(cache: ScanCache, profile=None, *, maps: bool = True) -> list[Famil
     out: list[Family] = []
     if maps:
         out += map_families(map_rows(snap, profile) if snap is not None else ())
-    cgroups = cgroup_rows(snap, cache.cgroups) if snap is not None else []
-    node = ((len(snap.maps), sum(m.memlock or 0 for m in snap.maps))
-            if snap is not None else None)
+    sums = sums_of(snap.maps) if snap is not None else []
+    cgroups = cgroup_rows(snap, cache.cgroups, sums) if snap is not None else []
+    node = (len(snap.maps), sum(s.memlock for s in sums)) if snap is not None else None
     out += node_families(cgroups, node, cache.stats(), _build_info())
     progs = prog_node(snap) if snap is not None else None
     if progs is not None:

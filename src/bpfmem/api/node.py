@@ -3,7 +3,7 @@ them."""
 
 from __future__ import annotations
 
-from ..analysis.live import map_cgroup, memlock_behaviour
+from ..analysis.live import cgroup_sums, memlock_behaviour
 from ..errors import HostError
 from ..host.cgroup import CgroupMemory, read_cgroup_memory
 from ..host.live import Snapshot, scan_maps
@@ -46,11 +46,22 @@ def scan_memo(profile, *, full_every: int = 30) -> ScanMemo:
                     full_every=full_every)
 
 
+_SUMS: list = [None, None]      # (maps, their cgroup sums) of the last call
+
+
+def sums_of(maps) -> list:
+    """:func:`~bpfmem.analysis.live.cgroup_sums` of ``maps``, kept for the very same tuple
+    (an incremental scan that found nothing moved gives the last scan's tuple again)."""
+    if _SUMS[0] is not maps:
+        _SUMS[:] = [maps, cgroup_sums(maps)]
+    return _SUMS[1]
+
+
 def cgroup_memory_of(snap: Snapshot) -> dict[str, CgroupMemory]:
     """``{cgroup path: CgroupMemory}`` for every memory cgroup whose processes hold maps in
     ``snap`` (cgroups that vanish or cannot be read are left out)."""
     out = {}
-    for path in sorted({c for m in snap.maps if (c := map_cgroup(m))}):
+    for path in sorted({s.cgroup for s in sums_of(snap.maps) if s.cgroup}):
         try:
             out[path] = read_cgroup_memory(path)
         except (HostError, OSError):

@@ -125,6 +125,12 @@ def map_counts() -> dict[int, int]:
     """{map id: entries} of every map on the host whose type the kernel counts
     (:data:`KERNEL_COUNTED`; the others are listed too, as 0: callers look only at those);
     every fd the program, its link and the iterator took is closed again."""
+    return parse_records(map_counts_raw())
+
+
+def map_counts_raw() -> bytes:
+    """The (map id, 0, count) records of every map on the host, in id order, as the
+    iterator wrote them (equal bytes: the same maps with the same counts)."""
     lay = read_count_layout()
-    return parse_records(run_iterator(program(lay), lay.attach_btf_id, "bpfmem_counts",
-                                      CountsUnavailable, "count"))
+    return run_iterator(program(lay), lay.attach_btf_id, "bpfmem_counts",
+                        CountsUnavailable, "count")

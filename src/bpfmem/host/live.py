@@ -113,7 +113,7 @@ def _pins(mount_points: list[str], errors: list[str], memo) -> dict[int, list[st
     return memo.pins
 
 
-def _scan_owners(root: str, pids: list[int] | None = None, records=None
+def _scan_owners(root: str, pids: list[int] | None = None, records=None, memo=None
                  ) -> tuple[dict, dict, dict, dict, int]:
     """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone;
     over every process, or only ``pids``. ``records`` are (pid, fd, map id) the kernel's
@@ -132,22 +132,41 @@ def _scan_owners(root: str, pids: list[int] | None = None, records=None
             memlock_of[mfd.map_id] = mfd.memlock
         if mfd.frozen is not None:
             frozen_of[mfd.map_id] = mfd.frozen
+    owner_of, gone = _owner_table({p for per in held.values() for p in per}, root, memo)
+    return held, memlock_of, frozen_of, owner_of, gone
+
+
+def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
+    """(Owner per pid, processes gone) from each process's comm and cgroup; with a memo, a
+    process whose comm and cgroup read as before keeps its Owner (the same object)."""
     base = os.path.join(root, "proc")
-    try:
-        ns_roots = namespace_roots(root)
-    except (OSError, HostError):
-        ns_roots = {}
+    known = memo.owner_cache if memo is not None else None
+    ns_roots = None
     owner_of: dict[int, Owner] = {}
     gone = 0
-    for pid in {p for per in held.values() for p in per}:
+    for pid in pids:
         comm = _read_text(f"{base}/{pid}/comm")
         if comm is None:
             gone += 1
             continue
         cg = _read_text(f"{base}/{pid}/cgroup")
+        hit = known.get(pid) if known is not None else None
+        if hit is not None and hit[0] == comm and hit[1] == cg:
+            owner_of[pid] = hit[2]
+            continue
+        if ns_roots is None:
+            try:
+                ns_roots = namespace_roots(root)
+            except (OSError, HostError):
+                ns_roots = {}
         owner_of[pid] = Owner(pid, comm.rstrip("\n"),
                               memory_cgroup_path(cg, ns_roots) if cg else None)
-    return held, memlock_of, frozen_of, owner_of, gone
+        if known is not None:
+            known[pid] = (comm, cg, owner_of[pid])
+    if known is not None and len(known) > len(owner_of):
+        for pid in known.keys() - owner_of.keys():
+            del known[pid]
+    return owner_of, gone
 
 
 def _owners_in_child(root: str):
@@ -223,23 +242,27 @@ def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
     return users
 
 
-def _kernel_counts() -> dict[int, int]:
-    """{map id: entries} the kernel keeps for hash maps (6.6+, host/count_iter.py), or {}
-    where it cannot say (then every map is walked)."""
+def _kernel_counts() -> dict[int, int] | None:
+    """{map id: entries} the kernel keeps for hash maps, listed for every map in id order
+    (6.6+, host/count_iter.py), or None where it cannot say (then every map is walked)."""
     from bpfmem.host.count_iter import CountsUnavailable, map_counts
     try:
         return map_counts()
     except CountsUnavailable:
-        return {}
+        return None
 
 
 def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
-                    fdinfo: bool = False, memo=None, kernel_counts: dict | None = None):
+                    fdinfo: bool = False, memo=None, kernel_counts: dict | None = None,
+                    same: bool = False):
     """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
     vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand.
-    ``kernel_counts`` are the kernel's own counts of hash maps (:func:`_kernel_counts`). With
-    a :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
-    taken from it, and a map that needs nothing new is not opened at all."""
+    ``kernel_counts`` are the kernel's own counts of hash maps, listed for every map on the
+    host in id order (:func:`_kernel_counts`; the map ids are then taken from it). With a
+    :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
+    taken from it, and a map that needs nothing new is not opened at all. ``same`` (the
+    kernel's listing is byte for byte the last scan's: the same maps with the same counts)
+    reads again only the maps the last scan had to open."""
     raw: list[tuple] = []
     gone = 0
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
@@ -248,6 +271,7 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
     kept = memo.fields if memo is not None else {}  # memlock that cannot change
     counts = memo.counts if memo is not None else {}  # (fields, counted) where memlock follows
     kcounts = kernel_counts or {}
+    opened: list[int] = []                          # indexes in raw of the maps read anew
 
     def known_fields(map_id: int, known: int | None):
         fields = kept.get(map_id)
@@ -257,7 +281,8 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                 fields = last[0]        # the same count: the same memlock
         return fields
 
-    for map_id in bpfsys.map_ids():
+    def one(map_id: int):
+        """The map's tuple, True when it was opened; None when it is gone."""
         info = infos.get(map_id)
         if info is not None:            # known: perhaps nothing to read
             known = kcounts.get(map_id) if info.type in KERNEL_COUNTED else None
@@ -272,14 +297,12 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                 else:
                     counted = None
             if counted is not None and (fields is not None or not fdinfo):
-                raw.append((info, counted, fields))
                 memo.reused += 1
-                continue
+                return (info, counted, fields), False
         try:
             fd = fd_by_id(map_id)
         except ObjectGone:
-            gone += 1
-            continue
+            return None
         try:
             if info is None:
                 info = info_of(fd)
@@ -305,34 +328,82 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                         raise
                     except HostError as e:
                         errors.append(f"map {map_id} ({info.name}): counting entries: {e}")
-            if (memo is not None and entries and fields is not None and fields[0] is not None
-                    and counted[1] and memo.memlock_counts(info)):
-                counts[map_id] = (fields, counted)
+            if (memo is not None and fields is not None and fields[0] is not None
+                    and ((entries and counted[1]) or known is not None)
+                    and memo.memlock_counts(info)):
+                counts[map_id] = (fields, counted if known is None or entries
+                                  else (known, True, "kernel"))
         except ObjectGone:
-            gone += 1
-            continue
+            return None
         finally:
             close(fd)
-        raw.append((info, counted, fields))
+        return (info, counted, fields), True
+
+    if same and memo is not None and memo.raw is not None:
+        raw = list(memo.raw)            # the same maps: only those opened last time again
+        for i in memo.opened:
+            got = one(raw[i][0].id)
+            if got is None:
+                gone += 1
+                raw[i] = None
+                continue
+            raw[i] = got[0]
+            if got[1]:
+                opened.append(i)
+        if gone:
+            keep = [i for i, r in enumerate(raw) if r is not None]
+            where = {old: new for new, old in enumerate(keep)}
+            raw = [raw[i] for i in keep]
+            opened = [where[i] for i in opened]
+        memo.reused = len(raw) - len(opened)
+    else:
+        for map_id in (kcounts if kernel_counts is not None else bpfsys.map_ids()):
+            got = one(map_id)
+            if got is None:
+                gone += 1
+                continue
+            if got[1]:
+                opened.append(len(raw))
+            raw.append(got[0])
     if memo is not None:
         memo.keep_only({info.id for info, _c, _f in raw})
+        memo.raw, memo.opened = raw, opened
     return raw, gone
 
 
-def _owner_records(root: str, method: str) -> tuple[list | None, str]:
-    """The kernel iterator's (pid, fd, map id) records, or None and why the /proc walk is
+def _owner_records(root: str, method: str) -> tuple[list | None, str, bytes | None]:
+    """The kernel iterator's (pid, fd, map id) records as it wrote them (twice: parsed by the
+    caller only when they differ from the last scan's), or None and why the /proc walk is
     used instead."""
     if method == "proc":
-        return None, "/proc (asked for)"
+        return None, "/proc (asked for)", None
     if root != "/":
-        return None, "/proc (another root)"
-    from .owner_iter import IteratorUnavailable, map_fds
+        return None, "/proc (another root)", None
+    from .owner_iter import IteratorUnavailable, map_fds_raw
     try:
-        return map_fds(), "kernel iterator"
+        data = map_fds_raw()
     except IteratorUnavailable as e:
         if method == "iterator":
             raise
-        return None, f"/proc ({e})"
+        return None, f"/proc ({e})", None
+    return data, "kernel iterator", data
+
+
+def _kernel_listing(memo) -> tuple[dict | None, bool]:
+    """({map id: count} of every map, in id order, from the kernel's map iterator, or None
+    where it cannot run; and whether its bytes are the last scan's (the same maps, the same
+    counts))."""
+    from bpfmem.host.count_iter import CountsUnavailable, map_counts_raw, parse_records
+    try:
+        data = map_counts_raw()
+    except CountsUnavailable:
+        return None, False
+    if memo is not None and memo.count_raw == data and memo.kcounts is not None:
+        return memo.kcounts, True
+    counts = parse_records(data)
+    if memo is not None:
+        memo.count_raw, memo.kcounts = data, counts
+    return counts, False
 
 
 def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
@@ -378,12 +449,24 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         # measured on 10,000 maps: the /proc walk in a forked child beside the map walk is
         # as fast as the iterator (which leaves the fdinfo reads to the map walk)
         records, owners_from = None, "/proc (walked in parallel with the maps)"
+        owner_raw = None
     else:
-        records, owners_from = (None, "") if not owners else _owner_records(root,
-                                                                            owners_method)
+        records, owners_from, owner_raw = ((None, "", None) if not owners
+                                           else _owner_records(root, owners_method))
+    owners_same = False
     if records is not None:
         say("processes")
-        owner_scan = _scan_owners(root, records=records)
+        if (memo is not None and owner_raw is not None and memo.owner_raw == owner_raw
+                and memo.owner_held is not None):
+            held0 = memo.owner_held    # the same fds: the same holders (names read again)
+            owner_scan = (held0, {}, {}, *_owner_table(memo.owner_pids, root, memo))
+            owners_same = True
+        else:
+            from .owner_iter import parse_records
+            owner_scan = _scan_owners(root, records=parse_records(records), memo=memo)
+        if memo is not None and not owners_same:
+            memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
+            memo.owner_pids = sorted({p for per in owner_scan[0].values() for p in per})
     elif owners and forking:
         collect = _owners_in_child(root)
     elif owners:
@@ -401,15 +484,46 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             errors.append(f"mountinfo: {e}")
         pinned = _pins(bpffs, errors, memo)
     say("maps" + (" and their entries" if entries else ""))
-    kcounts = _kernel_counts() if entries and kernel_counts and root == "/" else None
+    same = False
+    if memo is not None and kernel_counts and root == "/":
+        kcounts, same = _kernel_listing(memo)   # every map and its count, in one read
+    else:
+        kcounts = _kernel_counts() if entries and kernel_counts and root == "/" else None
+    last_raw = memo.raw if memo is not None else None
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
                                     fdinfo=not owners or records is not None, memo=memo,
-                                    kernel_counts=kcounts)
+                                    kernel_counts=kcounts, same=same)
     if collect is not None:
         say("processes")
         owner_scan = collect()
     held, memlock_of, frozen_of, owner_of, gone = (owner_scan if owners
                                                    else ({}, {}, {}, {}, 0))
+    if (memo is not None and same and (owners_same or not owners) and memo.rows is not None
+            and last_raw is not None and len(raw) == len(last_raw) and all(
+                a is b or a == b for a, b in zip(raw, last_raw))
+            and users == memo.users and (not pins or pinned is memo.pins_seen)
+            and memo.owner_seen is not None and len(memo.owner_seen) == len(owner_of)
+            and all(memo.owner_seen.get(p) is o for p, o in owner_of.items())):
+        maps_t = memo.rows      # nothing moved: the last scan's records, as they are
+        memo.unchanged += 1
+    else:
+        maps_t = _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned,
+                          memo.maps if memo is not None else {})
+    if memo is not None:
+        memo.maps = {m.id: m for m in maps_t} if maps_t is not memo.rows else memo.maps
+        memo.rows, memo.users, memo.pins_seen = maps_t, users, pinned
+        memo.owner_seen = dict(owner_of)
+    return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
+                    hostname=os.uname().nodename, kernel=os.uname().release,
+                    possible_cpus=cpus, maps=maps_t, entries_counted=entries,
+                    skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs),
+                    owners_from=owners_from)
+
+
+def _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned, last
+             ) -> tuple[LiveMap, ...]:
+    """The LiveMap of each map read (a map whose figures, owners, programs and pins are
+    those of ``last``'s record keeps that record)."""
     maps: list[LiveMap] = []
     owners_seen: dict[tuple[int, int], Owner] = {}
 
@@ -420,7 +534,6 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             o = owners_seen[(pid, fds)] = Owner(pid, base.comm, base.cgroup, fds)
         return o
 
-    last = memo.maps if memo is not None else {}
     for info, (n, complete, method), fields in raw:
         map_id = info.id
         memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
@@ -444,13 +557,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             map_extra=info.map_extra, btf_id=info.btf_id, memlock=memlock, frozen=frozen,
             owners=own, programs=progs, pins=pins_of, entries=n, entries_complete=complete,
             entries_method=method))
-    if memo is not None:
-        memo.maps = {m.id: m for m in maps}
-    return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
-                    hostname=os.uname().nodename, kernel=os.uname().release,
-                    possible_cpus=cpus, maps=tuple(maps), entries_counted=entries,
-                    skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs),
-                    owners_from=owners_from)
+    return tuple(maps)
 
 
 def _fdinfo_by_id(map_id: int) -> tuple[int | None, bool | None]:

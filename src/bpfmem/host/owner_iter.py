@@ -169,12 +169,18 @@ def read_layout() -> Layout:
 def map_fds() -> list[tuple[int, int, int]]:
     """(tgid, fd, map id) for every open map fd on the host, from the kernel; every fd the
     program, its link and the iterator took is closed again, whatever happens."""
+    return parse_records(map_fds_raw())
+
+
+def map_fds_raw() -> bytes:
+    """The records of :func:`map_fds` as the iterator wrote them (equal bytes: the same map
+    fds in the same processes)."""
     if not _in_initial_pid_namespace():
         raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
                                   "host pids)")
     lay = read_layout()
-    return parse_records(run_iterator(program(lay), lay.attach_btf_id, "bpfmem_owners",
-                                      IteratorUnavailable, "owner"))
+    return run_iterator(program(lay), lay.attach_btf_id, "bpfmem_owners",
+                        IteratorUnavailable, "owner")
 
 
 def run_iterator(insns: bytes, attach_btf_id: int, name: str, unavailable: type,

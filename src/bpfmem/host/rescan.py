@@ -66,6 +66,21 @@ class ScanMemo:
     pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
     maps: dict = field(default_factory=dict)       # map id -> the last scan's LiveMap
     reused: int = 0                                # maps of the last scan read from memory
+    # the kernel's listings of the last scan, as read, and what was made of them: while a
+    # listing reads the same bytes, what was made of it stands
+    count_raw: bytes | None = None                 # the map iterator's (id, count) records
+    kcounts: dict | None = None                    # map id -> count, of those
+    raw: list | None = None                        # (info, counted, fdinfo) per map
+    opened: list = field(default_factory=list)     # indexes in raw of the maps opened anew
+    owner_raw: bytes | None = None                 # the task_file iterator's records
+    owner_held: dict | None = None                 # map id -> {pid: fds}, of those
+    owner_pids: list = field(default_factory=list)  # the pids in owner_held
+    owner_cache: dict = field(default_factory=dict)  # pid -> (comm, cgroup text, Owner)
+    owner_seen: dict | None = None                 # pid -> Owner of the last scan
+    users: dict | None = None                      # map id -> programs, of the last scan
+    pins_seen: dict | None = None                  # the pins the last scan used
+    rows: tuple | None = None                      # the last scan's LiveMaps, in order
+    unchanged: int = 0                             # scans that found nothing moved
 
     def begin(self) -> bool:
         """Start a scan; True (everything forgotten) when it is a full one."""
@@ -78,6 +93,11 @@ class ScanMemo:
             self.prog_jit.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
+            self.count_raw = self.kcounts = self.raw = None
+            self.opened = []
+            self.owner_raw = self.owner_held = self.owner_seen = None
+            self.owner_cache.clear()
+            self.users = self.pins_seen = self.rows = None
             self.full_scans += 1
         self.scans += 1
         self.reused = 0

@@ -366,7 +366,9 @@ class MapPage:
         self.families = MapFamilies(float_text)
         self._blocks: dict[int, tuple[tuple, list]] = {}
         self._heads: dict[bool, list[Piece]] = {}
-        self._section: tuple[list, int, int] = ([], 0, 0)
+        self._section: dict[bool, tuple[list, int, int]] = {}   # per format: the pieces,
+        #                                    their CRC-32 and size, for the maps of _maps
+        self._maps = None
         self.written = 0       # blocks written for the last page (the others were kept)
 
     def _head(self, openmetrics: bool) -> list[Piece]:
@@ -381,6 +383,10 @@ class MapPage:
         """The gzipped page: the per-map families of ``maps`` (records with an ``id``, in page
         order) and then ``rest`` (the other families, already written). ``rows_of(maps)``
         gives the rows of some maps as :meth:`MapFamilies.render` takes them."""
+        if maps is self._maps and self._openmetrics_seen(openmetrics):
+            self.written = 0       # the very records of the last page: every block as it was
+            pieces, crc, size = self._section[openmetrics]
+            return gzip_of(pieces, crc, size, rest)
         old, blocks, written = self._blocks, {}, 0
         is_ = operator.is_
         group: list = []
@@ -415,8 +421,14 @@ class MapPage:
         for f, head in enumerate(heads):
             pieces.append(head)
             pieces.extend(p for k in order if (p := blocks[k][1][f]) is not None)
-        last, crc, size = self._section
+        last, crc, size = self._section.get(openmetrics, ((), 0, 0))
         if len(last) != len(pieces) or not all(map(is_, last, pieces)):
             crc, size = crc_of_pieces(pieces), sum(p.size for p in pieces)
-            self._section = (pieces, crc, size)
+        if maps is not self._maps:
+            self._section = {}
+        self._section[openmetrics] = (pieces, crc, size)
+        self._maps = maps
         return gzip_of(pieces, crc, size, rest)
+
+    def _openmetrics_seen(self, openmetrics: bool) -> bool:
+        return openmetrics in self._section
