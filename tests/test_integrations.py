@@ -215,6 +215,8 @@ def test_the_package_builds_and_passes_twine_check(tmp_path):
     import zipfile
     names = zipfile.ZipFile(next(p for p in dist if p.suffix == ".whl")).namelist()
     assert "bpfmem/examples/cni_datapath.bpf.o" in names and "bpfmem/host/probe.c" in names
+    # the program loader builds from the wheel too: its source and the header both include
+    assert {"bpfmem/host/progprobe.c", "bpfmem/host/cgcounter.h"} <= set(names)
     # the probe is compiled with the wheel (setup.py), not on first use: a static program,
     # with the sha256 bpfmem checks before it runs one, in a wheel tagged for this platform
     wheel = next(p for p in dist if p.suffix == ".whl")

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FIXTURES, is_root
 from bpfmem.errors import HostError
-from bpfmem.host.probe import PROBE_SOURCE, build_probe, open_probe
+from bpfmem.host.probe import PROBE_SOURCES, build_probe, open_probe
 
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 NOBODY = 65534
@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.skipif(not is_root(), reason="needs root (chown, measu
 
 
 def _name() -> str:
-    return "probe-" + hashlib.sha256(PROBE_SOURCE.read_bytes()).hexdigest()[:16]
+    # named by the probe's source and the counter header it includes
+    return "probe-" + hashlib.sha256(b"".join(p.read_bytes() for p in PROBE_SOURCES)
+                                     ).hexdigest()[:16]
 
 
 def _plant(directory: Path, marker: Path, owner: int) -> Path:

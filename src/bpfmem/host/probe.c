@@ -82,6 +82,8 @@
 #include <sys/wait.h>
 #include <linux/bpf.h>
 
+#include "cgcounter.h"
+
 #ifndef __NR_bpf
 #define __NR_bpf 321
 #endif
@@ -130,14 +132,9 @@ static int quiet;  /* warm-up: no output */
 static char line_buf[60000];  /* one result line */
 static int is_pid1;
 static int ncpus_possible = 1;
-static int ncpus_online = 1;
 
-/* ---- memory cgroup state ---- */
-static char cg_dir[512];     /* measured cgroup */
-static char flush_dir[512];  /* sibling for stock flushing ("" = none) */
+/* ---- memory cgroup state (and cg_dir, flush_dir, cg_kind, counter_fd: cgcounter.h) ---- */
 static char cg_counter[64];  /* counter file name inside cg_dir */
-static const char *cg_kind = "none";
-static int counter_fd = -1;
 
 static void emit(const char *fmt, ...)
 {
@@ -161,18 +158,6 @@ static void emit(const char *fmt, ...)
 static long sys_bpf(int cmd, union bpf_attr *attr, unsigned size)
 {
     return syscall(__NR_bpf, cmd, attr, size);
-}
-
-static int write_file(const char *path, const char *s)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, s, strlen(s));
-    int e = errno;
-    close(fd);
-    errno = e;
-    return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
 static int read_file(const char *path, char *buf, size_t sz)
@@ -207,106 +192,6 @@ static int count_cpu_list(const char *s)
             s++;
     }
     return count > 0 ? count : 1;
-}
-
-static void pin_cpu(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* ---- cgroup ---- */
-
-static int move_self(const char *dir)
-{
-    char path[600], pid[32];
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    if (!strcmp(cg_kind, "v1")) {
-        snprintf(path, sizeof(path), "%s/tasks", dir);
-        if (write_file(path, pid) == 0)
-            return 0;
-    }
-    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-    return write_file(path, pid);
-}
-
-static void flush_stocks(void)
-{
-    if (!flush_dir[0] || counter_fd < 0)
-        return;
-    if (move_self(flush_dir) != 0)
-        return;
-    long page = sysconf(_SC_PAGESIZE);
-    for (int cpu = 0; cpu < ncpus_online; cpu++) {
-        pin_cpu(cpu);
-        /* a slab object (struct file, SLAB_ACCOUNT) and an anon page charged to the sibling */
-        int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED) {
-            p[0] = 1;
-            munmap(p, page);
-        }
-        if (fd >= 0)
-            close(fd);
-    }
-    move_self(cg_dir);
-    pin_cpu(0);
-}
-
-static long long read_counter_once(void)
-{
-    char buf[64];
-    flush_stocks();
-    ssize_t n = pread(counter_fd, buf, sizeof(buf) - 1, 0);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    return strtoll(buf, NULL, 10);
-}
-
-static void msleep(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* synchronize_rcu(), so that RCU-deferred frees (files, map memory) get going */
-static void rcu_sync(void)
-{
-#ifdef __NR_membarrier
-    syscall(__NR_membarrier, 1 /* MEMBARRIER_CMD_GLOBAL */, 0);
-#endif
-}
-
-/*
- * The counter in bytes (-1 without a counter), once `stable` consecutive readings 2 ms
- * apart agree (deferred work such as bpf_mem_alloc refills or map frees has then finished),
- * at most `tries` readings.
- */
-static long long read_counter_stable(int stable, int tries, long ms)
-{
-    if (counter_fd < 0)
-        return -1;
-    long long prev = read_counter_once();
-    int same = 1;
-    for (int i = 0; i < tries && same < stable; i++) {
-        msleep(ms);
-        long long c = read_counter_once();
-        if (c == prev) {
-            same++;
-        } else {
-            same = 1;
-            prev = c;
-        }
-    }
-    return prev;
-}
-
-static long long read_counter(void)
-{
-    return read_counter_stable(2, 50, 2);
 }
 
 /* after closing a map: wait until its (deferred) freeing shows in the counter */

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from bpfmem.errors import HostError, PermissionDenied
 from bpfmem.host import cache
@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 PROBE_SOURCE = Path(__file__).with_name("probe.c")
+# what the probes include: the memory cgroup counter both read (a digest covers it too)
+COUNTER_HEADER = Path(__file__).with_name("cgcounter.h")
+PROBE_SOURCES = (PROBE_SOURCE, COUNTER_HEADER)
 # the probe compiled when the wheel was built (setup.py), with its sha256 beside it; a source
 # checkout or an editable install has none, and build_probe compiles one into the cache
 INSTALLED_PROBE = Path(__file__).with_name("probe")
@@ -69,7 +72,7 @@ def build_probe(cache_dir: str | os.PathLike | None = None, *, arch: str = "amd6
     """The probe binary: the one built with the installed package (:data:`INSTALLED_PROBE`)
     when :func:`open_probe` trusts it for this user, else ``probe.c`` compiled with
     ``gcc -O2 -static`` into the cache (``cache_dir``, which also skips the installed one),
-    keyed by a hash of the source. ``arch`` "arm64": cross-built with
+    keyed by a hash of its sources (probe.c and cgcounter.h). ``arch`` "arm64": cross-built with
     ``aarch64-linux-gnu-gcc`` (never the installed one).
 
     The cache is a private directory (``cache.root()/probe``, created mode 0700) that must be
@@ -88,38 +91,61 @@ def build_probe(cache_dir: str | os.PathLike | None = None, *, arch: str = "amd6
             return INSTALLED_PROBE
         except HostError:
             pass   # installed by another user (a venv run with sudo): build our own
-    source = PROBE_SOURCE.read_bytes()
     if arch not in CROSS_CC:
         raise HostError(f"no compiler known for a probe on {arch!r} ({', '.join(CROSS_CC)})")
     cc, packages = CROSS_CC[arch]
+
+    def explain(err: str) -> str | None:
+        if "cannot find -lc" in err or "libc.a" in err or "crt1.o" in err:
+            return ("building the bpfmem probe needs the static C library "
+                    f"(Debian package libc6-dev): {err[-500:]}")
+        if "linux/bpf.h" in err:
+            return ("building the bpfmem probe needs the kernel UAPI headers "
+                    f"(Debian package linux-libc-dev): {err[-500:]}")
+        return None
+    return build_helper("probe" if arch == "amd64" else f"probe-{arch}", PROBE_SOURCES, cc,
+                        ["-O2", "-static", "-Wall"], [], cache_dir=cache_dir,
+                        missing=f"building the bpfmem probe needs {cc} (Debian packages: "
+                                f"{packages})", explain=explain)
+
+
+def source_digest(sources: Iterable[Path]) -> str:
+    """What names a helper built from ``sources`` (the C file, then what it includes): the
+    first 16 hex digits of the sha256 of their bytes, in order."""
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_helper(stem: str, sources: tuple[Path, ...], cc: str, flags: list[str],
+                 libs: list[str], *, cache_dir: str | os.PathLike | None, missing: str,
+                 explain: Callable[[str], str | None]) -> Path:
+    """The one frame both helpers (the probe, the program loader) are built in:
+    ``sources[0]`` compiled with ``cc flags -o OUT SOURCE libs`` once per content of
+    ``sources`` into the private cache as ``stem-<digest>`` (:func:`source_digest`) and
+    installed with its sha256 (:func:`install_built`); an existing one that
+    :func:`open_probe` trusts is reused. HostError: ``missing`` without ``cc``, ``explain``'s
+    words for a compiler error it recognises, else the compiler's last lines."""
     gcc = shutil.which(cc)
     if gcc is None:
-        raise HostError(f"building the bpfmem probe needs {cc} (Debian packages: {packages})")
-    digest = hashlib.sha256(source).hexdigest()[:16]
+        raise HostError(missing)
     out_dir = Path(cache_dir) if cache_dir is not None else Path(cache.root()) / "probe"
     _private_dir(out_dir)
-    target = out_dir / (f"probe-{digest}" if arch == "amd64" else f"probe-{arch}-{digest}")
+    target = out_dir / f"{stem}-{source_digest(sources)}"
     try:
         os.close(open_probe(target))
         return target
     except HostError:
         pass   # missing, or not ours, or changed since it was built: build it again
-    fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", dir=out_dir)
     os.close(fd)
     try:
-        proc = subprocess.run(
-            [gcc, "-O2", "-static", "-Wall", "-o", tmp, str(PROBE_SOURCE)],
-            capture_output=True, text=True,
-        )
+        proc = subprocess.run([gcc, *flags, "-o", tmp, str(sources[0]), *libs],
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             err = proc.stderr.strip()
-            if "cannot find -lc" in err or "libc.a" in err or "crt1.o" in err:
-                raise HostError("building the bpfmem probe needs the static C library "
-                                f"(Debian package libc6-dev): {err[-500:]}")
-            if "linux/bpf.h" in err:
-                raise HostError("building the bpfmem probe needs the kernel UAPI headers "
-                                f"(Debian package linux-libc-dev): {err[-500:]}")
-            raise HostError(f"compiling {PROBE_SOURCE} failed: {err[-1500:]}")
+            raise HostError(explain(err) or f"compiling {sources[0]} failed: {err[-1500:]}")
         install_built(tmp, target)
     finally:
         for leftover in (tmp, f"{tmp}.sha256"):
@@ -370,38 +396,51 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
     binary = probe or build_probe()
 
     tmpdir = tempfile.mkdtemp(prefix=f"bpfmem-probe-{os.getpid()}-")
-    proc: subprocess.Popen | None = None
     try:
-        with ExitStack() as cgroups:
-            spec_path = Path(tmpdir) / "specs.txt"
-            spec_path.write_text(text)
-            args = ["PROBE", str(spec_path)]
-            if cgroup != "none":
-                # the measured cgroup and a sibling the probe moves itself to while it
-                # flushes the per-CPU charge caches; removed after the probe has exited
-                name = scratch_name("measure")
-                version = 1 if cgroup == "v1" else 2
-                cg = cgroups.enter_context(scratch_cgroup(version=version, name=name))
-                flush = cgroups.enter_context(scratch_cgroup(version=version,
-                                                             name=f"{name}-flush"))
-                args += [f"--cgroup-{cgroup}", cg.fs_path, "--flush-cgroup", flush.fs_path]
-            else:
-                args.append("--no-cgroup")
-            cgroups.callback(_end, lambda: proc)   # runs first: the tasks go before the cgroups
-            proc = _start(binary, args)
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                raise HostError(f"the probe did not finish within {timeout} s") from None
-        if proc.returncode != 0:
-            raise HostError(f"the probe failed (exit {proc.returncode}): {err.strip()[-800:]}")
+        spec_path = Path(tmpdir) / "specs.txt"
+        spec_path.write_text(text)
+        version = {"v1": 1, "v2": 2}.get(cgroup, False)
+        code, out, err = run_in_scratch_cgroups(binary, [str(spec_path)], version,
+                                                timeout=timeout, what="the probe")
+        if code != 0:
+            raise HostError(f"the probe failed (exit {code}): {err.strip()[-800:]}")
         header, results = parse_output(out)
         if header is None or not header.get("done"):
             raise HostError(f"incomplete probe output: {(out + err)[-800:]}")
         return header, results
     finally:
-        _end(lambda: proc)
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def run_in_scratch_cgroups(binary: Path, args: list[str], version: int | None | bool, *,
+                           timeout: float | None, what: str) -> tuple[int, str, str]:
+    """The one frame both helpers run in: ``binary args`` plus ``--cgroup-vN DIR
+    --flush-cgroup DIR`` naming a scratch memory cgroup and the sibling the helper moves to
+    while it flushes the per-CPU charge caches (``version`` 1 or 2 forces a hierarchy, None
+    takes v1 memory else v2 where it delegates memory; False: ``--no-cgroup``, none made).
+    ``(exit code, stdout, stderr)``. The helper is killed and reaped before its cgroups go,
+    and they go also on errors, a timeout (HostError naming ``what``) and KeyboardInterrupt."""
+    proc: subprocess.Popen | None = None
+    try:
+        with ExitStack() as cgroups:
+            argv = ["HELPER", *args]
+            if version is not False:
+                name = scratch_name("measure")
+                cg = cgroups.enter_context(scratch_cgroup(version=version, name=name))
+                flush = cgroups.enter_context(scratch_cgroup(version=cg.version,
+                                                             name=f"{name}-flush"))
+                argv += [f"--cgroup-v{cg.version}", cg.fs_path, "--flush-cgroup", flush.fs_path]
+            else:
+                argv.append("--no-cgroup")
+            cgroups.callback(_end, lambda: proc)   # runs first: the tasks go before the cgroups
+            proc = _start(binary, argv)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise HostError(f"{what} did not finish within {timeout} s") from None
+        return proc.returncode, out, err
+    finally:
+        _end(lambda: proc)
 
 
 def _start(binary: Path, args: list[str]) -> subprocess.Popen:

@@ -49,8 +49,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-static char cg_dir[512], flush_dir[512], cg_kind[4];
-static int counter_fd = -1, ncpus_online = 1;
+#include "cgcounter.h"
+
+/* cg_dir, flush_dir, cg_kind, counter_fd, ncpus_online and the counter's readings: cgcounter.h */
 static char peak_file[64], peak_total_file[64];
 
 static char log_text[1 << 16];   /* libbpf's warnings of the last load (the verifier log) */
@@ -65,18 +66,6 @@ static int print_cb(enum libbpf_print_level level, const char *fmt, va_list ap)
 		log_len += (size_t)n < sizeof(log_text) - log_len ? (size_t)n
 								    : sizeof(log_text) - log_len - 1;
 	return 0;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, s, strlen(s));
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
 static long long read_number(const char *dir, const char *name)
@@ -94,96 +83,14 @@ static long long read_number(const char *dir, const char *name)
 	return strtoll(buf, NULL, 10);
 }
 
-static void pin_cpu(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
-static int move_self(const char *dir)
-{
-	char path[600], pid[32];
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	snprintf(path, sizeof(path), "%s/%s", dir, strcmp(cg_kind, "v1") ? "cgroup.procs" : "tasks");
-	return write_file(path, pid);
-}
-
-static void flush_stocks(void)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	if (move_self(flush_dir) != 0)
-		return;
-	for (int cpu = 0; cpu < ncpus_online; cpu++) {
-		pin_cpu(cpu);
-		int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		char *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p != MAP_FAILED) {
-			p[0] = 1;
-			munmap(p, page);
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	move_self(cg_dir);
-	pin_cpu(0);
-}
-
-static long long read_once(void)
-{
-	char buf[64];
-	flush_stocks();
-	ssize_t n = pread(counter_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtoll(buf, NULL, 10);
-}
-
-static void msleep(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-/* the counter once `stable` readings in a row agree (deferred frees have shown) */
-static long long read_stable(int stable, int tries, long ms)
-{
-	long long prev = read_once();
-	int same = 1;
-	for (int i = 0; i < tries && same < stable; i++) {
-		msleep(ms);
-		long long c = read_once();
-		if (c == prev) {
-			same++;
-		} else {
-			same = 1;
-			prev = c;
-		}
-	}
-	return prev;
-}
-
-static long long read_counter(void)
-{
-	return read_stable(2, 50, 2);
-}
-
 /* after closing an object: wait for its RCU-deferred frees (programs, maps) to show */
 static void settle(void)
 {
-#ifdef __NR_membarrier
-	syscall(__NR_membarrier, 1 /* MEMBARRIER_CMD_GLOBAL */, 0);
-#endif
-	read_stable(3, 100, 10);
-#ifdef __NR_membarrier
-	syscall(__NR_membarrier, 1, 0);
-#endif
-	read_stable(3, 100, 10);
+	rcu_sync();
+	read_counter_stable(3, 100, 10);
+	rcu_sync();
+	read_counter_stable(3, 100, 10);
 }
-
-static void settle(void);
 
 static void reset_peaks(void)
 {
@@ -354,10 +261,10 @@ int main(int argc, char **argv)
 	const char *obj_path = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--cgroup-v1") && i + 1 < argc) {
-			strcpy(cg_kind, "v1");
+			cg_kind = "v1";
 			snprintf(cg_dir, sizeof(cg_dir), "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--cgroup-v2") && i + 1 < argc) {
-			strcpy(cg_kind, "v2");
+			cg_kind = "v2";
 			snprintf(cg_dir, sizeof(cg_dir), "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--flush-cgroup") && i + 1 < argc) {
 			snprintf(flush_dir, sizeof(flush_dir), "%s", argv[++i]);
