@@ -285,12 +285,23 @@ def test_pod_programs_part():
                 recs.append(rec)
             view = api.pod_view(cgroup=cg.fs_path, profile=api.profile(), go=False)
             tool = bpftool_progs()
+            btf_tool = {b["id"]: b for b in json.loads(subprocess.run(
+                ["bpftool", "-j", "btf", "show"], check=True, capture_output=True,
+                text=True).stdout)}
         finally:
             p.kill()
             p.wait()
     want = sum(tool[r["id"]]["bytes_memlock"] for r in recs)
     assert len(recs) == 3 and want == 3 * 4096
     assert view.component("programs") == want
+    # the object's BTF, loaded with its programs: a part of 0 bytes (charged to no cgroup:
+    # tests/test_btf_charge.py), its size (bpftool's) in a note
+    btf_ids = {tool[r["id"]]["btf_id"] for r in recs}
+    assert view.component("btf") == 0
+    (note,) = [n for n in view.notes if "BTF object" in n]
+    from bpfmem.units import format_size
+    assert note.startswith(f"{len(btf_ids)} BTF object(s)")
+    assert format_size(sum(btf_tool[i]["size"] for i in btf_ids)) in note
     assert sum(c.bytes or 0 for c in view.components) == view.usage
 
 

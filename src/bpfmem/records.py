@@ -199,3 +199,4 @@ class PodSample:
     files: object = None                  # pagemap.FilePages of its open and mapped files
     exe_files: object = None              # the same of its Go executables (whole files)
     progs: tuple | None = None            # LiveProg held by those processes (None: not read)
+    btfs: tuple | None = None             # LiveBtf they hold or their programs use (None: not read)

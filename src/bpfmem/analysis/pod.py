@@ -11,6 +11,11 @@ kernel          the cgroup's kernel memory minus the maps below: v2 ``kernel`` (
                 the sum of its parts), v1 ``memory.kmem.usage_in_bytes``
 maps            the model's memcg charge (:func:`bpfmem.model.estimate.estimate`) of the maps
                 that the cgroup's processes hold and that were (probably) created here
+programs        out of "kernel": the memlock of the programs its processes hold (a lower
+                bound of what their loads left charged)
+btf             the BTF objects they hold or loaded their programs with: 0 bytes, exactly
+                (the kernel charges BTF to no memory cgroup; its size, node memory, in a
+                note); shown where the programs were read
 sock            v2 only (v1 counts TCP buffers apart from usage)
 go_*            for Go processes (:mod:`bpfmem.analysis.gosplit`), out of "processes": heap
                 in use, freed not returned (or the heap arenas whole, without the runtime's
@@ -78,7 +83,8 @@ COMPONENTS = (("go_heap", "Go heap in use"), ("go_free", "Go heap freed, not ret
               ("open_files", "its open and mapped files"),
               ("page_cache", "page cache"),
               ("kernel", "kernel (not maps)"), ("maps", "BPF maps"),
-              ("programs", "BPF programs (memlock, at least)"), ("sock", "sockets"),
+              ("programs", "BPF programs (memlock, at least)"),
+              ("btf", "BPF BTF objects (charged to no cgroup)"), ("sock", "sockets"),
               ("unexplained", "unexplained"))
 # BPF_OBJ_NAME_LEN - 1: the kernel keeps 15 characters of a map's name
 _NAME_LEN = 15
@@ -266,6 +272,7 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
     parts = {"processes": cg.anon, "page_cache": cg.file, "kernel": kernel_other,
              "maps": maps_part, "sock": sock}
     _carve_programs(parts, sample, prof, notes)
+    _btf_part(parts, sample, notes)
     details = dict(getattr(sample, "details", None) or {})
     splits = sorted((x for x in (go_split(d) for d in details.values()) if x is not None),
                     key=lambda x: -x.rss)
@@ -299,6 +306,7 @@ def pod_view(sample, prof: KernelProfile | None) -> PodView:
                   and (k != "thp_residue" or residue is not None)
                   and (k != "open_files" or k in parts)
                   and (k != "programs" or k in parts)
+                  and (k != "btf" or k in parts)
                   and (not k.startswith("go_") and k != "binary" or k in go_keys))
     missing = [label for k, label in COMPONENTS if k in ("processes", "page_cache", "kernel")
                and parts[k] is None and not (k == "kernel" and here)]
@@ -351,6 +359,26 @@ def _carve_programs(parts: dict, sample, prof: KernelProfile | None, notes: list
         notes.append(f"{len(progs)} program(s) held here: memlock {format_size(mine)} "
                      "(a lower bound of what their loads left charged, taken to be this "
                      "cgroup's: a program is charged to the cgroup that loaded it)")
+
+
+def _btf_part(parts: dict, sample, notes: list) -> None:
+    """The BTF objects its processes hold or loaded their programs with, as their own part:
+    what the cgroup pays for them is 0 bytes, exactly. The kernel allocates a BTF object
+    (kernel/bpf/btf.c: btf_parse's struct btf, the copy of the blob, its type tables) with
+    GFP_KERNEL and no __GFP_ACCOUNT, so no memory cgroup is charged for it on any release
+    (tests/test_btf_charge.py measures it on the running kernel); only its fd's file is, as
+    any fd's, in "kernel". The kernel memory they take is node memory: at least their
+    ``btf_size`` (the blob's copy), said in a note."""
+    btfs = getattr(sample, "btfs", None)
+    if btfs is None:
+        return
+    parts["btf"] = 0
+    if btfs:
+        size = sum(b.btf_size for b in btfs)
+        notes.append(f"{len(btfs)} BTF object(s) held here or loaded with its programs: at "
+                     f"least {format_size(size)} of kernel memory (their BTF data) that no "
+                     "memory cgroup is charged for (the kernel allocates BTF unaccounted): "
+                     "node memory, not this cgroup's")
 
 
 def _resident_go(x: GoSplit) -> tuple[dict, int]:

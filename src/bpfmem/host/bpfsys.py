@@ -41,6 +41,7 @@ BTF_GET_FD_BY_ID, BTF_GET_NEXT_ID = 19, 23
 LINK_GET_FD_BY_ID, LINK_GET_NEXT_ID = 30, 31
 MAP_LOOKUP_BATCH = 24
 PROG_LOAD, LINK_CREATE, ITER_CREATE = 5, 28, 33
+BTF_LOAD = 18
 
 BPF_F_RDONLY = 1 << 3
 BPF_F_WRONLY = 1 << 4
@@ -57,7 +58,7 @@ _CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELE
               LINK_CREATE: "BPF_LINK_CREATE", ITER_CREATE: "BPF_ITER_CREATE",
               BTF_GET_FD_BY_ID: "BPF_BTF_GET_FD_BY_ID", BTF_GET_NEXT_ID: "BPF_BTF_GET_NEXT_ID",
               LINK_GET_FD_BY_ID: "BPF_LINK_GET_FD_BY_ID",
-              LINK_GET_NEXT_ID: "BPF_LINK_GET_NEXT_ID"}
+              LINK_GET_NEXT_ID: "BPF_LINK_GET_NEXT_ID", BTF_LOAD: "BPF_BTF_LOAD"}
 
 # which capability the kernel checks (kernel/bpf/syscall.c): the *_GET_NEXT_ID and
 # *_GET_FD_BY_ID commands check capable(CAP_SYS_ADMIN); creating maps checks bpf_capable()
@@ -589,6 +590,17 @@ def prog_load(prog_type: int, insns: bytes, *, license: str = "GPL",
         raise
     except HostError:
         return load(1 << 16)
+
+
+_BTF_LOAD_ATTR = struct.Struct("=QQIII4x")   # btf, btf_log_buf, btf_size, log_size, log_level
+
+
+def btf_load(data: bytes) -> int:
+    """BPF_BTF_LOAD of a raw BTF blob; returns the BTF object's fd."""
+    blob = ctypes.create_string_buffer(data, len(data))
+    attr = ctypes.create_string_buffer(_BTF_LOAD_ATTR.size)
+    _BTF_LOAD_ATTR.pack_into(attr, 0, ctypes.addressof(blob), 0, len(data), 0, 0)
+    return _call(BTF_LOAD, attr, _BTF_LOAD_ATTR.size)
 
 
 _LINK_ATTR = struct.Struct("=IIIIQI4x")   # prog_fd, target_fd, attach_type, flags, iter_info

@@ -177,10 +177,11 @@ class PodSampler:
                                       entry_time_bound=self.entry_time_bound,
                                       root=self.root, known=self._infos)
             skipped += gone
-        progs = None
+        progs = btfs = None
         if self.maps:
             from bpfmem.host.progs import progs_held_by
-            progs, gone = progs_held_by(pids, self.root, self._prog_infos) if pids else ((), 0)
+            progs, btfs, gone = (progs_held_by(pids, self.root, self._prog_infos) if pids
+                                 else ((), (), 0))
             skipped += gone
         cg = read_cgroup_memory(self.fs_path, self.root)
         procs, gone = self._procs(pids)
@@ -215,7 +216,8 @@ class PodSampler:
                 self._pin_ids = ids
             pins = {i: p for i, p in self._pin_cache.items() if i in ids}
         return PodSample(t, wall, time.monotonic() - t, cg, tuple(procs), maps, pins,
-                         skipped, tuple(self._bpffs), details, files, exe_files, progs)
+                         skipped, tuple(self._bpffs), details, files, exe_files, progs,
+                         btfs)
 
 
 def sample_loop(sample: Callable[[], PodSample], duration: float, interval: float, *,

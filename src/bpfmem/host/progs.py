@@ -346,11 +346,15 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
 
 
 def progs_held_by(pids, root: str = "/", known: dict | None = None
-                  ) -> tuple[tuple[LiveProg, ...], int]:
+                  ) -> tuple[tuple[LiveProg, ...], tuple[LiveBtf, ...], int]:
     """The programs that the processes ``pids`` hold a program or link fd to (only their fd
-    tables are read), with those processes as owners; (programs by id, how many vanished).
-    ``known`` caches each program's info by id between calls (it never changes)."""
-    fds = [f for f in scan_bpf_fds(list(pids), root) if f.kind in ("prog", "link")]
+    tables are read), with those processes as owners, and the BTF objects they hold an fd to
+    or those programs were loaded with (not the kernel's own: vmlinux, modules); (programs by
+    id, BTF objects by id, how many vanished). ``known`` caches each program's and BTF
+    object's info by id between calls (neither ever changes)."""
+    every = scan_bpf_fds(list(pids), root)
+    fds = [f for f in every if f.kind in ("prog", "link")]
+    btf_fds = [f for f in every if f.kind == "btf" and f.id is not None]
     owner_of = _owners(fds, root) if fds else {}
     cache = known if known is not None else {}
     by_prog: dict[int, list[BpfFd]] = {}
@@ -359,6 +363,8 @@ def progs_held_by(pids, root: str = "/", known: dict | None = None
         if f.prog_id is not None:
             (by_prog if f.kind == "prog" else via_link).setdefault(f.prog_id, []).append(f)
     out, gone = [], 0
+    if btf_fds:
+        owner_of.update(_owners([f for f in btf_fds if f.pid not in owner_of], root))
     for prog_id in sorted(set(by_prog) | set(via_link)):
         hit = _prog_facts(prog_id, cache)
         if hit is None:
@@ -373,4 +379,37 @@ def progs_held_by(pids, root: str = "/", known: dict | None = None
             created_by_uid=info.created_by_uid,
             owners=_holders(by_prog.get(prog_id, []), owner_of),
             link_owners=_holders(via_link.get(prog_id, []), owner_of)))
-    return tuple(out), gone
+    held_btf: dict[int, list[BpfFd]] = {}
+    for f in btf_fds:
+        held_btf.setdefault(f.id, []).append(f)
+    btfs = []
+    for bid in sorted(set(held_btf) | {p.btf_id for p in out if p.btf_id}):
+        bi = _btf_facts(bid, cache)
+        if bi is None:
+            gone += 1
+            continue
+        if not bi.kernel_btf:
+            btfs.append(LiveBtf(id=bi.id, name=bi.name, btf_size=bi.btf_size,
+                                kernel_btf=False,
+                                owners=_holders(held_btf.get(bid, []), owner_of)))
+    return tuple(out), tuple(btfs), gone
+
+
+def _btf_facts(btf_id: int, cache: dict):
+    """A BTF object's ``bpf_btf_info`` by id, through a fd of its own, cached (under
+    ``("btf", id)``); None when it is gone."""
+    key = ("btf", btf_id)
+    if key in cache:
+        return cache[key]
+    try:
+        bfd = bpfsys.btf_fd_by_id(btf_id)
+    except ObjectGone:
+        return None
+    try:
+        bi = bpfsys.btf_info(bfd)
+    except ObjectGone:
+        return None
+    finally:
+        os.close(bfd)
+    cache[key] = bi
+    return bi

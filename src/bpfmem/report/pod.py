@@ -27,7 +27,9 @@ PART_COLORS = {"processes": "#4C78A8", "go_heap": "#8C564B", "go_free": "#C49C94
                "unexplained": "#D9D9D9"}
 LIMIT_COLOR, USAGE_COLOR = "#D62728", "#222222"
 _OTHER_COLOR = "#7F7F7F"        # a part this table does not know yet
-_PLOT_PARTS = tuple((k, label) for k, label in COMPONENTS if k not in ("sock", "unexplained")) \
+# BTF is charged to no cgroup (always 0 bytes: no band)
+_PLOT_PARTS = tuple((k, label) for k, label in COMPONENTS
+                    if k not in ("sock", "unexplained", "btf")) \
     + (("unexplained", "unexplained"),)
 
 
