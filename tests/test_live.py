@@ -451,7 +451,7 @@ def test_iterator_and_proc_give_the_same_owners(farm):
 def test_without_the_iterator_the_proc_walk_is_used_and_said(farm, monkeypatch):
     from bpfmem.host import owner_iter
 
-    def refuse():
+    def refuse(*_kept):
         raise owner_iter.IteratorUnavailable("loading the owner iterator: needs CAP_PERFMON")
     monkeypatch.setattr(owner_iter, "map_fds_raw", refuse)
     s = live.scan_maps(pins=False)

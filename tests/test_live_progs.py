@@ -370,3 +370,54 @@ def test_a_program_held_by_its_link_and_a_link_pin():
     assert p.pins == (os.path.join(mnt, "the_link"),)
     tool = {x["id"]: x for x in json.loads(out)}
     assert tool[p.links[0]]["prog_id"] == p.id
+
+
+def test_one_owner_walk_finds_programs_links_and_btf_fds_as_proc_does():
+    """The kernel iterator of every BPF fd (the scan's one owner walk when programs are
+    listed) gives this process's program, link, BTF and map fds with the ids /proc's fdinfo
+    shows; the only others are its own program and link, open while it ran. A scan with
+    programs then finds the program's holder as the /proc walk does."""
+    from bpfmem import api
+    from bpfmem.host import owner_iter, procfs
+    from bpfmem.parse.insn import alu64, exit_insn
+    try:
+        lay = owner_iter.read_layout()
+        owner_iter.bpf_fds_raw()
+    except Exception as e:     # noqa: BLE001 - no BTF, kallsyms hidden...
+        pytest.skip(f"the iterator cannot run here: {e}")
+    me = os.getpid()
+    with ExitStack() as stack:
+        prog = bpfsys.prog_load(1, alu64("mov", 0, imm=0) + exit_insn(), name="i31_prog")
+        stack.callback(os.close, prog)
+        iprog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, owner_iter.program(lay),
+                                 expected_attach_type=bpfsys.BPF_TRACE_ITER,
+                                 attach_btf_id=lay.attach_btf_id, name="i31_link")
+        try:
+            link = bpfsys.link_create(iprog, bpfsys.BPF_TRACE_ITER)
+        finally:
+            os.close(iprog)
+        stack.callback(os.close, link)
+        btf = bpfsys.btf_fd_by_id(next(iter(bpfsys.btf_ids())))
+        stack.callback(os.close, btf)
+        mfd = bpfsys.map_create(1, 4, 4, 8, 0, "i31_map")
+        stack.callback(os.close, mfd)
+        map_recs, others = owner_iter.parse_fd_records(owner_iter.bpf_fds_raw())
+        walked = {(f.pid, f.fd, f.kind, f.id, f.prog_id if f.kind == "link" else 0)
+                  for f in progs.scan_bpf_fds([me])}
+        walked_maps = {(f.pid, f.fd, f.map_id) for f in procfs.scan_map_fds([me])}
+        by_iter = api.scan_node(programs=True, owners_method="iterator", pins=False)
+        by_proc = api.scan_node(programs=True, owners_method="proc", pins=False)
+    mine = {o for o in others if o[0] == me}
+    assert {k for _p, _f, k, _i, _l in walked} == {"prog", "link", "btf"}
+    assert walked <= mine
+    assert sorted(k for _p, _f, k, _i, _l in mine - walked) == ["link", "prog"]  # its own
+    assert {r for r in map_recs if r[0] == me} == walked_maps
+    assert by_iter.owners_from == "kernel iterator"
+    pid_of = {p.name: p for p in by_proc.progs}
+    for name in ("i31_prog", "i31_link"):
+        ours = next(p for p in by_iter.progs if p.name == name)
+        theirs = pid_of[name]
+        assert (ours.owners, ours.link_owners, ours.links) == (
+            theirs.owners, theirs.link_owners, theirs.links)
+    assert me in [o.pid for o in next(p for p in by_iter.progs
+                                      if p.name == "i31_prog").owners]

@@ -251,3 +251,30 @@ def test_incremental_scans_follow_owners_and_maps_as_a_full_scan_does(holders, m
     assert "array" not in now and [o.pid for o in now["handed"].owners] == [a.pid]
     b.drop(hid)                                  # the last holder: the map is gone
     assert "hash" not in check()
+
+
+def test_the_iterators_are_loaded_once_and_closed_with_the_memo(maps):
+    """An incremental scanner loads its kernel iterators once and keeps their links; the
+    memo's close() unloads them (their programs are gone from the kernel)."""
+    from bpfmem.errors import ObjectGone
+    memo = api.scan_memo(api.profile())
+    try:
+        api.scan_node(owners_method="iterator", memo=memo, programs=True)
+        kept = dict(memo.iterators)
+        if not kept:
+            pytest.skip("no kernel iterator runs here")
+        prog_ids = {bpfsys.link_info(fd).prog_id for fd in kept.values()}
+        api.scan_node(owners_method="iterator", memo=memo, programs=True)
+        assert memo.iterators == kept                       # not loaded again
+    finally:
+        memo.close()
+    assert not memo.iterators
+    deadline = time.monotonic() + 10
+    while prog_ids and time.monotonic() < deadline:    # freed after an RCU grace period
+        for pid in list(prog_ids):
+            try:
+                os.close(bpfsys.prog_fd_by_id(pid))
+            except ObjectGone:
+                prog_ids.discard(pid)
+        time.sleep(0.05)
+    assert not prog_ids

@@ -101,9 +101,11 @@ class ScanCache:
                          skipped=self.skipped)
 
 
-def families(cache: ScanCache, profile=None, *, maps: bool = True) -> list[Family]:
+def families(cache: ScanCache, profile=None, *, maps: bool = True,
+             programs: bool = True) -> list[Family]:
     """Every bpfmem family of the current scan, in page order (the per-map ones only with
-    ``maps``: the page writes those with :class:`MapFamilies`)."""
+    ``maps``: the page writes those with :class:`MapPage`; the program ones only with
+    ``programs``: :func:`program_families`)."""
     snap = cache.get()
     out: list[Family] = []
     if maps:
@@ -112,10 +114,15 @@ def families(cache: ScanCache, profile=None, *, maps: bool = True) -> list[Famil
     cgroups = cgroup_rows(snap, cache.cgroups, sums) if snap is not None else []
     node = (len(snap.maps), sum(s.memlock for s in sums)) if snap is not None else None
     out += node_families(cgroups, node, cache.stats(), _build_info())
-    progs = prog_node(snap) if snap is not None else None
-    if progs is not None:
-        out += prog_families(prog_rows(snap), progs)
+    if programs:
+        out += program_families(snap)
     return out
+
+
+def program_families(snap) -> list[Family]:
+    """The program families of a scan that listed programs ([] otherwise)."""
+    progs = prog_node(snap) if snap is not None else None
+    return prog_families(prog_rows(snap), progs) if progs is not None else []
 
 
 @functools.lru_cache(maxsize=1)
@@ -145,6 +152,7 @@ class Exposition:
         self.cache = cache
         self.profile = profile
         self._map_page = MapPage()
+        self._prog_text: dict[bool, tuple] = {}
         self._charged: dict = {}
         self._lock = threading.Lock()
         self._scan_no = -1
@@ -182,9 +190,13 @@ class Exposition:
                     self._charged.clear()
             entry = self._pages.get(content_type)
             if entry is None:
-                rest = families(self.cache, self.profile, maps=False) + \
-                    process_families(procfs.read_process_stats())
-                tail = bytes(render_families(rest, openmetrics=om)) + (EOF_LINE if om else b"")
+                tail = b"".join((
+                    render_families(families(self.cache, self.profile, maps=False,
+                                             programs=False), openmetrics=om),
+                    self._programs(snap, om),
+                    render_families(process_families(procfs.read_process_stats()),
+                                    openmetrics=om),
+                    EOF_LINE if om else b""))
                 profile, charged = self.profile, self._charged
                 entry = {"gzip": self._map_page.gzip(
                     snap.maps if snap else (), lambda ms: maps_rows(ms, profile, charged),
@@ -194,6 +206,21 @@ class Exposition:
                 self._pages[content_type] = entry
                 trim_malloc()
             return entry, content_type
+
+    def _programs(self, snap, om: bool) -> bytes:
+        """The program families' text, kept while the scan's program records are the last
+        one's (an incremental scan returns the same tuple when no program moved)."""
+        progs = snap.progs if snap is not None else None
+        btfs, jit = (snap.btfs, snap.jit) if snap is not None else (None, None)
+        hit = self._prog_text.get(om)
+        if (hit is None or progs is None or hit[0] is not progs or hit[1] != btfs
+                or hit[2] != jit):
+            hit = (progs, btfs, jit,
+                   bytes(render_families(program_families(snap), openmetrics=om)))
+            if len(self._prog_text) >= 2:
+                self._prog_text.clear()
+            self._prog_text[om] = hit
+        return hit[3]
 
     def route(self, path: str, headers: dict[str, str]) -> Answer | None:
         """The answer to a GET or HEAD of ``path`` (None: not found)."""

@@ -20,9 +20,10 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
     ``memo`` (from :func:`scan_memo`, kept between calls) makes repeated scans incremental.
     ``programs`` also walks every program, link and BTF object (host/progs.py): the
     Snapshot's ``progs``, ``btfs`` and ``jit`` (None without)."""
+    found: dict | None = {} if programs else None   # one owner walk for maps and programs
     snap = scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
                      progress=progress, parallel=parallel, owners_method=owners_method,
-                     memo=memo)
+                     memo=memo, bpf_fds=found)
     if not programs:
         return snap
     from dataclasses import replace
@@ -32,7 +33,9 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
         progress("programs and BTF")
     ps = scan_programs(owners=owners, pins=pins, bpffs=list(snap.bpffs) if pins else None,
                        known=memo.prog_infos if memo is not None else None,
-                       jit_cache=memo.prog_jit if memo is not None else None)
+                       jit_cache=memo.prog_jit if memo is not None else None,
+                       fds=found.get("fds") if found is not None else None,
+                       last=memo.prog_last if memo is not None else None)
     return replace(snap, progs=ps.progs, btfs=ps.btfs, jit=ps.jit,
                    skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 

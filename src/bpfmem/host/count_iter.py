@@ -128,9 +128,9 @@ def map_counts() -> dict[int, int]:
     return parse_records(map_counts_raw())
 
 
-def map_counts_raw() -> bytes:
+def map_counts_raw(kept: dict | None = None) -> bytes:
     """The (map id, 0, count) records of every map on the host, in id order, as the
     iterator wrote them (equal bytes: the same maps with the same counts)."""
     lay = read_count_layout()
     return run_iterator(program(lay), lay.attach_btf_id, "bpfmem_counts",
-                        CountsUnavailable, "count")
+                        CountsUnavailable, "count", kept)

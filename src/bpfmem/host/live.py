@@ -371,7 +371,8 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
     return raw, gone
 
 
-def _owner_records(root: str, method: str) -> tuple[list | None, str, bytes | None]:
+def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict | None = None
+                   ) -> tuple[bytes | None, str, bytes | None]:
     """The kernel iterator's (pid, fd, map id) records as it wrote them (twice: parsed by the
     caller only when they differ from the last scan's), or None and why the /proc walk is
     used instead."""
@@ -379,14 +380,21 @@ def _owner_records(root: str, method: str) -> tuple[list | None, str, bytes | No
         return None, "/proc (asked for)", None
     if root != "/":
         return None, "/proc (another root)", None
-    from .owner_iter import IteratorUnavailable, map_fds_raw
+    from .owner_iter import IteratorUnavailable, bpf_fds_raw, map_fds_raw
     try:
-        data = map_fds_raw()
+        if every_kind:
+            try:
+                data = bpf_fds_raw(kept)
+            except IteratorUnavailable:
+                data = map_fds_raw(kept)    # the maps' walk alone: /proc for the rest
+                every_kind = False
+        else:
+            data = map_fds_raw(kept)
     except IteratorUnavailable as e:
         if method == "iterator":
             raise
         return None, f"/proc ({e})", None
-    return data, "kernel iterator", data
+    return data, "kernel iterator" if not every_kind else "kernel iterator (every BPF fd)", data
 
 
 def _kernel_listing(memo) -> tuple[dict | None, bool]:
@@ -395,7 +403,7 @@ def _kernel_listing(memo) -> tuple[dict | None, bool]:
     counts))."""
     from bpfmem.host.count_iter import CountsUnavailable, map_counts_raw, parse_records
     try:
-        data = map_counts_raw()
+        data = map_counts_raw(memo.iterators if memo is not None else None)
     except CountsUnavailable:
         return None, False
     if memo is not None and memo.count_raw == data and memo.kcounts is not None:
@@ -410,7 +418,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
               programs: bool = True, owners: bool = True, root: str = "/",
               progress: Callable[[str], None] | None = None,
               parallel: bool = False, owners_method: str = "auto", memo=None,
-              kernel_counts: bool = True) -> Snapshot:
+              kernel_counts: bool = True, bpf_fds: dict | None = None) -> Snapshot:
     """Scan every map on the host (needs CAP_SYS_ADMIN; reading other processes' fds needs
     CAP_SYS_PTRACE or the same user).
 
@@ -435,6 +443,11 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     ``kernel_counts``: with ``entries``, take hash maps' counts from the kernel's own element
     count where it keeps one (6.6+; host/count_iter.py, one iterator run for every map; the
     map's ``entries_method`` is then "kernel"); the other maps are walked.
+
+    ``bpf_fds`` (a dict): where the owners come from the kernel's iterator, the same walk
+    also finds every program, link and BTF fd; they are left in ``bpf_fds["fds"]`` as
+    (pid, fd, kind, id, a link's program id) for :func:`bpfmem.host.progs.scan_programs`
+    (the key is absent where they were not found: then that walks /proc).
     """
     from bpfmem.host.profile import host_possible_cpus
     say = progress or (lambda _what: None)
@@ -452,7 +465,12 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         owner_raw = None
     else:
         records, owners_from, owner_raw = ((None, "", None) if not owners
-                                           else _owner_records(root, owners_method))
+                                           else _owner_records(
+                                               root, owners_method, bpf_fds is not None,
+                                               memo.iterators if memo is not None else None))
+    every_kind = owners_from.endswith("(every BPF fd)")
+    if every_kind:
+        owners_from = "kernel iterator"
     owners_same = False
     if records is not None:
         say("processes")
@@ -460,13 +478,21 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                 and memo.owner_held is not None):
             held0 = memo.owner_held    # the same fds: the same holders (names read again)
             owner_scan = (held0, {}, {}, *_owner_table(memo.owner_pids, root, memo))
+            others = memo.owner_others
             owners_same = True
         else:
-            from .owner_iter import parse_records
-            owner_scan = _scan_owners(root, records=parse_records(records), memo=memo)
+            from .owner_iter import parse_fd_records, parse_records
+            if every_kind:
+                map_recs, others = parse_fd_records(records)
+            else:
+                map_recs, others = parse_records(records), None
+            owner_scan = _scan_owners(root, records=map_recs, memo=memo)
         if memo is not None and not owners_same:
             memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
             memo.owner_pids = sorted({p for per in owner_scan[0].values() for p in per})
+            memo.owner_others = others
+        if every_kind and bpf_fds is not None:
+            bpf_fds["fds"] = others     # programs', links' and BTF objects' fds
     elif owners and forking:
         collect = _owners_in_child(root)
     elif owners:

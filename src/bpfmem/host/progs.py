@@ -243,16 +243,30 @@ def _prog_facts(prog_id: int, cache: dict):
 
 def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
                   bpffs: list[str] | None = None, known: dict | None = None,
-                  jit_cache: dict | None = None) -> ProgScan:
+                  jit_cache: dict | None = None, fds: list | None = None,
+                  last: dict | None = None) -> ProgScan:
     """Every program, BTF object and link on the host with their owners (processes holding
     a program, link or BTF fd) and pins, and the JIT's memory. ``known`` (program id ->
     (ProgInfo, memlock), kept by the caller between scans) spares re-reading a program
     seen before: neither changes while it is loaded (ids are never reused soon);
     ``jit_cache`` (a dict kept the same way) spares reading /proc/vmallocinfo again while
-    the set of programs is the same (the JIT's memory changes as programs come and go)."""
+    the set of programs is the same (the JIT's memory changes as programs come and go).
+    ``fds``: the (pid, fd, kind, id, a link's program id) of every program, link and BTF fd
+    on the host, found by the maps' owner walk (host/owner_iter.py): then /proc is not
+    walked again. ``last`` (a dict kept by the caller between scans): while the fds, the
+    program ids, the links, the pins and the holders' names are those of the last scan,
+    its program records are returned again (the same tuple)."""
     errors: list[str] = []
     gone = 0
-    fds = scan_bpf_fds(root=root) if owners else []
+    given = tuple(fds) if fds is not None and owners else None
+    if not owners:
+        fds = []
+    elif fds is not None:
+        fds = [BpfFd(pid, fd, kind, obj_id, prog_id if kind == "link" else
+                     (obj_id if kind == "prog" else None), None)
+               for pid, fd, kind, obj_id, prog_id in fds]
+    else:
+        fds = scan_bpf_fds(root=root)
     owner_of = _owners(fds, root) if fds else {}
     by_prog: dict[int, list[BpfFd]] = {}
     by_link: dict[int, list[BpfFd]] = {}
@@ -297,7 +311,16 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
     progs: list[LiveProg] = []
     cache = known if known is not None else {}
     seen = set()
-    for pid_ in bpfsys.prog_ids():
+    ids = tuple(bpfsys.prog_ids())
+    key = None
+    if last is not None and given is not None:
+        key = (given, ids, tuple(sorted(links_of.items())), tuple(sorted(prog_pins.items())),
+               tuple(sorted(link_pins.items())), tuple(sorted(owner_of.items())))
+    if key is not None and last.get("key") == key:
+        progs = last["progs"]           # nothing moved: the last scan's records
+        seen = set(ids)
+        ids = ()
+    for pid_ in ids:
         seen.add(pid_)
         hit = _prog_facts(pid_, cache)
         if hit is None:
@@ -318,6 +341,9 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
     if known is not None:
         for stale in known.keys() - seen:
             del known[stale]
+    progs = tuple(progs)
+    if last is not None:
+        last["key"], last["progs"] = key, progs
     btfs: list[LiveBtf] = []
     for bid in bpfsys.btf_ids():
         try:
@@ -342,7 +368,7 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
         jit = read_jit_memory(root)
         if jit_cache is not None:
             jit_cache.update(ids=ids, jit=jit)
-    return ProgScan(tuple(progs), tuple(btfs), jit, gone, tuple(errors))
+    return ProgScan(progs, tuple(btfs), jit, gone, tuple(errors))
 
 
 def progs_held_by(pids, root: str = "/", known: dict | None = None

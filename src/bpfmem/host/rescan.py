@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -62,6 +63,7 @@ class ScanMemo:
     prog_infos: dict = field(default_factory=dict)  # prog id -> (ProgInfo, memlock): the
     #                                                 program walk's (host/progs.py)
     prog_jit: dict = field(default_factory=dict)   # the JIT reading and the program ids then
+    prog_last: dict = field(default_factory=dict)  # the program walk's key and records
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
     pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
     maps: dict = field(default_factory=dict)       # map id -> the last scan's LiveMap
@@ -75,12 +77,24 @@ class ScanMemo:
     owner_raw: bytes | None = None                 # the task_file iterator's records
     owner_held: dict | None = None                 # map id -> {pid: fds}, of those
     owner_pids: list = field(default_factory=list)  # the pids in owner_held
+    owner_others: list | None = None               # the program, link and BTF fds of those
     owner_cache: dict = field(default_factory=dict)  # pid -> (comm, cgroup text, Owner)
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
     users: dict | None = None                      # map id -> programs, of the last scan
     pins_seen: dict | None = None                  # the pins the last scan used
     rows: tuple | None = None                      # the last scan's LiveMaps, in order
     unchanged: int = 0                             # scans that found nothing moved
+    iterators: dict = field(default_factory=dict)  # the kernel iterators' links, kept
+    #   (loaded and verified once; closed by close(), or when the memo is collected)
+
+    def __post_init__(self) -> None:
+        from .owner_iter import close_kept
+        weakref.finalize(self, close_kept, self.iterators)
+
+    def close(self) -> None:
+        """Close the iterator links the scans kept."""
+        from .owner_iter import close_kept
+        close_kept(self.iterators)
 
     def begin(self) -> bool:
         """Start a scan; True (everything forgotten) when it is a full one."""
@@ -91,11 +105,13 @@ class ScanMemo:
             self.programs.clear()
             self.prog_infos.clear()
             self.prog_jit.clear()
+            self.prog_last.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
             self.count_raw = self.kcounts = self.raw = None
             self.opened = []
             self.owner_raw = self.owner_held = self.owner_seen = None
+            self.owner_others = None
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.full_scans += 1
