@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ParseError
-from ..inputs import read_input
+from ..inputs import mapped_input, read_input
 from ..model.kernel import KernelProfile, parse_cpu_list, parse_release, profile_from_facts
 from ..model.structs import STRUCT_NAMES
 
@@ -50,12 +50,15 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
     profile's notes. Raises ParseError (naming the file) for a file that is no kernel's BTF,
     ValueError when no release is known or the file contradicts ``arch``/``page_size``."""
     from ..model.kernel import ARCHES, arch_name
-    data = read_input(path, "kernel")
-    try:
-        from ..parse.kernel_btf import parse_kernel_btf
-        facts = parse_kernel_btf(data, name=os.path.basename(path), struct_names=STRUCT_NAMES)
-    except ParseError as e:
-        raise e.with_path(path) from None
+    from ..parse.kernel_btf import parse_kernel_btf
+    # mapped when large: a vmlinux with debug info is hundreds of MiB of which only the
+    # section headers, .rodata's banner and .BTF are read
+    with mapped_input(path, "kernel") as data:
+        try:
+            facts = parse_kernel_btf(data, name=os.path.basename(path),
+                                     struct_names=STRUCT_NAMES)
+        except ParseError as e:
+            raise e.with_path(path) from None
     host = _is_host_btf(path)
     if facts.release is None and release is None and host:
         release = os.uname().release

@@ -106,6 +106,11 @@ for _k in (ENUM, FUNC_PROTO):
     _EXTRA_MULT[_k] = 8
 
 
+#: the kernel's BTF_MAX_TYPE (include/uapi/linux/btf.h): type ids are 20 bits; a vmlinux
+#: BTF has about 150,000 types
+MAX_TYPES = 0x000FFFFF
+
+
 class _Checked:
     """The type section's reads for :meth:`Btf._decode`, without bounds checks: the index
     pass proved that every type's header and payload lie inside the section."""
@@ -182,6 +187,9 @@ class Btf:
         base, mult = _EXTRA_BASE, _EXTRA_MULT
         off = 0
         while off < n:
+            if len(offsets) > MAX_TYPES:
+                raise self._types.error(f"more than {MAX_TYPES:,} types (the kernel's "
+                                        "BTF_MAX_TYPE): not a BTF any kernel loads", off)
             if off + 12 > n:
                 raise self._types.error(f"type [{len(offsets)}] header is cut short", off)
             name_off, info, st = unpack(data, off)

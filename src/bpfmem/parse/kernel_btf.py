@@ -24,7 +24,10 @@ The release comes from the kernel's banner (``Linux version 6.1.0-57-cloud-amd64
 x86 boot header's version string where the file has one, else from the file name.
 
 Everything here is pure: bytes in, :class:`KernelFacts` out, :class:`ParseError` for anything
-that is not a kernel's BTF. Decompression is bounded (:data:`MAX_UNPACKED`).
+that is not a kernel's BTF. Decompression is bounded: every layer and every candidate stream
+of one file draw on one budget (:data:`BUDGET` bytes unpacked in all), each codec streamed
+with an output limit, so a bomb stops at the budget whatever its layers; tar members, BTF
+types and the strings the release patterns run on are bounded too.
 """
 
 from __future__ import annotations
@@ -41,7 +44,13 @@ from .reader import Bytes, decoding
 
 BTF_MAGIC_LE = b"\x9f\xeb"
 BTF_MAGIC_BE = b"\xeb\x9f"
-MAX_UNPACKED = 1 << 30        # no kernel image or BTF unpacks to more than this
+#: bytes unpacked from one file, all layers and candidates together: a kernel image unpacks to
+#: its vmlinux (Debian's: 40-70 MiB), a BTFHub archive to a few MiB
+BUDGET = 256 << 20
+_CHUNK = 8 << 20              # each codec is asked for at most this much at a time
+_ZSTD_SLICE = 1 << 10         # zstd is fed this much at a time (it has no output limit)
+MAX_TAR_MEMBERS = 4096        # a BTFHub archive has one member
+_NAME_MAX = 255               # the release patterns run on at most this much of a name
 _XZ = b"\xfd7zXZ\x00"
 _GZ = b"\x1f\x8b\x08"
 _BZ = b"BZh"
@@ -83,11 +92,34 @@ class KernelFacts:
         return dict(self.struct_sizes)
 
 
-def parse_kernel_btf(data: bytes, *, name: str = "", struct_names=()) -> KernelFacts:
+class Budget:
+    """The bytes one file may still unpack to, shared by its layers and candidate streams."""
+
+    __slots__ = ("limit", "left")
+
+    def __init__(self, limit: int | None = None):
+        self.limit = BUDGET if limit is None else limit
+        self.left = self.limit
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left < 0
+
+    def take(self, n: int, offset: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            from ..units import format_size
+            raise ParseError(f"unpacks to more than {format_size(self.limit)} (all its "
+                             "compressed layers and streams together): no kernel image or "
+                             "BTF is that large", offset=offset)
+
+
+def parse_kernel_btf(data: bytes, *, name: str = "", struct_names=(),
+                     budget: Budget | None = None) -> KernelFacts:
     """The facts of the kernel whose BTF ``data`` holds (any container above)."""
     traits: dict = {}
     with decoding(name or "BTF"):
-        btf, release, container = unwrap(data, name, traits=traits)
+        btf, release, container = unwrap(data, name, traits=traits, budget=budget)
         facts = facts_from_btf(btf, struct_names, container, section=name or "BTF")
     arch = traits.get("arch") or facts.arch
     page = traits.get("page_size") or (4096 if arch == "x86_64" else None)
@@ -97,10 +129,13 @@ def parse_kernel_btf(data: bytes, *, name: str = "", struct_names=()) -> KernelF
 
 # -- containers -------------------------------------------------------------------------------
 def unwrap(data: bytes, name: str = "", _depth: int = 0,
-           traits: dict | None = None) -> tuple[bytes, str | None, str]:
+           traits: dict | None = None,
+           budget: Budget | None = None) -> tuple[bytes, str | None, str]:
     """(raw BTF bytes, release from a banner or None, what the file was); ``traits`` gets
-    the image's ``arch`` and ``page_size`` where it states them."""
+    the image's ``arch`` and ``page_size`` where it states them; ``budget`` what the file
+    may unpack to in all (a new :class:`Budget` when None)."""
     traits = {} if traits is None else traits
+    budget = Budget() if budget is None else budget
     if _depth > 3:
         raise ParseError("compressed too many times over to be a kernel file", offset=0)
     head = data[:8]
@@ -113,22 +148,23 @@ def unwrap(data: bytes, name: str = "", _depth: int = 0,
         if len(data) > 0x14:
             machine = int.from_bytes(data[0x12:0x14], "little" if data[5] == 1 else "big")
             traits.setdefault("arch", _ELF_MACHINES.get(machine))
-        return btf, release_from_banner(data), "ELF vmlinux"
+        return btf, _elf_banner(data), "ELF vmlinux"
     if any(head.startswith(m) for m in _MAGICS):
-        inner = _decompress(data, 0)
+        inner = _decompress(data, 0, budget)
         if _is_tar(inner):
-            return _from_tar(inner, name)
-        btf, release, what = unwrap(inner, name, _depth + 1, traits)
+            return _from_tar(inner, name, budget)
+        btf, release, what = unwrap(inner, name, _depth + 1, traits, budget)
         return btf, release, f"{_kind(head)}-compressed {what}"
     if _is_tar(data):
-        return _from_tar(data, name)
+        return _from_tar(data, name, budget)
     if len(data) > 0x260 and data[0x202:0x206] == b"HdrS":
         traits["arch"] = "x86_64"
-        return _from_bzimage(data)
+        return _from_bzimage(data, budget)
     if len(data) >= 0x40 and data[0x38:0x3C] == _ARM64_MAGIC:
         return _from_arm64_image(data, traits)
     if len(data) >= 0x40 and data[:2] == b"MZ" and data[4:8] == b"zimg":
-        btf, release, what = unwrap(_from_zboot(data), name, _depth + 1, traits)
+        btf, release, what = unwrap(_from_zboot(data, budget), name, _depth + 1, traits,
+                                    budget)
         return btf, release, f"EFI zboot {what}"
     raise ParseError("not a kernel BTF: expected raw BTF (magic 0xeb9f), an ELF vmlinux with "
                      ".BTF, a vmlinuz/bzImage, an arm64 Image, an EFI zboot vmlinuz.efi or a "
@@ -163,7 +199,7 @@ def _from_arm64_image(data: bytes, traits: dict) -> tuple[bytes, str | None, str
     return (data[best[0]:best[0] + best[1]], release_from_banner(data), "arm64 Image")
 
 
-def _from_zboot(data: bytes) -> bytes:
+def _from_zboot(data: bytes, budget: Budget) -> bytes:
     """EFI zboot (drivers/firmware/efi/libstub/zboot-header.S): ``MZ``, ``zimg``, then the
     payload's offset and size (u32 each) and, at 0x18, the compression's name; the payload
     is the compressed ``Image``."""
@@ -175,15 +211,12 @@ def _from_zboot(data: bytes) -> bytes:
     payload = data[off:off + size]
     if kind == "lzma" or (payload[:1] == b"\x5d" and kind not in ("gzip", "zstd", "xz")):
         import lzma
-        try:
-            return lzma.LZMADecompressor(lzma.FORMAT_ALONE).decompress(
-                payload, max_length=MAX_UNPACKED)
-        except lzma.LZMAError as e:
-            raise ParseError(f"corrupt lzma data: {e}", offset=off) from None
+        return _stream(lzma.LZMADecompressor(lzma.FORMAT_ALONE), memoryview(payload), off,
+                       budget, "lzma")
     if not any(payload.startswith(m) for m in _MAGICS):
         raise ParseError(f"EFI zboot image compressed with {kind or 'an unknown method'}, "
                          "which bpfmem cannot unpack (gzip, xz, zstd, lz4, lzma)", offset=off)
-    return _decompress(payload, 0)
+    return _decompress(payload, 0, budget)
 
 
 def _kind(head: bytes) -> str:
@@ -194,39 +227,97 @@ def _kind(head: bytes) -> str:
     return "unknown"
 
 
-def _decompress(data: bytes, offset: int) -> bytes:
-    """The stream starting at ``offset``, at most MAX_UNPACKED bytes; trailing bytes after
-    the stream (a bzImage's size word and padding) are ignored. gzip, xz and bzip2 come with
-    Python; LZ4 and zstd (the payloads of Debian's 5.10/6.1 and 6.12 images) need the
-    optional packages ``lz4`` and ``zstandard`` (``pip install 'bpfmem[kernel-images]'``)."""
+def _decompress(data: bytes, offset: int, budget: Budget | None = None) -> bytearray:
+    """The stream starting at ``offset``, drawn from ``budget`` (a new one when None);
+    trailing bytes after the stream (a bzImage's size word and padding) are ignored. gzip,
+    xz and bzip2 come with Python; LZ4 and zstd (the payloads of Debian's 5.10/6.1 and 6.12
+    images) need the optional packages ``lz4`` and ``zstandard`` (``pip install
+    'bpfmem[kernel-images]'``). Every codec is streamed with an output limit: a bomb costs
+    the budget, never more; the output is the bytearray it was gathered in (no second copy)."""
     import bz2
     import lzma
     import zlib
+    budget = Budget() if budget is None else budget
     head = bytes(data[offset:offset + 6])
     src = memoryview(data)[offset:]
-    try:
-        if head.startswith(_XZ):
-            out = lzma.LZMADecompressor().decompress(src, max_length=MAX_UNPACKED + 1)
-        elif head.startswith(_BZ):
-            out = bz2.BZ2Decompressor().decompress(src, max_length=MAX_UNPACKED + 1)
-        elif head.startswith(_GZ):
-            out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(src, MAX_UNPACKED + 1)
-        elif head.startswith(_LZ4_LEGACY):
-            out = _unlz4_legacy(_optional(_LZ4_LEGACY, "lz4.block"), src)
-        elif head.startswith(_ZSTD):
-            zstd = _optional(_ZSTD, "zstandard")
-            out = zstd.ZstdDecompressor().decompressobj().decompress(src)
-        else:
-            raise ParseError("no gzip, xz, bzip2, lz4 or zstd stream", offset=offset)
-    except ParseError:
-        raise
-    except Exception as e:   # each codec has its own error class; all mean corrupt input
-        raise ParseError(f"corrupt {_kind(head)} data: {e}", offset=offset) from None
-    if len(out) > MAX_UNPACKED:
-        from ..units import format_size
-        raise ParseError(f"unpacks to more than {format_size(MAX_UNPACKED)}", offset=offset)
+    kind = _kind(head)
+    if head.startswith(_XZ):
+        out = _stream(lzma.LZMADecompressor(), src, offset, budget, kind)
+    elif head.startswith(_BZ):
+        out = _stream(bz2.BZ2Decompressor(), src, offset, budget, kind)
+    elif head.startswith(_GZ):
+        out = _inflate(zlib.decompressobj(16 + zlib.MAX_WBITS), src, offset, budget)
+    elif head.startswith(_LZ4_LEGACY):
+        out = _unlz4_legacy(_optional(_LZ4_LEGACY, "lz4.block"), src, offset, budget)
+    elif head.startswith(_ZSTD):
+        out = _unzstd(_optional(_ZSTD, "zstandard"), src, offset, budget)
+    else:
+        raise ParseError("no gzip, xz, bzip2, lz4 or zstd stream", offset=offset)
     if not out:
         raise ParseError("compressed stream is truncated (nothing unpacks)", offset=offset)
+    return out
+
+
+def _corrupt(kind: str, e: Exception, offset: int) -> ParseError:
+    return ParseError(f"corrupt {kind} data: {e}", offset=offset)
+
+
+def _stream(dec, src: memoryview, offset: int, budget: Budget, kind: str) -> bytearray:
+    """An lzma or bz2 decompressor's output, asked for a chunk at a time, each charged."""
+    out = bytearray()
+    data = src
+    try:
+        while not dec.eof:
+            chunk = dec.decompress(data, max_length=min(_CHUNK, budget.left + 1))
+            data = b""
+            budget.take(len(chunk), offset)
+            out += chunk
+            if not chunk and dec.needs_input:
+                break                     # the input ends before the stream does
+    except ParseError:
+        raise
+    except Exception as e:   # LZMAError, OSError (bz2), EOFError: corrupt input
+        raise _corrupt(kind, e, offset) from None
+    return out
+
+
+def _inflate(dec, src: memoryview, offset: int, budget: Budget) -> bytearray:
+    out = bytearray()
+    data = src
+    try:
+        while not dec.eof:
+            chunk = dec.decompress(data, min(_CHUNK, budget.left + 1))
+            data = dec.unconsumed_tail
+            budget.take(len(chunk), offset)
+            out += chunk
+            if not chunk and not data:
+                break
+    except ParseError:
+        raise
+    except Exception as e:   # zlib.error
+        raise _corrupt("gzip", e, offset) from None
+    return out
+
+
+def _unzstd(zstd, src: memoryview, offset: int, budget: Budget) -> bytearray:
+    """One zstd frame (what follows it ignored: a bzImage's size word), fed to the
+    decompressor 1 KiB at a time, each slice's output charged: a zstd RLE block of 4 bytes
+    is 128 KiB, so one slice unpacks to 32 MiB at most, whatever the frame says of its size
+    (the library's stream reader would stop at the output limit too, but reads past the
+    frame's end into what follows)."""
+    out = bytearray()
+    dec = zstd.ZstdDecompressor().decompressobj()
+    try:
+        for pos in range(0, len(src), _ZSTD_SLICE):
+            chunk = dec.decompress(src[pos:pos + _ZSTD_SLICE])
+            budget.take(len(chunk), offset)
+            out += chunk
+            if dec.eof:
+                break
+    except ParseError:
+        raise
+    except Exception as e:   # zstd.ZstdError
+        raise _corrupt("zstd", e, offset) from None
     return out
 
 
@@ -243,7 +334,7 @@ def _optional(magic: bytes, module: str):
                          offset=0) from None
 
 
-def _unlz4_legacy(block, src: memoryview) -> bytes:
+def _unlz4_legacy(block, src: memoryview, offset: int, budget: Budget) -> bytearray:
     """LZ4 legacy frames: the magic, then blocks of (u32 compressed size, data), each
     unpacking to at most 8 MiB; a size word that is no block (the kernel appends the
     image's unpacked size) or the end of the data ends the stream."""
@@ -257,39 +348,64 @@ def _unlz4_legacy(block, src: memoryview) -> bytes:
             continue
         if size == 0 or size > (8 << 20) + (8 << 12) or pos + 4 + size > len(src):
             break
-        out += block.decompress(src[pos + 4:pos + 4 + size], uncompressed_size=8 << 20)
-        if len(out) > MAX_UNPACKED:
-            break
+        try:
+            chunk = block.decompress(src[pos + 4:pos + 4 + size], uncompressed_size=8 << 20)
+        except Exception as e:   # lz4.block.LZ4BlockError
+            raise _corrupt("lz4", e, offset + pos) from None
+        budget.take(len(chunk), offset)
+        out += chunk
         pos += 4 + size
-    return bytes(out)
+    return out
 
 
 def _is_tar(data: bytes) -> bool:
     return len(data) >= 512 and data[257:262] == b"ustar"
 
 
-def _from_tar(data: bytes, name: str) -> tuple[bytes, str | None, str]:
-    """A BTFHub archive: one ``<release>.btf`` member (the first raw BTF member is taken)."""
+def _from_tar(data: bytes, name: str, budget: Budget) -> tuple[bytes, str | None, str]:
+    """A BTFHub archive: one ``<release>.btf`` member (the first raw BTF member is taken).
+    A member's first bytes are read before the rest (a GNU-sparse member of a 4 GiB hole
+    is no BTF and costs nothing), its size is checked against the budget before it is read,
+    and at most :data:`MAX_TAR_MEMBERS` members are looked at."""
     import io
     import tarfile
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-            for member in tar:
+            for n, member in enumerate(_members(tar)):
+                if n >= MAX_TAR_MEMBERS:
+                    raise ParseError(f"archive of more than {MAX_TAR_MEMBERS} members: not "
+                                     "a BTFHub archive (one <release>.btf)", offset=0)
                 if not member.isfile() or member.size < 24:
                     continue
                 f = tar.extractfile(member)
                 if f is None:
                     continue
-                blob = f.read(MAX_UNPACKED + 1)
-                if blob[:2] in (BTF_MAGIC_LE, BTF_MAGIC_BE):
-                    return blob, release_from_name(member.name), "BTFHub archive"
-    except (tarfile.TarError, OSError, EOFError) as e:
+                head = f.read(2)
+                if head not in (BTF_MAGIC_LE, BTF_MAGIC_BE):
+                    continue
+                budget.take(member.size, member.offset_data)
+                blob = head + f.read(member.size - 2)
+                return blob, release_from_name(member.name), "BTFHub archive"
+    except ParseError:
+        raise
+    except (tarfile.TarError, OSError, EOFError, ValueError, OverflowError) as e:
+        # tarfile lets a bad pax header (a sparse map that is no numbers) out as ValueError
         raise ParseError(f"corrupt tar archive: {e}", offset=0) from None
     raise ParseError("archive holds no BTF file (a BTFHub archive has one <release>.btf)",
                      offset=0)
 
 
-def _from_bzimage(data: bytes) -> tuple[bytes, str | None, str]:
+def _members(tar):
+    """The members one by one, none kept (tarfile keeps every header it read otherwise)."""
+    while True:
+        member = tar.next()
+        if member is None:
+            return
+        tar.members.clear()
+        yield member
+
+
+def _from_bzimage(data: bytes, budget: Budget) -> tuple[bytes, str | None, str]:
     """x86 boot protocol: the protected-mode kernel starts after (setup_sects + 1) sectors;
     ``payload_offset``/``payload_length`` (2.08+) locate the compressed vmlinux in it."""
     hdr = Bytes(data, "bzImage setup header")
@@ -315,17 +431,17 @@ def _from_bzimage(data: bytes) -> tuple[bytes, str | None, str]:
         raise ParseError("kernel image without a gzip, xz, bzip2, lz4 or zstd payload "
                          "(copy /sys/kernel/btf/vmlinux from the node instead)", offset=0x248)
     last: ParseError | None = None
-    for start in starts:
+    for start in dict.fromkeys(starts):     # payload_offset is often the first stream too
         try:
-            inner = _decompress(data, start)
+            inner = _decompress(data, start, budget)
         except ParseError as e:
-            if "needs the Python package" in e.what:
+            if "needs the Python package" in e.what or budget.exhausted:
                 raise
             last = e
             continue
         if inner[:4] == b"\x7fELF":
             btf = _elf_btf(inner)
-            return btf, banner or release_from_banner(inner), "bzImage"
+            return btf, banner or _elf_banner(inner), "bzImage"
     raise last or ParseError("kernel image payload is not an ELF vmlinux", offset=0x248)
 
 
@@ -342,9 +458,19 @@ def _elf_btf(data: bytes) -> bytes:
     return img.data_of(sec).data
 
 
-_BANNER = re.compile(rb"Linux version (\d+\.\d+[^\s\x00]*) \(")
+_BANNER = re.compile(rb"Linux version (\d{1,4}\.\d{1,4}[^\s\x00]{0,200}) \(")
 _NAME = re.compile(r"(?:^|[-/_])(\d+\.\d+(?:\.\d+)?(?:[-+~][\w.+~-]*?)?)"
                    r"(?:\.btf(?:\.tar)?(?:\.xz|\.gz|\.bz2)?|\.xz|\.gz)?$")
+
+
+def _elf_banner(data) -> str | None:
+    """The release in an ELF vmlinux's banner: its ``.rodata`` (where ``linux_banner``
+    lives) rather than the whole file, which can be hundreds of MiB of debug info."""
+    img = ElfImage(data)
+    sec = img.section(".rodata")
+    if sec is not None:
+        return release_from_banner(img.data_of(sec).data)
+    return release_from_banner(data)
 
 
 def release_from_banner(data: bytes) -> str | None:
@@ -354,12 +480,35 @@ def release_from_banner(data: bytes) -> str | None:
 
 def release_from_name(name: str) -> str | None:
     """'5.4.0-1009-aws.btf.tar.xz', 'vmlinuz-6.1.0-57-cloud-amd64' -> the release."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    base = name.replace("\\", "/").rsplit("/", 1)[-1][-_NAME_MAX:]
     m = _NAME.search(base)
     return m.group(1) if m else None
 
 
 # -- the facts --------------------------------------------------------------------------------
+#: the most tail padding a kernel struct can have: its alignment less one, and no kernel
+#: struct is aligned past a page (____cacheline_internodealigned_in_smp: 4096 at most)
+_MAX_TAIL = 4095
+
+
+def _check_size(btf, t, name: str, section: str, *, charged: bool) -> None:
+    """ParseError unless ``struct name``'s size holds its members and is no larger than
+    their end plus an alignment's padding; a struct the model charges is never 0 bytes. A
+    BTF whose sizes are forged (a 0-byte htab_elem) would make every figure too low and
+    still read as exact."""
+    end = 0
+    for m in t.members:
+        if m.bitfield_size:
+            e = (m.bit_offset + m.bitfield_size + 7) // 8
+        else:
+            e = m.bit_offset // 8 + btf.resolve_size(m.type)
+        end = max(end, e)
+    if t.size < end or t.size - end > _MAX_TAIL or (charged and t.size == 0):
+        raise ParseError(f"struct {name} is {t.size} bytes in this BTF, but its members end "
+                         f"at byte {end}: a forged or corrupt BTF, not a kernel's",
+                         section=section, offset=0)
+
+
 def facts_from_btf(data: bytes, struct_names=(), container: str = "raw BTF",
                    section: str = "BTF") -> KernelFacts:
     from .btf import ENUM, ENUM64, STRUCT, Btf
@@ -374,6 +523,7 @@ def facts_from_btf(data: bytes, struct_names=(), container: str = "raw BTF",
             name = btf.name_of(tid)
             if name in wanted and name not in sizes:
                 t = btf.type(tid)
+                _check_size(btf, t, name, section, charged=name in set(struct_names))
                 sizes[name] = t.size
                 if name in MARKER_STRUCTS:
                     members.update(f"{name}.{m.name}" for m in t.members if m.name)
