@@ -171,9 +171,10 @@ def parse_gomemlimit(text: str) -> int | None:
     """A GOMEMLIMIT value as the Go runtime reads it (``512MiB``, ``1GiB``, ``1.5GiB``, bytes)
     as bytes; None when it is not one."""
     m = _GO_SIZE.match(text)
-    if not m:
+    if not m or len(m.group(1)) > 40:
         return None
-    return int(float(m.group(1)) * _GO_UNITS[m.group(2) or "B"])
+    n = float(m.group(1)) * _GO_UNITS[m.group(2) or "B"]
+    return int(n) if n < 1 << 63 else None     # past int64 the runtime refuses it
 
 
 def format_gomemlimit(n: int) -> str:

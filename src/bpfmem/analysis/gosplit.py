@@ -72,13 +72,16 @@ def go_settings(env: dict, version: str | None = None, figures=None) -> GoSettin
         if raw.strip().lower() == "off":
             gogc = None
         else:
+            # the runtime's atoi32: a value past int32 (or no number) is the default
+            digits = raw.strip()
             try:
-                gogc = int(raw)
+                gogc = int(digits) if len(digits) <= 11 else None
             except ValueError:
+                gogc = None
+            if gogc is None or not -(1 << 31) <= gogc < (1 << 31):
                 gogc, src = 100, "default (GOGC unreadable)"
-            else:
-                if gogc < 0:
-                    gogc = None
+            elif gogc < 0:
+                gogc = None
     if figures is not None and figures.gogc_percent is not None:
         gogc, src = (figures.gogc_percent if figures.gogc_percent >= 0 else None), "runtime"
     limit = None

@@ -18,9 +18,10 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
-from ..errors import BpfmemError
+from ..errors import BpfmemError, ParseError
 from ..parse.gobin import GoBuildInfo, parse_go_buildinfo
-from ..parse.gometrics import HINT, GoRuntimeFigures, have_parser, parse_go_metrics
+from ..parse.gometrics import (HINT, MAX_MEMORY, GoRuntimeFigures, have_parser,
+                               parse_go_metrics)
 from ..parse.pprof import TopFunction, parse_pprof, top_functions
 from . import httpget
 from .listeners import read_listeners, same_netns
@@ -313,7 +314,8 @@ class GoProber:
                                             thread_name_prefix="bpfmem-endpoint")
         timeout = self.timeout if named or len(urls) == 1 else _PROBE_TIMEOUT
         self._asking[pid] = (self._pool.submit(self._fetch, urls, named, inside, timeout),
-                             named, inside, len(urls) > 1 or not self._found.get(pid))
+                             named, inside,
+                             not named and (len(urls) > 1 or not self._found.get(pid)))
 
     def _fetch(self, urls, named, inside, timeout) -> list:
         """(url, body or error text) for each of ``urls`` until one answers (a thread's)."""
@@ -482,17 +484,23 @@ class GoProber:
                 and metrics_url.endswith("/metrics")):
             pprof_url = metrics_url[:-len("/metrics")] + "/debug/pprof/heap"
         if pprof_url is not None:
+            deadline = time.monotonic() + self.timeout   # the fetch and the decoding
             body = self._get(pprof_url, loopback_only=ep.pprof is None, notes=notes,
                              netns_of=pid if ep.pprof is None and self._netns.get(pid)
                              else None)
             if body is not None:
                 try:
-                    prof = parse_pprof(body)
+                    prof = parse_pprof(body, deadline=deadline)
                     kind = ("inuse_space" if ("inuse_space", "bytes") in prof.sample_types
                             else None)
-                    top = tuple(top_functions(prof, kind, n=10))
+                    top = tuple(top_functions(prof, kind, n=10, deadline=deadline))
                     idx = prof.index_of(kind)
                     pprof_total = sum(v[idx] for _l, v in prof.samples if idx < len(v))
+                    if not 0 <= pprof_total < MAX_MEMORY or any(
+                            not 0 <= x.flat <= x.cum < MAX_MEMORY for x in top):
+                        top = pprof_total = None
+                        raise ParseError("sample values no heap has (negative, or past "
+                                         "any address space)", section="pprof")
                 except BpfmemError as e:
                     notes.append(f"{pprof_url}: {e}")
         return _Runtime(figures, metrics_url, top, pprof_url, pprof_total, tuple(notes))

@@ -47,17 +47,25 @@ def parse_go_list(text: str) -> ImportGraph:
         except json.JSONDecodeError as e:
             raise ParseError(f"go list output is not a JSON stream: {e.msg}",
                              offset=e.pos) from None
-        if not isinstance(obj, dict) or "ImportPath" not in obj:
+        except RecursionError:
+            raise ParseError("go list output: JSON nested too deeply", offset=i) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("ImportPath"), str):
             raise ParseError("go list output: an object without ImportPath")
         if obj.get("Error") and not obj.get("GoFiles"):
             err = obj["Error"].get("Err") if isinstance(obj["Error"], dict) else obj["Error"]
-            raise ParseError(f"go list: {obj['ImportPath']}: {err}")
+            err = "".join(c if c.isprintable() else "?" for c in str(err)[:200])
+            raise ParseError(f"go list: {obj['ImportPath'][:200]}: {err}")
         mod = obj.get("Module")
+        raw_imports = obj.get("Imports") or []
+        name = obj.get("Name", "")
+        mod_path = mod.get("Path") if isinstance(mod, dict) else None
+        if (not isinstance(raw_imports, list) or not all(isinstance(x, str) for x in raw_imports)
+                or not isinstance(name, str) or not isinstance(mod_path, (str, type(None)))):
+            raise ParseError(f"go list output: {obj['ImportPath'][:200]}: Imports, Name or "
+                             "Module of the wrong type")
         # a cgo package imports the pseudo-package "C": what it links is runtime/cgo
-        imports = tuple("runtime/cgo" if i == "C" else i for i in obj.get("Imports") or ())
-        p = GoPackage(obj["ImportPath"], obj.get("Name", ""), imports,
-                      bool(obj.get("Standard")),
-                      mod.get("Path") if isinstance(mod, dict) else None)
+        imports = tuple("runtime/cgo" if i == "C" else i for i in raw_imports)
+        p = GoPackage(obj["ImportPath"], name, imports, bool(obj.get("Standard")), mod_path)
         pkgs[p.import_path] = p
         if p.name == "main":
             main = p.import_path

@@ -5,10 +5,18 @@ client_golang's Go collector's: ``go_memstats_*_bytes`` mirror ``runtime.MemStat
 HeapIdle, HeapReleased, StackInuse, StackSys, MSpanSys, MCacheSys, BuckHashSys, GCSys,
 OtherSys, Sys, NextGC), ``go_gc_duration_seconds`` counts GC cycles, and newer collectors add
 ``go_gc_gogc_percent`` / ``go_gc_gomemlimit_bytes`` (the settings in force).
+
+Any process of a pod can answer on a discovered endpoint, so the text is hostile until read:
+only the lines of the families above reach the parser (picked with one regex scan: megabytes
+of other label sets cost milliseconds, not seconds), a few hundred lines of at most 4 KiB,
+and every figure must be finite and plausible (bytes and counts not negative, memory under
+2^57 bytes, the address space of 5-level paging; a NextGC past it is "no goal", GOGC=off).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 from ..errors import ParseError, UnsupportedError
@@ -87,6 +95,36 @@ def have_parser() -> bool:
     return True
 
 
+_OTHERS = ("go_gc_duration_seconds", "go_gc_gogc_percent", "go_gc_gomemlimit_bytes",
+           "go_goroutines", "go_threads", "go_info")
+_WANTED = frozenset(_MEMSTATS.values()) | frozenset(_OTHERS)
+_SUFFIXES = ("_total", "_sum", "_count", "_created", "_bucket")
+_LINE = re.compile(r"^(?:# (?:HELP|TYPE) )?(go_[A-Za-z0-9_:]*)[^\n]*", re.M)
+MAX_LINES = 512             # lines of the wanted families
+MAX_LINE = 4 << 10          # bytes of one of them
+MAX_MEMORY = 1 << 57        # bytes: past any address space
+_VERSION = re.compile(r"(?:go|devel )[A-Za-z0-9.+\-_ :]{0,80}")
+
+
+def _wanted_lines(text: str) -> str:
+    """The lines of ``text`` that belong to the families read here, in order."""
+    out = []
+    for m in _LINE.finditer(text):
+        name = m.group(1)
+        if name not in _WANTED:
+            base = next((name[:-len(x)] for x in _SUFFIXES if name.endswith(x)), None)
+            if base not in _WANTED:
+                continue
+        if m.end() - m.start() > MAX_LINE:
+            raise ParseError(f"a line of {name[:60]} longer than {MAX_LINE} bytes",
+                             section="/metrics")
+        out.append(m.group(0))
+        if len(out) > MAX_LINES:
+            raise ParseError(f"over {MAX_LINES} lines of the Go runtime's families",
+                             section="/metrics")
+    return "\n".join(out) + "\n"
+
+
 def _families(text: str) -> dict:
     try:
         from prometheus_client.parser import text_string_to_metric_families
@@ -94,7 +132,7 @@ def _families(text: str) -> dict:
         raise UnsupportedError(HINT) from None
     out = {}
     try:
-        for fam in text_string_to_metric_families(text):
+        for fam in text_string_to_metric_families(_wanted_lines(text)):
             out[fam.name] = fam
     except (ValueError, TypeError, IndexError, KeyError) as e:
         why = (str(e).splitlines() or [type(e).__name__])[0][:100]
@@ -121,20 +159,36 @@ def parse_go_metrics(text: str) -> GoRuntimeFigures:
     if vals["heap_inuse"] is None and vals["sys"] is None:
         raise ParseError("no go_memstats_* figures in it (not a Go program's client_golang "
                          "metrics)", section="/metrics")
-    as_int = {k: None if v is None else int(v) for k, v in vals.items()}
+    as_int = {k: _checked(_MEMSTATS[k], v, 0, MAX_MEMORY) for k, v in vals.items()
+              if k != "next_gc"}
+    next_gc = _checked(_MEMSTATS["next_gc"], vals["next_gc"], 0, 1 << 64)
+    if next_gc is not None and next_gc >= MAX_MEMORY:
+        next_gc = None             # no heap goal (GOGC=off: the runtime says ^uint64(0))
     cycles = _value(fams, "go_gc_duration_seconds", "go_gc_duration_seconds_count")
-    gogc = _value(fams, "go_gc_gogc_percent")
-    limit = _value(fams, "go_gc_gomemlimit_bytes")
-    goroutines = _value(fams, "go_goroutines")
-    threads = _value(fams, "go_threads")
     version = None
     info = fams.get("go_info")
     if info is not None:
         version = next((s.labels.get("version") for s in info.samples
                         if "version" in s.labels), None)
+        if version is not None and not _VERSION.fullmatch(version):
+            version = None
     return GoRuntimeFigures(
-        **as_int, gc_cycles=None if cycles is None else int(cycles),
-        gogc_percent=None if gogc is None else int(gogc),
-        gomemlimit=None if limit is None else int(limit),
-        goroutines=None if goroutines is None else int(goroutines),
-        threads=None if threads is None else int(threads), version=version)
+        **as_int, next_gc=next_gc,
+        gc_cycles=_checked("go_gc_duration_seconds_count", cycles, 0, 1 << 63),
+        gogc_percent=_checked("go_gc_gogc_percent", _value(fams, "go_gc_gogc_percent"),
+                              -1, 1 << 31),
+        gomemlimit=_checked("go_gc_gomemlimit_bytes",
+                            _value(fams, "go_gc_gomemlimit_bytes"), 0, 1 << 63),
+        goroutines=_checked("go_goroutines", _value(fams, "go_goroutines"), 0, 1 << 31),
+        threads=_checked("go_threads", _value(fams, "go_threads"), 0, 1 << 31),
+        version=version)
+
+
+def _checked(name: str, v: float | None, lo: int, hi: int) -> int | None:
+    """``v`` as an int in [lo, hi]; ParseError when it is not finite or outside."""
+    if v is None:
+        return None
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise ParseError(f"{name} is {v!r}: not a figure a Go runtime reports "
+                         f"(finite, {lo} to {hi})", section="/metrics")
+    return int(v)
