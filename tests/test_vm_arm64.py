@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from bpfmem.uapi import MapFlag as F
-from vm_sweep import SIZES, compare, object_specs, probe_specs, save_readings, vm_specs
+from vm_sweep import (SIZES, compare, object_specs, outside_summary, probe_specs,
+                      save_readings, vm_specs)
 
 SWEEP_DIR = Path(__file__).resolve().parent / "data" / "sweeps"
 FULL = os.environ.get("BPFMEM_VM_ARM64") == "full"
@@ -68,9 +69,12 @@ def test_sweep_on_arm64():
     text = format_specs(probe_specs(specs), sizes=SIZES)
     header, results = run_vm(kernel, text, cpus=2, timeout=3000, arch="arm64")
     assert header["machine"] == "aarch64" and header["page_size"] == 4096
+    # every spec in a cgroup of its own: an earlier map's late freeing stays out of it
+    assert header["spec_cgroups"] is True
     report = compare(specs, header, results)
     if FULL and os.environ.get("BPFMEM_RECORD"):
         save_readings(SWEEP_DIR / f"{header['kernel']}.json.xz", specs, header, results)
+    print(outside_summary(report))
     c = report["counts"]
     assert report["profile"]["arch"] == "aarch64"
     assert report["profile"]["kmalloc_min_align"] == 128

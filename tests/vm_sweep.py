@@ -89,6 +89,20 @@ def tolerance_median(report: dict) -> int | None:
     return tols[len(tols) // 2] if tols else None
 
 
+def outside_summary(report: dict, page: int = 4096, cpus: int = 2) -> str:
+    """How the other specs' cgroups moved during the charge readings: the per-CPU stocks of
+    earlier cgroups drained (up to a page per CPU and one of object stock), and earlier
+    maps' freeing that ran late (more than that), which per-spec cgroups keep out of
+    "charged"; and the largest move."""
+    moves = [r["outside"] for row in report["specs"] for r in row.get("readings", [])
+             if r.get("outside") is not None and r.get("charged") is not None]
+    late = [m for m in moves if abs(m) > page * (cpus + 1)]
+    worst = max(moves, default=0, key=abs)
+    return (f"outside: {len(moves)} readings, {sum(abs(m) >= page for m in moves)} with "
+            f"earlier cgroups' stock drains, {len(late)} with more than {cpus + 1} pages "
+            f"(late frees), largest {worst} B")
+
+
 def probe_specs(specs) -> list[dict[str, Any]]:
     from bpfmem.host.probe import shape_spec
     return [shape_spec(f"v{i}", s, fills) for i, (s, fills) in enumerate(specs)]
@@ -129,10 +143,11 @@ def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:
             rows.append(row)
             continue
         counts["created"] += 1
-        points = [(0, r.get("memlock"), r.get("charged"))] + [
-            (f["inserted"], f.get("memlock"), f.get("charged")) for f in r.get("fills") or []]
+        points = [(0, r.get("memlock"), r.get("charged"), r.get("outside"))] + [
+            (f["inserted"], f.get("memlock"), f.get("charged"), f.get("outside"))
+            for f in r.get("fills") or []]
         row["readings"] = []
-        for n, ml, ch in points:
+        for n, ml, ch, outside in points:
             e = estimate(s, prof, n)
             counts["memlock_readings"] += 1
             ok = ml == e.memlock
@@ -149,7 +164,8 @@ def compare(specs, header: dict, results: list[dict]) -> dict[str, Any]:
                     mism.append((s, n, "charge", ch, e.charged, e.charged_tolerance, tol))
             row["readings"].append({"entries": n, "memlock": ml, "model_memlock": e.memlock,
                                     "charged": ch, "model_charged": e.charged,
-                                    "tolerance": tol, "charge_within_tolerance": within})
+                                    "tolerance": tol, "charge_within_tolerance": within,
+                                    "outside": outside})
         rows.append(row)
     return {"kernel": header.get("kernel"), "profile": prof.describe(), "counts": counts,
             "mismatches": [list(map(str, m)) for m in mism], "specs": rows}

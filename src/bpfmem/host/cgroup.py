@@ -438,9 +438,16 @@ class ScratchCgroup:
 
 
 def remove_cgroup_dir(path: str | os.PathLike, attempts: int = 50) -> None:
-    """rmdir a cgroup directory, retrying every 0.1 s while the kernel still holds it (its
-    last task exiting, memory being reparented); gone already is fine."""
+    """rmdir a cgroup directory and the child cgroups left in it (the probe's per-spec ones
+    when it was killed), retrying every 0.1 s while the kernel still holds it (its last task
+    exiting, memory being reparented); gone already is fine."""
     path = Path(path)
+    try:
+        children = [c for c in path.iterdir() if c.is_dir() and not c.is_symlink()]
+    except OSError:
+        children = []
+    for child in children:
+        remove_cgroup_dir(child, attempts)
     for i in range(attempts):
         try:
             path.rmdir()

@@ -5,9 +5,11 @@
  *
  * Usage:
  *   probe SPECFILE [--cgroup-v1 DIR | --cgroup-v2 DIR | --no-cgroup] [--flush-cgroup DIR]
+ *                  [--one-cgroup] [--overlap-frees]
  *   probe --btf-sizes name1,name2,...        print {"sizes":{...}} from /sys/kernel/btf/vmlinux
  *   As pid 1 (the /init of an initramfs): reads /specs.txt, mounts /proc, /sys, /dev and cgroup2,
- *   creates the cgroups bpfmem-probe and bpfmem-flush, writes to /dev/console, powers off.
+ *   creates the cgroups bpfmem-probe and bpfmem-flush, writes to /dev/console, powers off;
+ *   --one-cgroup and --overlap-frees after "--" on the kernel command line.
  *
  * Spec file: one item per line; blank lines and lines starting with '#' are ignored.
  *   sizes NAME,NAME,...
@@ -20,11 +22,13 @@
  *
  * Output: one JSON object per line.
  *   {"probe":"bpfmem","kernel":REL,"machine":UNAME_M,"nr_cpus":NR_CPUS|-1,"possible_cpus":N,"online_cpus":N,"page_size":N,
- *    "cgroup":"v1"|"v2"|"none","counter":FILE|null,"flush":true|false,"pid1":bool}
+ *    "cgroup":"v1"|"v2"|"none","counter":FILE|null,"flush":true|false,"pid1":bool,
+ *    "spec_cgroups":bool}
  *   {"sizes":{...}}                                    (for a "sizes" line / --btf-sizes)
  *   {"id":ID,"type":T,"ok":false,"errno":E,"error":"create"}  (rejected create)
  *   {"id":ID,"type":T,"ok":true,"memlock":B|null,"max_entries":M'|null,"charged":B|null,
- *    "fills":[{"n":N,"inserted":I,"memlock":B,"charged":B,"errno":E}...],
+ *    "outside":B|null,
+ *    "fills":[{"n":N,"inserted":I,"memlock":B,"charged":B,"outside":B|null,"errno":E}...],
  *    "fill_error":null|"unsupported"|"insert failed","fill_enomem_retries":R,
  *    "fill_batch":bool (map-in-map only),"ms":elapsed milliseconds}
  *   {"spec_error":MSG,"line":N,"text":LINE}            (unparsable spec line)
@@ -58,7 +62,21 @@
  * stocks holding charges of the measured cgroup. A reading is repeated until two in a row
  * agree (deferred work such as bpf_mem_alloc refills), and after closing a map the probe
  * waits (synchronize_rcu via membarrier, then three equal readings) until its deferred
- * freeing has shown, so that it does not land in the next map's numbers.
+ * freeing has shown.
+ *
+ * Each spec (map or prog) is measured in a fresh memory cgroup of its own, a child s<N> of
+ * the cgroup given ("spec_cgroups":true), removed after it: a charge stays with the cgroup
+ * it was made in, so an earlier map's freeing that runs late (a kworker's vfree starved
+ * under load, an RCU callback) uncharges that map's cgroup and never lands between a later
+ * spec's readings (the wait above alone cannot promise that: it gives up after seconds).
+ * On cgroup2 the probe waits in the flush cgroup between specs (a cgroup2 cgroup handing
+ * memory to children may hold no process). "outside" is what the cgroup given (which
+ * counts all the specs' cgroups) moved by meanwhile beyond the spec's own "charged": the
+ * late freeing of earlier maps, which per-spec cgroups keep out of "charged" (null with
+ * --one-cgroup). --one-cgroup measures every spec in the cgroup given; --overlap-frees
+ * closes each map only after the next spec's first reading (and waits for its freeing
+ * there), a test of the isolation: with --one-cgroup that freeing shows in the next spec's
+ * numbers, without it must not.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -135,6 +153,41 @@ static int ncpus_possible = 1;
 
 /* ---- memory cgroup state (and cg_dir, flush_dir, cg_kind, counter_fd: cgcounter.h) ---- */
 static char cg_counter[64];  /* counter file name inside cg_dir */
+static char cg_base[512];    /* the cgroup given (pid 1: bpfmem-probe); cg_dir: the spec's child */
+static int base_fd = -1;     /* its counter (hierarchical: it includes the children's) */
+static int one_cgroup;       /* --one-cgroup: measure every spec in cg_base itself */
+static int overlap_frees;    /* --overlap-frees: close a map after the next spec's first reading */
+static unsigned spec_seq;
+static char home_dir[512];   /* where the probe is between specs: cg_base (v1, --one-cgroup);
+                              * on cgroup2 the flush cgroup, since a cgroup2 cgroup that hands
+                              * memory to its children may hold no process itself */
+static long long last_outer = -1;  /* cg_base's counter right after the last spec reading */
+
+/* read_counter(), and cg_base's counter right after it into last_outer */
+static long long read_spec_counter(void)
+{
+    long long c = read_counter();
+    last_outer = -1;
+    if (counter_fd >= 0 && base_fd >= 0 && base_fd != counter_fd) {
+        char buf[64];
+        ssize_t n = pread(base_fd, buf, sizeof(buf) - 1, 0);
+        if (n > 0) {
+            buf[n] = 0;
+            last_outer = strtoll(buf, NULL, 10);
+        }
+    }
+    return c;
+}
+
+/* "outside": what changed meanwhile in the other specs' cgroups (an earlier map's late
+ * freeing), the part of cg_base's delta that is not this spec's own */
+static void fmt_outside(char *buf, long long before, long long outer0, long long now)
+{
+    if (before < 0 || now < 0 || outer0 < 0 || last_outer < 0)
+        snprintf(buf, 32, "null");
+    else
+        snprintf(buf, 32, "%lld", (last_outer - outer0) - (now - before));
+}
 
 static void emit(const char *fmt, ...)
 {
@@ -226,6 +279,7 @@ static int setup_cgroup(const char *kind, const char *dir)
     char path[600];
     cg_kind = kind;
     snprintf(cg_dir, sizeof(cg_dir), "%s", dir);
+    snprintf(cg_base, sizeof(cg_base), "%s", dir);
     if (!strcmp(kind, "v1")) {
         snprintf(cg_counter, sizeof(cg_counter), "memory.kmem.usage_in_bytes");
         snprintf(path, sizeof(path), "%s/%s", dir, cg_counter);
@@ -234,17 +288,105 @@ static int setup_cgroup(const char *kind, const char *dir)
     } else {
         snprintf(cg_counter, sizeof(cg_counter), "memory.current");
     }
-    if (move_self(dir) != 0) {
-        fprintf(stderr, "probe: cannot move into %s: %s\n", dir, strerror(errno));
+    snprintf(home_dir, sizeof(home_dir), "%s", dir);
+    if (!one_cgroup && strcmp(kind, "v1")) {
+        snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+        if (!flush_dir[0] || write_file(path, "+memory") != 0)
+            one_cgroup = 1;
+        else
+            snprintf(home_dir, sizeof(home_dir), "%s", flush_dir);
+    }
+    if (move_self(home_dir) != 0) {
+        fprintf(stderr, "probe: cannot move into %s: %s\n", home_dir, strerror(errno));
         return -1;
     }
+    snprintf(cg_dir, sizeof(cg_dir), "%s", home_dir);
     snprintf(path, sizeof(path), "%s/%s", dir, cg_counter);
     counter_fd = open(path, O_RDONLY | O_CLOEXEC);
     if (counter_fd < 0) {
         fprintf(stderr, "probe: cannot open %s: %s\n", path, strerror(errno));
         return -1;
     }
+    base_fd = counter_fd;
     return 0;
+}
+
+/*
+ * Each spec is measured in a cgroup of its own, a fresh child of cg_base: a charge stays
+ * with the memory cgroup it was made in, so the deferred freeing of an earlier map (a
+ * kworker's vfree, an RCU callback, bpf_mem_alloc's teardown) uncharges that map's cgroup
+ * and can never land between this spec's readings, however late it runs. Returns 0 when
+ * the probe is in the child (or measures in cg_base: --one-cgroup, no cgroup, mkdir failed).
+ */
+static int enter_spec_cgroup(void)
+{
+    if (one_cgroup || base_fd < 0)
+        return 0;
+    char dir[sizeof(cg_dir)], path[700];
+    if ((size_t)snprintf(dir, sizeof(dir), "%.480s/s%u", cg_base, ++spec_seq) >= sizeof(dir))
+        return -1;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return -1;
+    snprintf(path, sizeof(path), "%s/%s", dir, cg_counter);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || move_self(dir) != 0) {
+        if (fd >= 0)
+            close(fd);
+        rmdir(dir);
+        return -1;
+    }
+    snprintf(cg_dir, sizeof(cg_dir), "%s", dir);
+    counter_fd = fd;
+    return 0;
+}
+
+/* back home; the child is removed (what is still charged to it goes to cg_base) unless
+ * `keep` (its map still held open, --overlap-frees): then its directory and counter are
+ * handed to the caller */
+static void leave_spec_cgroup(int keep, char *kept_dir, size_t kept_sz, int *kept_fd)
+{
+    if (counter_fd == base_fd)
+        return;
+    move_self(home_dir);
+    if (keep) {
+        snprintf(kept_dir, kept_sz, "%s", cg_dir);
+        *kept_fd = counter_fd;
+    } else {
+        close(counter_fd);
+        for (int i = 0; i < 50 && rmdir(cg_dir) != 0 && errno == EBUSY; i++)
+            msleep(20);
+    }
+    counter_fd = base_fd;
+    snprintf(cg_dir, sizeof(cg_dir), "%s", home_dir);
+}
+
+/* --overlap-frees: the map of the previous spec, still open, with the cgroup it was
+ * charged to and that cgroup's counter before it was created */
+static struct {
+    int fd, counter;
+    char dir[512];
+    long long base;
+} held = {-1, -1, "", -1};
+
+/* close the held map and wait until its freeing has shown in its own cgroup's counter */
+static void release_held(void)
+{
+    if (held.fd < 0)
+        return;
+    close(held.fd);
+    held.fd = -1;
+    int mine = counter_fd;
+    if (held.counter >= 0)
+        counter_fd = held.counter;
+    settle_to(held.base);
+    counter_fd = mine;
+    if (held.counter >= 0 && held.counter != mine && held.counter != base_fd) {
+        close(held.counter);
+        for (int i = 0; i < 50 && rmdir(held.dir) != 0 && errno == EBUSY; i++)
+            msleep(20);
+    }
+    held.counter = -1;
+    held.dir[0] = 0;
 }
 
 /* ---- fdinfo ---- */
@@ -586,7 +728,8 @@ static void run_spec(struct spec *s)
         if (bvals)
             memset(bvals, 1, (size_t)BATCH * 8);
     }
-    long long before = read_counter();
+    long long before = read_spec_counter(), outer0 = last_outer;
+    release_held();   /* --overlap-frees: the previous map's freeing inside this window */
     int fd = (int)sys_bpf(BPF_MAP_CREATE, &a, sizeof(a));
     if (fd < 0) {
         emit("{\"id\":%s,\"type\":%u,\"ok\":false,\"errno\":%d,\"error\":\"create\"}", idq,
@@ -605,7 +748,9 @@ static void run_spec(struct spec *s)
     }
     long long memlock, maxent;
     read_fdinfo(fd, &memlock, &maxent);
-    long long after = read_counter();
+    long long after = read_spec_counter();
+    char outside[32];
+    fmt_outside(outside, before, outer0, after);
 
     char *line = line_buf;
     const size_t line_size = sizeof(line_buf);
@@ -620,8 +765,8 @@ static void run_spec(struct spec *s)
         snprintf(num[2], 32, "null");
     j += snprintf(line + j, line_size - j,
                   "{\"id\":%s,\"type\":%u,\"ok\":true,\"memlock\":%s,\"max_entries\":%s,"
-                  "\"charged\":%s,\"fills\":[",
-                  idq, s->type, num[0], num[1], num[2]);
+                  "\"charged\":%s,\"outside\":%s,\"fills\":[",
+                  idq, s->type, num[0], num[1], num[2], outside);
 
     const char *fill_error = NULL;
     long long retries = 0;
@@ -739,15 +884,17 @@ static void run_spec(struct spec *s)
             }
             long long ml, me;
             read_fdinfo(fd, &ml, &me);
-            long long c = read_counter();
+            long long c = read_spec_counter();
+            fmt_outside(outside, before, outer0, c);
             FMT_NUM(num[0], ml);
             if (before >= 0 && c >= 0)
                 snprintf(num[2], 32, "%lld", c - before);
             else
                 snprintf(num[2], 32, "null");
             j += snprintf(line + j, line_size - j,
-                          "%s{\"n\":%lld,\"inserted\":%lld,\"memlock\":%s,\"charged\":%s,\"errno\":%d}",
-                          f ? "," : "", target, n, num[0], num[2], err);
+                          "%s{\"n\":%lld,\"inserted\":%lld,\"memlock\":%s,\"charged\":%s,"
+                          "\"outside\":%s,\"errno\":%d}",
+                          f ? "," : "", target, n, num[0], num[2], outside, err);
             if (err) {
                 stop = 1;
                 fill_error = "insert failed";
@@ -766,12 +913,18 @@ static void run_spec(struct spec *s)
         j += snprintf(line + j, line_size - j, "],\"fill_error\":\"%s\"", fill_error);
     else
         j += snprintf(line + j, line_size - j, "],\"fill_error\":null");
-    close(fd);
+    if (overlap_frees && !quiet) {
+        held.fd = fd;
+        held.base = before;
+    } else {
+        close(fd);
+    }
     if (inner_fd >= 0)
         close(inner_fd);
     if (btf_fd >= 0)
         close(btf_fd);
-    settle_to(before);
+    if (held.fd != fd)
+        settle_to(before);
     if (fill_batch >= 0)
         j += snprintf(line + j, line_size - j, ",\"fill_batch\":%s",
                       fill_batch ? "true" : "false");
@@ -954,9 +1107,11 @@ static void run_specs(FILE *f)
         if (!strncmp(p, "prog", 4) && (p[4] == ' ' || p[4] == '\t')) {
             char pid_[128];
             long n = 0;
-            if (sscanf(p + 5, "%127s %ld", pid_, &n) == 2)
+            if (sscanf(p + 5, "%127s %ld", pid_, &n) == 2) {
+                enter_spec_cgroup();
                 run_prog(pid_, n);
-            else
+                leave_spec_cgroup(0, NULL, 0, NULL);
+            } else
                 emit("{\"spec_error\":\"expected: prog ID N\",\"line\":%d}", lineno);
             continue;
         }
@@ -970,8 +1125,16 @@ static void run_specs(FILE *f)
             emit("{\"spec_error\":\"%s\",\"line\":%d,\"text\":%s}", err, lineno, q);
             continue;
         }
+        enter_spec_cgroup();
         run_spec(&s);
+        if (held.fd >= 0 && held.counter < 0) {
+            held.counter = counter_fd;
+            leave_spec_cgroup(1, held.dir, sizeof(held.dir), &held.counter);
+        } else {
+            leave_spec_cgroup(0, NULL, 0, NULL);
+        }
     }
+    release_held();
 }
 
 static void emit_header(void)
@@ -991,10 +1154,11 @@ static void emit_header(void)
         nr_cpus = strtol(kmax, NULL, 10) + 1;
     emit("{\"probe\":\"bpfmem\",\"kernel\":%s,\"machine\":%s,\"nr_cpus\":%ld,"
          "\"possible_cpus\":%d,\"online_cpus\":%d,"
-         "\"page_size\":%ld,\"cgroup\":\"%s\",\"counter\":%s,\"flush\":%s,\"pid1\":%s}",
+         "\"page_size\":%ld,\"cgroup\":\"%s\",\"counter\":%s,\"flush\":%s,\"pid1\":%s,"
+         "\"spec_cgroups\":%s}",
          rel, mach, nr_cpus, ncpus_possible, ncpus_online, sysconf(_SC_PAGESIZE),
          counter_fd >= 0 ? cg_kind : "none", ctr, flush_dir[0] ? "true" : "false",
-         is_pid1 ? "true" : "false");
+         is_pid1 ? "true" : "false", counter_fd >= 0 && !one_cgroup ? "true" : "false");
 }
 
 /*
@@ -1027,8 +1191,11 @@ static void warm_up(void)
         char line[128], err[128];
         struct spec sp;
         snprintf(line, sizeof(line), "%s", warm[i]);
-        if (parse_spec_line(line, &sp, err, sizeof(err)) == 0)
+        if (parse_spec_line(line, &sp, err, sizeof(err)) == 0) {
+            enter_spec_cgroup();
             run_spec(&sp);
+            leave_spec_cgroup(0, NULL, 0, NULL);
+        }
     }
     quiet = 0;
     settle();
@@ -1080,7 +1247,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: probe SPECFILE [--cgroup-v1 DIR | --cgroup-v2 DIR | --no-cgroup] "
-            "[--flush-cgroup DIR]\n       probe --btf-sizes NAME,NAME,...\n");
+            "[--flush-cgroup DIR] [--one-cgroup] [--overlap-frees]\n       probe --btf-sizes NAME,NAME,...\n");
 }
 
 int main(int argc, char **argv)
@@ -1090,6 +1257,13 @@ int main(int argc, char **argv)
     const char *specfile = NULL, *cg_v1 = NULL, *cg_v2 = NULL, *flush = NULL, *sizes = NULL;
 
     if (is_pid1) {
+        /* the kernel passes what follows "--" on its command line to init */
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--one-cgroup"))
+                one_cgroup = 1;
+            else if (!strcmp(argv[i], "--overlap-frees"))
+                overlap_frees = 1;
+        }
         pid1_setup();
         specfile = "/specs.txt";
     } else {
@@ -1104,6 +1278,10 @@ int main(int argc, char **argv)
                 sizes = argv[++i];
             else if (!strcmp(argv[i], "--no-cgroup"))
                 ;
+            else if (!strcmp(argv[i], "--one-cgroup"))
+                one_cgroup = 1;
+            else if (!strcmp(argv[i], "--overlap-frees"))
+                overlap_frees = 1;
             else if (argv[i][0] != '-' && !specfile)
                 specfile = argv[i];
             else {

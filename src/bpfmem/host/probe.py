@@ -376,9 +376,15 @@ def _require_root(what: str = "creating BPF maps") -> None:
         raise PermissionDenied(what, "CAP_BPF and CAP_SYS_ADMIN")
 
 
+# the probe's flags that change how it measures (see probe.c): every spec in the one cgroup
+# given, instead of a fresh child each; each map closed inside the next spec's readings
+PROBE_OPTIONS = ("--one-cgroup", "--overlap-frees")
+
+
 def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
               sizes: Iterable[str] = (), timeout: float | None = 3600,
-              probe: Path | None = None) -> tuple[dict, list[dict]]:
+              probe: Path | None = None,
+              options: Iterable[str] = ()) -> tuple[dict, list[dict]]:
     """Run the probe on this host; return ``(header, results)`` as :func:`parse_output`.
 
     ``specs`` are spec mappings (see :func:`format_specs`) or ready spec-file text.
@@ -387,9 +393,13 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
     memory controller) or ``"none"`` (charges reported as None). The scratch cgroups
     ``bpfmem-measure-<pid>-<random>`` and its ``-flush`` sibling
     (:func:`bpfmem.host.cgroup.scratch_cgroup`) are removed after the probe has exited, also
-    on errors, timeouts and KeyboardInterrupt.
+    on errors, timeouts and KeyboardInterrupt, together with the per-spec cgroups the probe
+    makes inside the measured one. ``options`` are probe flags from :data:`PROBE_OPTIONS`.
     """
     _require_root()
+    options = list(options)
+    if bad := [o for o in options if o not in PROBE_OPTIONS]:
+        raise ValueError(f"unknown probe option(s) {bad}; known: {', '.join(PROBE_OPTIONS)}")
     if cgroup not in ("v1", "v2", "none"):
         raise ValueError(f"cgroup must be 'v1', 'v2' or 'none', not {cgroup!r}")
     text = specs if isinstance(specs, str) else format_specs(specs, sizes=sizes)
@@ -400,7 +410,7 @@ def run_local(specs: Iterable[Mapping[str, Any]] | str, cgroup: str = "v1", *,
         spec_path = Path(tmpdir) / "specs.txt"
         spec_path.write_text(text)
         version = {"v1": 1, "v2": 2}.get(cgroup, False)
-        code, out, err = run_in_scratch_cgroups(binary, [str(spec_path)], version,
+        code, out, err = run_in_scratch_cgroups(binary, [str(spec_path), *options], version,
                                                 timeout=timeout, what="the probe")
         if code != 0:
             raise HostError(f"the probe failed (exit {code}): {err.strip()[-800:]}")
