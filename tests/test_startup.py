@@ -70,8 +70,8 @@ MAPS_JSON_ALLOWED = CLI | {
     "bpfmem",
     "bpfmem.errors", "bpfmem.api", "bpfmem.api.objects", "bpfmem.api.kernels",
     "bpfmem.api.maps", "bpfmem.api.paths", "bpfmem.api.session", "bpfmem.inputs",
-    "bpfmem.report.output", "bpfmem.parse.document", "bpfmem.analysis.progs", "bpfmem.records",
-    "bpfmem.host.cleanup",
+    "bpfmem.report.output", "bpfmem.parse.document", "bpfmem.analysis.progs",
+    "bpfmem.host.cleanup", "bpfmem.values",
     "bpfmem.config", "bpfmem.uapi", "bpfmem.units",
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
     "bpfmem.parse.sections", "bpfmem.parse.loader", "bpfmem.parse.objspec",
@@ -94,6 +94,9 @@ MAPS_JSON_FORBIDDEN = (COMMAND_MODULES - {"bpfmem.cli.maps"}) | {
     # when a config file is found, glob only for a pattern, shutil's terminal width is
     # read from os, and threading is not needed to install signal handlers
     "pathlib", "urllib.parse", "ipaddress", "glob", "shutil", "threading",
+    # the value classes are bpfmem.values' (dataclasses brings inspect, ast, dis, tokenize),
+    # and the live node's records are for the commands that scan one
+    "dataclasses", "inspect", "ast", "dis", "tokenize", "bpfmem.records",
     "bpfmem.api.export", "bpfmem.host.httpd", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
     "bpfmem.host.procfs", "bpfmem.host.cgroup", "bpfmem.host.vm", "bpfmem.host.probe",
     "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",

@@ -6,7 +6,7 @@ Every key, with what it means, is in ``bpfmem.toml.example`` at the root of the 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from .values import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

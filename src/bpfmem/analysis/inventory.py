@@ -4,7 +4,7 @@ costs on it (after what-if changes, and the totals before them). :func:`inventor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from ..values import dataclass, replace
 from typing import Iterable
 
 from ..model.kernel import KernelProfile

@@ -3,7 +3,7 @@ in order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..values import dataclass
 from typing import Any
 
 

@@ -9,9 +9,12 @@ a tc filter, has no holder: cgroup None).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..records import LiveBtf, LiveProg, Owner
+from ..values import dataclass
+
+if TYPE_CHECKING:    # the live records name types here only (maps' start-up needs none)
+    from ..records import LiveBtf, LiveProg, Owner
 
 __all__ = ["filter_programs", "ProgSum", "ProgramTotals", "program_totals", "prog_holder",
            "BPF_PROG_HEADER",

@@ -4,7 +4,7 @@ is made (the CLI, the exporter, tests and notebooks all come through here)."""
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from ..values import replace
 
 from ..host.profile import host_possible_cpus, host_profile, read_btf_profile
 from ..model.kernel import NEWEST_MODELLED, KernelProfile

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from ..values import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import BpfmemError, ParseError
@@ -212,7 +212,7 @@ def specs_of(carried: Carried, path: str, *, loader: str | None = None, programs
              code: bool = False) -> tuple[list, list[str]]:
     """The specs of what a binary carries (:func:`carried_by`), each named
     ``path:<where>``, read with ``loader`` or, when None or ``"auto"``, the binary's."""
-    from dataclasses import replace
+    from ..values import replace
     from ..parse.objspec import AUTO
     skipped = [f"{path}:{line}" for line in carried.skipped]
     if not carried.objects:

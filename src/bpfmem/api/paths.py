@@ -4,7 +4,7 @@ paths, globs bpfmem expands, quoted lists of them; each file read once."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from ..values import dataclass
 from typing import Sequence
 
 

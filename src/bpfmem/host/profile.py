@@ -98,7 +98,7 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
     prof = profile_from_facts(facts, release=release, possible_cpus=cpus, page_size=page,
                               arch=arch, sizes_source=f"BTF file {path}",
                               assumed=tuple(assumed))
-    from dataclasses import replace
+    from ..values import replace
     said = "the file" if got_page or host else "assumed or given"
     return replace(prof, notes=prof.notes + (
         f"{arch}, {page}-byte pages ({said}), smallest kmalloc cache {prof.kmalloc_min} B",))
@@ -107,7 +107,7 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
 def host_profile(root: str = "/") -> KernelProfile:
     """This machine's kernel: its BTF (struct sizes, eras, features, map types), release,
     possible CPUs, page size and NR_CPUS. Without BTF, the release's table."""
-    from dataclasses import replace
+    from ..values import replace
     release = os.uname().release
     cpus = host_possible_cpus(root)
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -130,8 +130,6 @@ def _cached_host_facts(btf_path: str, release: str):
     """The running kernel's BTF facts, parsed once per kernel build: parsing vmlinux BTF
     (about 5 MB) costs a fifth of a second, so the facts are kept in the user's cache, keyed
     by the release, the build string and the BTF file's size and mtime."""
-    from dataclasses import asdict
-
     from . import cache
     from ..parse.kernel_btf import KernelFacts, parse_kernel_btf
     st = os.stat(btf_path)
@@ -147,6 +145,7 @@ def _cached_host_facts(btf_path: str, release: str):
         except (ValueError, TypeError, KeyError):
             pass
     facts = parse_kernel_btf(read_input(btf_path, "kernel"), name="", struct_names=STRUCT_NAMES)
+    from dataclasses import asdict      # a cache miss only: the import costs every start
     d = asdict(facts)
     d["members"], d["map_types"] = sorted(d["members"]), sorted(d["map_types"])
     cache.store("btf-facts", key, d)
@@ -157,7 +156,7 @@ def profile_from_probe(header: dict, sizes: dict) -> KernelProfile:
     """The profile of a kernel the probe ran in (a VM): its release, possible CPUs and page
     size from the probe's header, struct sizes from the BTF the probe read there. The probe
     reports no struct members, so eras and features are the release's."""
-    from dataclasses import replace
+    from ..values import replace
 
     from ..model.structs import sizes_from_dict
     release = parse_release(header["kernel"])

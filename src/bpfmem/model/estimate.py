@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..values import dataclass
 from functools import lru_cache
 
 from ..uapi import MapFlag, MapType as T

@@ -11,7 +11,7 @@ mainline release and the struct sizes of the one build each table was read from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from ..values import dataclass, field, replace
 
 from .structs import StructSizes, sizes_for_release, sizes_from_dict
 

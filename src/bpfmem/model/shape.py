@@ -3,7 +3,7 @@ command line."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..values import dataclass
 
 from ..uapi import MapFlag, map_type_name
 

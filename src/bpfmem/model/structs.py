@@ -9,7 +9,7 @@ the nearest older table and is marked inexact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from ..values import dataclass, fields, replace
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ types and the strings the release patterns run on are bounded too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from ..values import dataclass, replace
 
 from ..errors import ParseError
 from .elf import ElfImage

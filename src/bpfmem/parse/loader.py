@@ -23,7 +23,7 @@ Sources (read, not copied):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from ..values import dataclass
 
 from ..uapi import MapType as T
 

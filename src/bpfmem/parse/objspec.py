@@ -9,7 +9,7 @@ never filled in from this machine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from ..values import dataclass, field, replace
 
 from ..errors import ParseError
 from ..uapi import BPF_OBJ_NAME_LEN, MapFlag, MapType, ProgType, map_type_name

@@ -14,7 +14,7 @@ that need it (:mod:`bpfmem.parse.access`).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from ..values import dataclass
 
 from ..errors import ParseError
 from .elf import SHN_LORESERVE, SHN_UNDEF, SHT_REL, STB_LOCAL, STT_FUNC, ElfFile, Section, Symbol

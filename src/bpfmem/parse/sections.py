@@ -43,7 +43,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import enum
-from dataclasses import dataclass
+from ..values import dataclass
 from typing import Optional, Union
 
 from bpfmem.uapi import AttachType, ProgType

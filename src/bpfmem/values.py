@@ -1,0 +1,313 @@
+"""Value classes that cost little to define: the standard ``@dataclass`` for the classes on
+every command's start-up path, without its import (``dataclasses`` brings ``inspect``, and
+with it ``ast``, ``dis`` and ``tokenize``) or its per-class code generation (a class made by
+the standard decorator costs about 5 M instructions; one made here a few thousand until it
+is instantiated often enough to deserve a compiled ``__init__``).
+
+Behaviour is the standard decorator's for what bpfmem uses: ``frozen``, ``slots``, ``eq``,
+``field(default=, default_factory=, init=, repr=, compare=)``, ``__post_init__``, a
+``__hash__`` of one's own kept, and the same ``__init__`` signature, ``__repr__``, ``__eq__``
+and ``__hash__`` values. The classes are dataclasses for the standard library too
+(``dataclasses.fields``, ``replace``, ``asdict``, ``is_dataclass``): their
+``__dataclass_fields__`` is built on first use. :func:`replace` and :func:`fields` here work on
+both kinds without importing ``dataclasses``. Anything else asked of the decorator (a base
+with fields, ``order``, ``kw_only``...) is handed to the standard one.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+__all__ = ["dataclass", "field", "fields", "replace", "MISSING"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
+_setattr = object.__setattr__
+_COMPILE_AFTER = 16      # instances made by the generic __init__ before one is compiled
+
+
+class Field:
+    """One field: what :func:`field` was given, with its name and annotation."""
+    __slots__ = ("name", "type", "default", "default_factory", "init", "repr", "compare")
+
+    def __init__(self, default=MISSING, default_factory=MISSING, init=True, repr=True,
+                 compare=True):
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name = self.type = None
+        self.default, self.default_factory = default, default_factory
+        self.init, self.repr, self.compare = init, repr, compare
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r}, default={self.default!r})"
+
+
+def field(*, default=MISSING, default_factory=MISSING, init=True, repr=True, compare=True):
+    """As ``dataclasses.field`` (the arguments bpfmem uses)."""
+    return Field(default, default_factory, init, repr, compare)
+
+
+def fields(obj) -> tuple:
+    """The fields of a value class or instance (ours or the standard library's)."""
+    got = getattr(obj, "__values_fields__", None)
+    if got is not None:
+        return got
+    import dataclasses
+    return dataclasses.fields(obj)
+
+
+def replace(obj, /, **changes):
+    """A copy of ``obj`` with ``changes`` (as ``dataclasses.replace``)."""
+    fs = getattr(obj, "__values_fields__", None)
+    if fs is None:
+        import dataclasses
+        return dataclasses.replace(obj, **changes)
+    for f in fs:
+        if f.init:
+            if f.name not in changes:
+                changes[f.name] = getattr(obj, f.name)
+        elif f.name in changes:
+            raise ValueError(f"field {f.name} is declared with init=False, it cannot be "
+                             "specified with replace()")
+    return obj.__class__(**changes)
+
+
+def dataclass(cls=None, /, *, frozen: bool = False, slots: bool = False, eq: bool = True,
+              repr: bool = True, **other):
+    """``@dataclass`` / ``@dataclass(frozen=True, slots=True)``, cheaply (see the module)."""
+    def wrap(c):
+        return _make(c, frozen, slots, eq, repr, other)
+    return wrap if cls is None else wrap(cls)
+
+
+class _LazyStdFields:
+    """``__dataclass_fields__`` for the standard library, made on first access."""
+
+    def __get__(self, obj, owner):
+        import dataclasses
+        out = {}
+        for f in owner.__values_fields__:
+            kw = {"init": f.init, "repr": f.repr, "compare": f.compare}
+            if f.default is not MISSING:
+                kw["default"] = f.default
+            if f.default_factory is not MISSING:
+                kw["default_factory"] = f.default_factory
+            std = dataclasses.field(**kw)
+            std.name, std.type, std._field_type = f.name, f.type, dataclasses._FIELD
+            out[f.name] = std
+        type.__setattr__(owner, "__dataclass_fields__", out)
+        return out
+
+
+def _standard(cls, frozen, slots, eq, repr, other):
+    import dataclasses
+    return dataclasses.dataclass(cls, frozen=frozen, slots=slots, eq=eq, repr=repr, **other)
+
+
+def _make(cls, frozen, slots, eq, repr, other):
+    if other or any(hasattr(b, "__dataclass_fields__") for b in cls.__mro__[1:]):
+        return _standard(cls, frozen, slots, eq, repr, other)
+    ns = cls.__dict__
+    fs = []
+    for name, ann in ns.get("__annotations__", {}).items():
+        if isinstance(ann, str) and ann.replace("typing.", "").startswith(("ClassVar",
+                                                                           "InitVar")):
+            return _standard(cls, frozen, slots, eq, repr, other)
+        value = ns.get(name, MISSING)
+        f = value if isinstance(value, Field) else Field(default=value)
+        f.name, f.type = name, ann
+        fs.append(f)
+    fs = tuple(fs)
+    seen_default = False
+    for f in fs:
+        if not f.init:
+            continue
+        if f.default is MISSING and f.default_factory is MISSING:
+            if seen_default:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        else:
+            seen_default = True
+
+    attrs = {}
+    if slots:
+        attrs = {k: v for k, v in ns.items() if k not in ("__dict__", "__weakref__")}
+        for f in fs:
+            attrs.pop(f.name, None)
+        attrs["__slots__"] = tuple(f.name for f in fs)
+    else:
+        for f in fs:            # class attributes: the plain defaults, as the standard one
+            if f.default is MISSING:
+                if f.name in ns:
+                    delattr(cls, f.name)
+            else:
+                setattr(cls, f.name, f.default)
+
+    def put(name, value):
+        if name not in ns:
+            attrs[name] = value
+
+    owner: list = []     # the class, once made (slots: a new one)
+    put("__init__", _generic_init(fs, hasattr(cls, "__post_init__"), owner))
+    if repr:
+        put("__repr__", _repr(fs))
+    compared = tuple(f.name for f in fs if f.compare)
+    key = _getter(compared)
+    if eq:
+        put("__eq__", _eq(key))
+    own_hash = "__hash__" in ns and not (ns["__hash__"] is None and "__eq__" in ns)
+    if eq and frozen and not own_hash:
+        attrs["__hash__"] = lambda self: hash(key(self))
+    elif eq and not frozen and not own_hash:
+        attrs["__hash__"] = None
+    if frozen:
+        names = frozenset(f.name for f in fs)
+        for n in ("__setattr__", "__delattr__"):
+            if n in ns:
+                raise TypeError(f"cannot overwrite attribute {n} in class {cls.__name__}")
+        attrs["__setattr__"], attrs["__delattr__"] = _frozen_guards(names, owner)
+        if slots:
+            put("__getstate__", lambda self: [getattr(self, f.name) for f in fs])
+            put("__setstate__", _setstate(fs))
+    attrs["__match_args__"] = tuple(f.name for f in fs if f.init)
+    attrs["__values_fields__"] = fs
+    attrs["__dataclass_fields__"] = _LazyStdFields()
+
+    if slots:
+        new = type(cls)(cls.__name__, cls.__bases__, attrs)
+        new.__qualname__ = cls.__qualname__
+        owner.append(new)
+        return new
+    for k, v in attrs.items():
+        setattr(cls, k, v)
+    owner.append(cls)
+    return cls
+
+
+def _getter(names: tuple[str, ...]):
+    """A function giving the tuple of ``names`` of an instance (the standard decorator's
+    eq and hash compare and hash that tuple)."""
+    if not names:
+        return lambda self: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda self: (one(self),)
+    return attrgetter(*names)
+
+
+def _eq(key):
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+    return __eq__
+
+
+def _repr(fs):
+    shown = tuple(f.name for f in fs if f.repr)
+
+    def __repr__(self):
+        return (self.__class__.__qualname__ + "("
+                + ", ".join(f"{n}={getattr(self, n)!r}" for n in shown) + ")")
+    return __repr__
+
+
+def _frozen_guards(names, owner: list):
+    """The standard decorator's guards: no field assigned or deleted once made (``owner``
+    holds the class, known once it is made)."""
+    def __setattr__(self, name, value):
+        if type(self) is owner[0] or name in names:
+            from dataclasses import FrozenInstanceError
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(owner[0], self).__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if type(self) is owner[0] or name in names:
+            from dataclasses import FrozenInstanceError
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(owner[0], self).__delattr__(name)
+    return __setattr__, __delattr__
+
+
+def _setstate(fs):
+    def __setstate__(self, state):
+        for f, v in zip(fs, state):
+            _setattr(self, f.name, v)
+    return __setstate__
+
+
+def _generic_init(fs, post_init: bool, owner: list):
+    """An ``__init__`` made without compiling anything; after ``_COMPILE_AFTER`` instances
+    it compiles the class's own (the standard decorator's, as fast) and steps aside."""
+    init = tuple(f for f in fs if f.init)
+    n = len(init)
+    names = tuple(f.name for f in init)
+    later = tuple(f for f in fs if not f.init)
+    calls = [0]
+
+    def __init__(self, *args, **kw):
+        calls[0] += 1
+        if calls[0] > _COMPILE_AFTER:
+            fast = _compiled_init(fs, post_init)
+            owner[0].__init__ = fast
+            return fast(self, *args, **kw)
+        if len(args) > n:
+            raise TypeError(f"__init__() takes {n + 1} positional arguments but "
+                            f"{len(args) + 1} were given")
+        for name, v in zip(names, args):
+            _setattr(self, name, v)
+        for f in init[len(args):]:
+            if f.name in kw:
+                _setattr(self, f.name, kw.pop(f.name))
+            elif f.default is not MISSING:
+                _setattr(self, f.name, f.default)
+            elif f.default_factory is not MISSING:
+                _setattr(self, f.name, f.default_factory())
+            else:
+                raise TypeError(f"__init__() missing 1 required positional argument: "
+                                f"{f.name!r}")
+        if kw:
+            bad = next(iter(kw))
+            raise TypeError(f"__init__() got {'multiple values for' if bad in names else 'an unexpected keyword'} argument {bad!r}")
+        for f in later:
+            if f.default is not MISSING:
+                _setattr(self, f.name, f.default)
+            elif f.default_factory is not MISSING:
+                _setattr(self, f.name, f.default_factory())
+        if post_init:
+            self.__post_init__()
+    return __init__
+
+
+def _compiled_init(fs, post_init: bool):
+    glob = {"_s": _setattr, "MISSING": MISSING}
+    params, body = [], []
+    for i, f in enumerate(fs):
+        if f.default_factory is not MISSING:
+            glob[f"_f{i}"] = f.default_factory
+            if f.init:
+                params.append(f"{f.name}=MISSING")
+                body.append(f"_s(self, {f.name!r}, _f{i}() if {f.name} is MISSING "
+                            f"else {f.name})")
+            else:
+                body.append(f"_s(self, {f.name!r}, _f{i}())")
+            continue
+        if f.default is not MISSING:
+            glob[f"_d{i}"] = f.default
+        if f.init:
+            params.append(f.name if f.default is MISSING else f"{f.name}=_d{i}")
+            body.append(f"_s(self, {f.name!r}, {f.name})")
+        elif f.default is not MISSING:
+            body.append(f"_s(self, {f.name!r}, _d{i})")
+    if post_init:
+        body.append("self.__post_init__()")
+    src = (f"def __init__(self, {', '.join(params)}):\n    "
+           + ("\n    ".join(body) or "pass") + "\n")
+    exec(src, glob)
+    return glob["__init__"]
