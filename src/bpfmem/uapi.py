@@ -20,6 +20,7 @@ fall back to ``"unknown(N)"`` / ``"0x..."`` strings.
 from __future__ import annotations
 
 import enum
+from functools import lru_cache
 from typing import Iterable
 
 __all__ = [
@@ -348,16 +349,20 @@ for _m in _FLAG_BITS:
 del _m
 
 
+@lru_cache(maxsize=1024)
 def map_type_name(value: int) -> str:
-    """libbpf name of a map type value, ``"unknown(N)"`` for unknown values."""
+    """libbpf name of a map type value, ``"unknown(N)"`` for unknown values (each value's
+    worked out once: a document names the type of every map)."""
     return MapType.name_of(value)
 
 
+@lru_cache(maxsize=1024)
 def prog_type_name(value: int) -> str:
     """libbpf name of a program type value, ``"unknown(N)"`` if unknown."""
     return ProgType.name_of(value)
 
 
+@lru_cache(maxsize=1024)
 def attach_type_name(value: int) -> str:
     """libbpf name of an attach type value, ``"unknown(N)"`` if unknown."""
     return AttachType.name_of(value)
@@ -370,14 +375,18 @@ def flag_names(value: int) -> list[str]:
     trailing hex string, e.g. ``flag_names(0x40000401)`` ->
     ``["no_prealloc", "mmapable", "0x40000000"]``.  ``0`` gives ``[]``.
     """
-    value = int(value)
+    return list(_flag_names(int(value)))
+
+
+@lru_cache(maxsize=1024)
+def _flag_names(value: int) -> tuple[str, ...]:
     if value < 0:
         raise ValueError(f"map flags must be non-negative, got {value}")
     names = [m.name.lower() for m in _FLAG_BITS if value & int(m)]
     unknown = value & ~_KNOWN_FLAG_MASK
     if unknown:
         names.append(hex(unknown))
-    return names
+    return tuple(names)
 
 
 def _flag_tokens(spec: str) -> Iterable[str]:
