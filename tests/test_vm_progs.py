@@ -62,3 +62,79 @@ def test_program_charge_on_kernel(series):
     if release[:2] < (6, 18):
         # the verifier's ~4.7 MB for 100,000 instructions would show far above the stock
         assert big["peak_sampled"] - big["charged"] < STOCK
+
+
+# real objects nobody here wrote (cilium/ebpf's examples, committed as test data): loaded by
+# libbpf (Debian's, linked into the program probe) inside the VM
+REAL = ("xdp_bpfel.o", "kprobe_bpfel.o", "counter_bpfel.o")
+
+
+def _check_programs(release, page, progs) -> int:
+    """Every program loaded, or refused with the kernel's reason; a loaded one's memlock at
+    least the pages of the instructions libbpf handed over (fdinfo: the kernel's figure), and
+    what its load left charged explained by it: none before 5.11, memlock to memlock + 2
+    pages after (as the straight-line programs above). Returns how many loaded."""
+    hdr = bpf_prog_header(release)
+    loaded = 0
+    for p in progs:
+        if not p["loaded"]:
+            assert p["errno"] and p["reason"], p     # refused: never counted as 0
+            continue
+        loaded += 1
+        assert p["memlock"] % page == 0
+        assert p["memlock"] >= -(-(hdr + 8 * p["insn_cnt"]) // page) * page, p
+        assert p["xlated_prog_len"] >= 8 and p["jited_prog_len"] > 0, p
+        if release[:2] < (5, 11):
+            assert p["end"] <= page, p               # no memory cgroup charge before 5.11
+        else:
+            assert p["memlock"] - page <= p["end"] <= p["memlock"] + 2 * page, p
+    return loaded
+
+
+def _say(kernel, name, progs):
+    print(f"{kernel} {name}: " + "; ".join(
+        f"{p['name']} memlock {p['memlock']} end {p['end']} jited {p['jited_prog_len']}"
+        if p["loaded"] else f"{p['name']} refused ({p['errno']})" for p in progs))
+
+
+@pytest.mark.parametrize("series", KERNELS)
+def test_measure_programs_of_real_objects_under_qemu(series, capsys):
+    """`bpfmem measure OBJ --programs --vm-kernel SERIES` on cilium/ebpf's xdp example, and
+    the program probe on two more of its examples in one more boot: every program loaded by
+    libbpf in Debian's kernel or listed with the verifier's reason (_check_programs)."""
+    import json
+    from conftest import CILIUM_EXAMPLES
+    from bpfmem import cli
+    from bpfmem.errors import HostError
+    from bpfmem.host.progmeasure import measure_programs_in_vm
+    from bpfmem.host.vm import fetch_kernel
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc to build the program probe")
+    if subprocess.run(["pgrep", "qemu"], capture_output=True).stdout.strip():
+        pytest.skip("another qemu is running (one at a time on this host)")
+    try:
+        fetch_kernel(series)
+    except HostError as e:
+        pytest.skip(f"cannot fetch Debian's {series} kernel: {e}")
+    rc = cli.main(["measure", str(CILIUM_EXAMPLES / REAL[0]), "--programs", "--vm-kernel",
+                   series, "--format", "json"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    doc = json.loads(out)
+    release = parse_release(doc["kernel"]["version"])
+    page = doc["kernel"]["page_size"]
+    progs = doc["programs"]["programs"]
+    loaded = _check_programs(release, page, progs)
+    with capsys.disabled():
+        _say(doc["kernel"]["version"], REAL[0], progs)
+    runs = measure_programs_in_vm([(CILIUM_EXAMPLES / n).read_bytes() for n in REAL[1:]],
+                                  series)
+    for name, (header, lines) in zip(REAL[1:], runs):
+        assert header["cgroup"] == "v2" and header["page_size"] == page
+        assert parse_release(header["release"])[:2] == release[:2]
+        progs = [x for x in lines if x.get("kind") == "prog"]
+        assert progs, lines
+        loaded += _check_programs(release, page, progs)
+        with capsys.disabled():
+            _say(header["release"], name, progs)
+    assert loaded

@@ -23,8 +23,9 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     Comparison per map). Needs root (CAP_BPF, CAP_SYS_ADMIN).
     Everything created is removed afterwards, also on errors and Ctrl-C.
 
-    ``programs`` also loads the object's programs for real with the system libbpf (this
-    host only): the result's ``programs`` (:class:`~bpfmem.analysis.progs.ProgramsMeasured`).
+    ``programs`` also loads the object's programs for real with the system libbpf (on this
+    host, or in the VM with ``vm_kernel``: libbpf linked into the program probe): the
+    result's ``programs`` (:class:`~bpfmem.analysis.progs.ProgramsMeasured`).
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         spec = load_object(source, loader=loader, programs=False)   # maps only
@@ -41,7 +42,14 @@ def measure_object(source, *, vm_kernel: str | None = None, fill: bool = False,
     if programs:
         from ..analysis.progs import programs_measured
         from ..host.progmeasure import measure_programs
-        header, lines = measure_programs(path)
+        if vm_kernel is None:
+            header, lines = measure_programs(path)
+        else:
+            from ..inputs import read_input
+            data = (bytes(source) if isinstance(source, (bytes, bytearray, memoryview))
+                    else read_input(source, "object"))
+            header, lines = measure_programs(path, vm_kernel=vm_kernel, data=data, cpus=cpus,
+                                             timeout=timeout)
         progs = programs_measured(header, lines)
     return MeasureResult(path, prof, tuple(compare(plan, results, prof)), progs)
 

@@ -13,7 +13,8 @@ EPILOG = ("examples:\n  bpfmem measure agent.bpf.o\n"
           "  bpfmem measure agent.bpf.o --vm-kernel 6.1   on Debian's 6.1 under qemu\n"
           "  bpfmem measure agent.bpf.o --vm-kernel 6.1 --vm-cpus 4\n"
           "  bpfmem measure agent.bpf.o --vm-kernel /boot/vmlinuz-6.12.0-x\n"
-          "  bpfmem measure agent.bpf.o --programs       also load its programs\n")
+          "  bpfmem measure agent.bpf.o --programs       also load its programs\n"
+          "  bpfmem measure agent.bpf.o --programs --vm-kernel 6.1   ... in Debian's 6.1\n")
 
 
 class Measure(Command):
@@ -40,7 +41,8 @@ class Measure(Command):
                             "host's own (unlike --cpus elsewhere, nothing is modelled at a "
                             "CPU count the kernel does not have)")
         p.add_argument("--programs", action="store_true",
-                       help="also load the programs for real (system libbpf, this host): "
+                       help="also load the programs for real (libbpf; on this host, or in "
+                            "the VM with --vm-kernel): "
                             "per program memlock, JIT size, the cgroup's charge and the peak "
                             "of its load; refused ones with the verifier's reason")
         a.add_format(p, ("table", "json"), help=None)
@@ -50,10 +52,7 @@ class Measure(Command):
         from .. import api
         from .common import config_of, loader_of, note_leftovers
         from .output import render
-        from ..errors import UsageError
         note_leftovers()
-        if args.programs and args.vm_kernel:
-            raise UsageError("--programs measures on this host only (not with --vm-kernel)")
         result = api.measure_object(args.object, vm_kernel=args.vm_kernel, fill=args.fill,
                                     cpus=args.cpus, loader=loader_of(args.loader, config_of(args)),
                                     programs=args.programs)

@@ -32,6 +32,11 @@
  *    "fill_error":null|"unsupported"|"insert failed","fill_enomem_retries":R,
  *    "fill_batch":bool (map-in-map only),"ms":elapsed milliseconds}
  *   {"spec_error":MSG,"line":N,"text":LINE}            (unparsable spec line)
+ *   progs OBJ   (spec line, as pid 1) run /progprobe OBJ in the measured cgroup and its flush
+ *               sibling (a VM's initramfs carries the program probe, progprobe.c, statically
+ *               linked with libbpf, and the objects): its JSON lines, as it prints them, each
+ *               with "obj":OBJ added; {"progs_error":MSG,"obj":OBJ,"errno":E} when it cannot
+ *               run or fails
  *   prog ID N   (spec line) load a straight-line socket filter of N instructions (r0 = 0,
  *               N-2 x r0 += 1, exit) and report what its load charged:
  *   {"id":ID,"prog":true,"insns":N,"ok":bool,"errno":E,"memlock":B|null,"charged":B|null,
@@ -1089,6 +1094,61 @@ static void run_prog(const char *id, long n)
     free(insns);
 }
 
+/* `progs OBJ`: the program probe on OBJ, its lines tagged with the object, through emit */
+static void run_progprobe(const char *obj)
+{
+    char q[1100];
+    json_str(q, sizeof(q), obj);
+    if (!flush_dir[0] || counter_fd < 0) {
+        emit("{\"progs_error\":\"no memory cgroup\",\"obj\":%s,\"errno\":0}", q);
+        return;
+    }
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
+        emit("{\"progs_error\":\"pipe\",\"obj\":%s,\"errno\":%d}", q, errno);
+        return;
+    }
+    fflush(out);
+    pid_t pid = fork();
+    if (pid < 0) {
+        emit("{\"progs_error\":\"fork\",\"obj\":%s,\"errno\":%d}", q, errno);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return;
+    }
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        char *argv[] = {"/progprobe", (char *)obj, (char *)(strcmp(cg_kind, "v1") ? "--cgroup-v2"
+                                                             : "--cgroup-v1"),
+                        cg_dir, "--flush-cgroup", flush_dir, NULL};
+        execv("/progprobe", argv);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    FILE *in = fdopen(pipefd[0], "r");
+    char line[8192];
+    while (in && fgets(line, sizeof(line), in)) {
+        line[strcspn(line, "\r\n")] = 0;
+        size_t n = strlen(line);
+        if (n >= 2 && line[0] == '{' && line[n - 1] == '}') {
+            line[n - 1] = 0;
+            emit("%s,\"obj\":%s}", line, q);
+        }
+    }
+    if (in)
+        fclose(in);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        emit("{\"progs_error\":\"the program probe failed\",\"obj\":%s,\"errno\":%d}", q,
+             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    /* back in the measured cgroup (the child moved, we never did), pinned as before */
+    pin_cpu(0);
+    settle();
+}
+
 static void run_specs(FILE *f)
 {
     char line[4096];
@@ -1102,6 +1162,14 @@ static void run_specs(FILE *f)
             continue;
         if (!strncmp(p, "sizes", 5) && (p[5] == ' ' || p[5] == '\t')) {
             print_sizes(p + 6);
+            continue;
+        }
+        if (!strncmp(p, "progs", 5) && (p[5] == ' ' || p[5] == '\t')) {
+            char obj[1024];
+            if (sscanf(p + 6, "%1023s", obj) == 1)
+                run_progprobe(obj);
+            else
+                emit("{\"spec_error\":\"expected: progs OBJ\",\"line\":%d}", lineno);
             continue;
         }
         if (!strncmp(p, "prog", 4) && (p[4] == ' ' || p[4] == '\t')) {

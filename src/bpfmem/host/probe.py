@@ -341,7 +341,8 @@ def parse_output(text: str) -> tuple[dict | None, list[dict]]:
     Only lines that parse as JSON objects count; kernel console noise is skipped and, as far
     as practical, a JSON line split by a kernel message is put back together. ``header`` is
     the probe's header object (None if absent) extended with ``sizes`` (merged ``sizes``
-    lines), ``done`` (True when the final line arrived), ``spec_errors`` and ``errors``.
+    lines), ``done`` (True when the final line arrived), ``spec_errors``, ``errors`` and
+    ``programs`` (the program probe's lines of ``progs OBJ`` spec lines, in order).
     ``results`` are the per-map objects (they have an ``id``), in order.
     """
     header: dict | None = None
@@ -350,8 +351,11 @@ def parse_output(text: str) -> tuple[dict | None, list[dict]]:
     spec_errors: list[dict] = []
     errors: list[dict] = []
     done = False
+    programs: list[dict] = []
     for obj in _objects(text):
-        if obj.get("probe") == "bpfmem" and header is None:
+        if "obj" in obj and ("kind" in obj or "progs_error" in obj):
+            programs.append(obj)       # the program probe's lines (a `progs OBJ` spec line)
+        elif obj.get("probe") == "bpfmem" and header is None:
             header = dict(obj)
         elif "sizes" in obj and isinstance(obj["sizes"], dict):
             sizes.update(obj["sizes"])
@@ -368,6 +372,7 @@ def parse_output(text: str) -> tuple[dict | None, list[dict]]:
         header["done"] = done
         header["spec_errors"] = spec_errors
         header["errors"] = errors
+        header["programs"] = programs
     return header, results
 
 

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from bpfmem.errors import HostError
 from bpfmem.host import cache
@@ -193,8 +193,10 @@ def _cpio_entry(name: str, mode: int, data: bytes = b"", ino: int = 0,
     return out
 
 
-def build_initramfs(probe: Path, spec_text: str) -> bytes:
-    """An uncompressed cpio (newc) archive with ``/init`` = the probe and ``/specs.txt``."""
+def build_initramfs(probe: Path, spec_text: str,
+                    files: Iterable[tuple[str, int, bytes]] = ()) -> bytes:
+    """An uncompressed cpio (newc) archive with ``/init`` = the probe and ``/specs.txt``, and
+    ``files`` (name at the root, permission bits, bytes: the program probe, objects)."""
     entries = [
         (".", 0o040755, b"", (0, 0), 2),
         ("dev", 0o040755, b"", (0, 0), 2),
@@ -203,7 +205,7 @@ def build_initramfs(probe: Path, spec_text: str) -> bytes:
         ("sys", 0o040555, b"", (0, 0), 2),
         ("init", 0o100755, Path(probe).read_bytes(), (0, 0), 1),
         ("specs.txt", 0o100644, spec_text.encode(), (0, 0), 1),
-    ]
+    ] + [(name, 0o100000 | mode, data, (0, 0), 1) for name, mode, data in files]
     parts = [_cpio_entry(n, m, d, ino=i + 1, rdev=r, nlink=l)
              for i, (n, m, d, r, l) in enumerate(entries)]
     parts.append(_cpio_entry("TRAILER!!!", 0))
@@ -224,13 +226,15 @@ def _die_with_parent() -> None:  # runs in the child before exec
 def run_vm(kernel: Path, spec_text: str, *, cpus: int = 2, memory: str = "2G",
            timeout: float = 900, append: str = "", probe: Path | None = None,
            on_start: Callable[[int], None] | None = None,
-           log_tail: int = 40, arch: str = "amd64") -> tuple[dict, list[dict]]:
+           log_tail: int = 40, arch: str = "amd64",
+           files: Iterable[tuple[str, int, bytes]] = ()) -> tuple[dict, list[dict]]:
     """Boot ``kernel`` with the probe as /init; return ``(header, results)``.
 
     The header additionally carries ``boot_seconds`` (qemu start to the probe header) and
     ``run_seconds`` (qemu start to ``{"done":true}``). qemu is always killed (by its pid) and
     reaped, and the temporary directory removed, also on errors, timeouts and Ctrl-C.
-    ``on_start`` is called with qemu's pid. Raises :class:`HostError` with the serial log
+    ``on_start`` is called with qemu's pid; ``files`` go into the initramfs beside the
+    probe (:func:`build_initramfs`). Raises :class:`HostError` with the serial log
     tail when the probe output is incomplete.
     """
     if arch not in QEMU_FOR:
@@ -248,7 +252,7 @@ def run_vm(kernel: Path, spec_text: str, *, cpus: int = 2, memory: str = "2G",
     serial = tmp / "serial.log"
     try:
         initrd = tmp / "initrd.cpio"
-        initrd.write_bytes(build_initramfs(binary, spec_text))
+        initrd.write_bytes(build_initramfs(binary, spec_text, files))
         cmdline = (f"console={console} panic=-1 oops=panic quiet printk.time=1 rdinit=/init "
                    + append).strip()
         args = [qemu, *machine, "-smp", str(cpus), "-m", str(memory),
