@@ -106,19 +106,38 @@ def binary_totals(objects: Iterable[ObjectInventory]) -> tuple[BinaryTotals, ...
 
 
 def map_memory(m: MapSpec, profile: KernelProfile) -> MapMemory:
+    """``m``'s figures on ``profile`` (times its instances), worked out once per distinct
+    spec shape and kernel: an object's maps often repeat one shape, and a MapMemory is a
+    frozen value, the same for each."""
+    key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
+           m.refused, m.value_size_set_at_load, m.max_entries_set_at_load, m.clamp_to_cpus,
+           m.instances, profile)
+    mem = _MEMORY.get(key)
+    if mem is None:
+        if len(_MEMORY) >= 1 << 14:
+            _MEMORY.clear()
+        mem = _MEMORY[key] = _map_memory(m, profile)
+    return mem
+
+
+_MEMORY: dict[tuple, MapMemory] = {}
+
+
+def _map_memory(m: MapSpec, profile: KernelProfile) -> MapMemory:
     from ..model.estimate import estimate_spec
     fp, why = estimate_spec(m, profile)
     if fp is None:
         mem = MapMemory(None, None, None, None, unknown=why or "not known from the object")
     else:
-        mem = MapMemory(*(getattr(fp, f) for f in FIELDS), charged_tolerance=fp.charged_tolerance,
-                        rejected=fp.rejected or None)
+        mem = MapMemory(fp.memlock_at_create, fp.memlock_full, fp.charged_at_create,
+                        fp.charged_full, fp.charged_tolerance, fp.rejected or None)
     return mem.times(m.instances)
 
 
 def map_entry(m: MapSpec, profile: KernelProfile | None = None, count: int | None = None
               ) -> MapEntry:
-    notes = tuple(m.notes) + tuple(n for n in (placeholder_note(m),) if n)
+    note = placeholder_note(m)
+    notes = tuple(m.notes) + (note,) if note else tuple(m.notes)
     memory = None if profile is None else map_memory(m, profile).times(count or 1)
     return MapEntry(m, notes, map_entry(m.inner) if m.inner is not None else None, memory,
                     count)
