@@ -13,11 +13,17 @@ end, also on Ctrl-C), then in the same run times, as a user would run them:
 in the exporter)
 and prints medians, the ratios and bpfmem's peak RSS; then runs `bpfmem export` against the
 same maps, scrapes it for a while as Prometheus does (gzip) and prints its steady RSS.
-Goals (issue 6): snapshot no slower than bpftool (ratio <= 1.0), peak RSS < 80 MiB,
-exporter steady RSS <= 40 MiB (issue 17), and the exporter's incremental scans against its
-first, full one.
+and the exporter's CPU per scan (user + system of its process over several intervals, one
+scrape per interval, divided by the scans it made), on an unchanged node and on a node where
+1% of the maps change per interval (half of them closed and made anew by this process, half
+of the farm's hash maps given an entry more or less), against the CPU of one
+`bpftool -j map show` listing, measured in the same run; and `snapshot` against bpftool
+again with two busy loops running beside them (a loaded node). With --programs (default
+1,000: tests/progfarm.py) the node also has programs, which the exporter lists.
+Goals: snapshot ratio <= 1.5 quiet and busy; exporter CPU per scan <= 0.1x bpftool's listing
+unchanged, <= 0.3x at 1% churn; snapshot peak RSS < 80 MiB; exporter RSS <= 40 MiB.
 
-usage: sudo python bench/live.py [--processes 100] [--maps 100] [--runs 7]
+usage: sudo python bench/live.py [--processes 100] [--maps 100] [--runs 7] [--programs 1000]
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from mapfarm import MapFarm, uniform_plans  # noqa: E402
+from progfarm import ProgFarm  # noqa: E402
 from scrape import scrape  # noqa: E402 (bench/scrape.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -45,18 +52,147 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 
 def run_child(argv: list[str]) -> tuple[float, int]:
     """(wall seconds, peak RSS KiB) of one child process, output discarded."""
+    wall, rss, _cpu = run_child_cpu(argv)
+    return wall, rss
+
+
+def run_child_cpu(argv: list[str]) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS KiB, CPU seconds: user + system) of one child process."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{argv} failed")
-    return wall, ru.ru_maxrss
+    return wall, ru.ru_maxrss, ru.ru_utime + ru.ru_stime
 
 
 def median_of(argv: list[str], runs: int) -> tuple[float, int]:
     results = [run_child(argv) for _ in range(runs)]
     return statistics.median(w for w, _ in results), max(r for _, r in results)
+
+
+class BusyLoops:
+    """Two processes spinning beside the measured ones (a loaded node); killed by pid."""
+
+    def __init__(self, n: int = 2):
+        self.n, self.procs = n, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+def interleaved(cmds: list[list[str]], runs: int) -> list[float]:
+    """Median wall seconds of each command, run in turn run by run (a busy host slows them
+    alike)."""
+    walls: list[list[float]] = [[] for _ in cmds]
+    for _ in range(runs):
+        for i, c in enumerate(cmds):
+            walls[i].append(run_child(c)[0])
+    return [statistics.median(w) for w in walls]
+
+
+class Churn:
+    """1% of the node's maps changing per call: half closed and made anew by this process,
+    half of the farm's hash maps given an entry more (or one less)."""
+
+    def __init__(self, farm_ids: list[int], total: int):
+        from bpfmem.host import bpfsys
+        self.bpfsys = bpfsys
+        n = max(2, total // 100)
+        self.mine: list[int] = []
+        self.made = 0
+        self.remake = n // 2
+        self.hashes = farm_ids[:n - self.remake]
+        self.flip = 0
+        for _ in range(self.remake):
+            self._make()
+
+    def _make(self) -> None:
+        self.made += 1
+        self.mine.append(self.bpfsys.map_create(1, 4, 8, 64, 0, f"churn{self.made}"[:15]))
+
+    def __call__(self) -> None:
+        import struct
+        for _ in range(self.remake):
+            os.close(self.mine.pop(0))
+            self._make()
+        self.flip ^= 1
+        for mid in self.hashes:
+            try:
+                fd = self.bpfsys.map_fd_by_id(mid, 0)
+            except Exception:   # noqa: BLE001 - a farm map gone: nothing to change
+                continue
+            try:
+                key = struct.pack("<I", 1000)
+                if self.flip:
+                    self.bpfsys.map_update(fd, key, bytes(8))
+                else:
+                    self.bpfsys.map_delete(fd, key)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        while self.mine:
+            os.close(self.mine.pop())
+
+
+def _ticks(pid: int) -> float:
+    """CPU seconds (user + system) of a process so far."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        rest = f.read().rsplit(b")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def exporter_cpu(scans: int, interval: float, churn=None, entries: bool = False
+                 ) -> tuple[float, float, int]:
+    """(CPU seconds per scan, RSS MiB at the end, scans) of `bpfmem export` scraped once per
+    ``interval`` (each scrape makes one scan), ``churn()`` called before each."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "bpfmem", "export", "--listen", f"127.0.0.1:{port}",
+            "--interval", f"{interval}s"] + (["--entries"] if entries else [])
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=ENV)
+    try:
+        if "serving" not in p.stderr.readline():
+            raise SystemExit("bpfmem export did not start")
+        url = f"http://127.0.0.1:{port}/metrics"
+
+        def total(body: bytes) -> float:
+            return float(re.search(rb"^bpfmem_scans_total (\S+)$", body, re.M).group(1))
+
+        for _ in range(2):                      # warm: the first incremental scans
+            time.sleep(interval + 0.05)
+            if churn is not None:
+                churn()
+            scrape(url, timeout=120)
+        time.sleep(interval + 0.05)
+        n0, c0 = total(scrape(url, timeout=120)[1]), _ticks(p.pid)
+        for _ in range(scans):
+            if churn is not None:
+                churn()
+            time.sleep(interval + 0.05)
+            n1 = total(scrape(url, timeout=120)[1])
+        c1 = _ticks(p.pid)
+        with open(f"/proc/{p.pid}/status") as f:
+            rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+        return (c1 - c0) / max(1, n1 - n0), rss, int(n1 - n0)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def exporter_rss(seconds: float) -> tuple[float, float, int, float, float]:
@@ -106,28 +242,42 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--processes", type=int, default=100)
     ap.add_argument("--maps", type=int, default=100, help="maps per process")
+    ap.add_argument("--programs", type=int, default=1000,
+                    help="programs loaded beside the maps (10 processes; 0: none)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--export-seconds", type=float, default=20)
+    ap.add_argument("--scans", type=int, default=10, help="exporter scans measured per case")
+    ap.add_argument("--interval", type=float, default=1.0, help="exporter interval, seconds")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/live.py needs root (it creates maps and reads every process)",
               file=sys.stderr)
         return 1
     t0 = time.perf_counter()
-    with MapFarm(uniform_plans(args.processes, args.maps, prefix="bl")) as farm:
+    plans = uniform_plans(args.processes, args.maps, prefix="bl")
+    per_child = 100 if args.programs >= 100 else max(args.programs, 1)
+    with MapFarm(plans) as farm, ProgFarm(args.programs // per_child if args.programs else 0,
+                                          per_child) as pfarm:
         n = len(farm.maps)
-        print(f"{n:,} maps held by {args.processes} processes "
+        print(f"{n:,} maps held by {args.processes} processes, "
+              f"{sum(len(ids) for _pid, ids in pfarm.children):,} programs "
               f"(created in {time.perf_counter() - t0:.1f} s); median of {args.runs} runs")
+        bpftool = ["bpftool", "-j", "map", "show"]
         bpfmem = [sys.executable, "-m", "bpfmem", "snapshot"]
-        run_child(["bpftool", "-j", "map", "show"])  # warm caches for both
+        run_child(bpftool)  # warm caches for both
         run_child(bpfmem)
-        bt, bt_rss = median_of(["bpftool", "-j", "map", "show"], args.runs)
+        bt, bt_rss = median_of(bpftool, args.runs)
+        bt_cpu = statistics.median(run_child_cpu(bpftool)[2] for _ in range(args.runs))
         bm, bm_rss = median_of(bpfmem, args.runs)
         bn, bn_rss = median_of(bpfmem + ["--no-owners"], args.runs)
         bi, bi_rss = median_of(bpfmem + ["--owners-from", "iterator"], args.runs)
         bp, bp_rss = median_of(bpfmem + ["--owners-from", "proc"], args.runs)
         start, _ = median_of([sys.executable, "-m", "bpfmem", "--version"], args.runs)
-        print(f"  bpftool -j map show          {bt * 1000:7.0f} ms   RSS {bt_rss / 1024:5.1f} MiB")
+        with BusyLoops(2):
+            bt_busy, bm_busy, bi_busy = interleaved(
+                [bpftool, bpfmem, bpfmem + ["--owners-from", "iterator"]], args.runs)
+        print(f"  bpftool -j map show          {bt * 1000:7.0f} ms   RSS {bt_rss / 1024:5.1f} MiB"
+              f"   CPU {bt_cpu * 1000:.0f} ms")
         print(f"  bpfmem snapshot              {bm * 1000:7.0f} ms   RSS {bm_rss / 1024:5.1f} MiB"
               f"   ratio {bm / bt:.2f}")
         print(f"  bpfmem snapshot --no-owners  {bn * 1000:7.0f} ms   RSS {bn_rss / 1024:5.1f} MiB"
@@ -138,16 +288,35 @@ def main() -> int:
               f"{bp_rss / 1024:5.1f} MiB   ratio {bp / bt:.2f}")
         print(f"  (the default, auto, walks /proc in a forked child beside the map walk on "
               f"{os.cpu_count()} CPUs; the iterator on one CPU and in the exporter)")
+        print(f"  with two busy loops beside: bpftool {bt_busy * 1000:.0f} ms, bpfmem snapshot "
+              f"{bm_busy * 1000:.0f} ms (ratio {bm_busy / bt_busy:.2f}), --owners-from "
+              f"iterator {bi_busy * 1000:.0f} ms (ratio {bi_busy / bt_busy:.2f})")
         print(f"  (bpfmem --version: {start * 1000:.0f} ms of interpreter start and CLI import "
               f"in every bpfmem figure)")
+        idle, idle_rss, idle_n = exporter_cpu(args.scans, args.interval)
+        hashes = [m.id for c, row in zip(farm.children, plans) for m, plan in zip(c.maps, row)
+                  if plan.type == 1 and plan.key_size == 4 and plan.value_size == 8]
+        churn = Churn(hashes, n)
+        try:
+            busy, busy_rss, busy_n = exporter_cpu(args.scans, args.interval, churn)
+        finally:
+            churn.close()
+        print(f"  bpfmem export, CPU per scan (one scrape per {args.interval:g}s interval): "
+              f"unchanged node {idle * 1000:.0f} ms over {idle_n} scans "
+              f"(ratio to bpftool's listing {idle / bt_cpu:.2f}), "
+              f"1% of maps changing {busy * 1000:.0f} ms over {busy_n} scans "
+              f"(ratio {busy / bt_cpu:.2f}); RSS {idle_rss:.1f} / {busy_rss:.1f} MiB")
         first, last, scrapes, full, inc = exporter_rss(args.export_seconds)
-        print(f"  bpfmem export: RSS {first:.1f} MiB after the first scrape, {last:.1f} MiB "
-              f"after {scrapes} scrapes over {args.export_seconds:.0f} s")
-        print(f"  bpfmem export scans: first (full) {full * 1000:.0f} ms, incremental median "
-              f"{inc * 1000:.0f} ms, ratio {inc / full:.2f}")
-        goals = [("snapshot ratio <= 1.0", bm / bt <= 1.0),
+        print(f"  bpfmem export --entries: RSS {first:.1f} MiB after the first scrape, "
+              f"{last:.1f} MiB after {scrapes} scrapes over {args.export_seconds:.0f} s")
+        print(f"  bpfmem export --entries scans: first (full) {full * 1000:.0f} ms, "
+              f"incremental median {inc * 1000:.0f} ms, ratio {inc / full:.2f}")
+        goals = [("snapshot ratio <= 1.5", bm / bt <= 1.5),
+                 ("snapshot ratio <= 1.5 beside two busy loops", bm_busy / bt_busy <= 1.5),
                  ("snapshot peak RSS < 80 MiB", bm_rss / 1024 < 80),
-                 ("exporter steady RSS <= 40 MiB", last <= 40)]
+                 ("exporter CPU per scan unchanged <= 0.1x bpftool", idle / bt_cpu <= 0.1),
+                 ("exporter CPU per scan at 1% churn <= 0.3x bpftool", busy / bt_cpu <= 0.3),
+                 ("exporter RSS <= 40 MiB", max(last, idle_rss, busy_rss) <= 40)]
         print("goals: " + ", ".join(f"{g}: {'met' if ok else 'NOT met'}" for g, ok in goals))
     return 0
 

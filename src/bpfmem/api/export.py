@@ -102,11 +102,13 @@ class ScanCache:
 
 
 def families(cache: ScanCache, profile=None, *, maps: bool = True,
-             programs: bool = True) -> list[Family]:
-    """Every bpfmem family of the current scan, in page order (the per-map ones only with
-    ``maps``: the page writes those with :class:`MapPage`; the program ones only with
-    ``programs``: :func:`program_families`)."""
-    snap = cache.get()
+             programs: bool = True, snap=None) -> list[Family]:
+    """Every bpfmem family of the current scan (``snap``, when the caller has it: a scan
+    slower than the interval must not be followed by another for the same page), in page
+    order (the per-map ones only with ``maps``: the page writes those with
+    :class:`MapPage`; the program ones only with ``programs``: :func:`program_families`)."""
+    if snap is None:
+        snap = cache.get()
     out: list[Family] = []
     if maps:
         out += map_families(map_rows(snap, profile) if snap is not None else ())
@@ -192,7 +194,7 @@ class Exposition:
             if entry is None:
                 tail = b"".join((
                     render_families(families(self.cache, self.profile, maps=False,
-                                             programs=False), openmetrics=om),
+                                             programs=False, snap=snap), openmetrics=om),
                     self._programs(snap, om),
                     render_families(process_families(procfs.read_process_stats()),
                                     openmetrics=om),

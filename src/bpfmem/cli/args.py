@@ -286,6 +286,7 @@ def add_scan(p: argparse.ArgumentParser, programs: bool = False) -> None:
     p.add_argument("--owners-from", choices=("auto", "iterator", "proc"), default="auto",
                    help="how owners are found: the kernel's task_file iterator (one BPF "
                         "program, needs CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN and kallsyms "
-                        "addresses), the /proc walk, or auto (default): the /proc walk in a "
-                        "child beside the map walk on 2+ CPUs, else the iterator where it "
-                        "can run; the JSON's owners_from says which ran")
+                        "addresses), the /proc walk, or auto (default): the iterator where "
+                        "it can run (one walk finds the maps' and the programs' holders); "
+                        "where programs are not listed, on 2+ CPUs, the /proc walk in a child "
+                        "beside the map walk; the JSON's owners_from says which ran")

@@ -242,23 +242,13 @@ def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
     return users
 
 
-def _kernel_counts() -> dict[int, int] | None:
-    """{map id: entries} the kernel keeps for hash maps, listed for every map in id order
-    (6.6+, host/count_iter.py), or None where it cannot say (then every map is walked)."""
-    from bpfmem.host.count_iter import CountsUnavailable, map_counts
-    try:
-        return map_counts()
-    except CountsUnavailable:
-        return None
-
-
 def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                     fdinfo: bool = False, memo=None, kernel_counts: dict | None = None,
                     same: bool = False):
     """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
     vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand.
     ``kernel_counts`` are the kernel's own counts of hash maps, listed for every map on the
-    host in id order (:func:`_kernel_counts`; the map ids are then taken from it). With a
+    host in id order (:func:`_kernel_listing`; the map ids are then taken from it). With a
     :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
     taken from it, and a map that needs nothing new is not opened at all. ``same`` (the
     kernel's listing is byte for byte the last scan's: the same maps with the same counts)
@@ -434,15 +424,18 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
 
     ``owners_method``: "auto" finds the owners with the kernel's task_file iterator
     (host/owner_iter.py; needs CAP_BPF and CAP_PERFMON), or walks /proc where it cannot run
-    or where ``parallel`` walks it in a child beside the map walk (as fast, measured);
-    "iterator" or "proc" forces one. ``Snapshot.owners_from`` says which ran, and why.
+    or where ``parallel`` walks it in a child beside the map walk (as fast, measured) and
+    programs are not asked for (``bpf_fds``: the iterator finds their fds in the same walk,
+    where /proc would be walked twice); "iterator" or "proc" forces one. ``Snapshot.owners_from`` says which ran, and why.
 
     ``memo`` (a :class:`~bpfmem.host.rescan.ScanMemo` kept by the caller between scans) makes
     the scan incremental: what cannot have changed since the last one is not read again.
 
-    ``kernel_counts``: with ``entries``, take hash maps' counts from the kernel's own element
-    count where it keeps one (6.6+; host/count_iter.py, one iterator run for every map; the
-    map's ``entries_method`` is then "kernel"); the other maps are walked.
+    ``kernel_counts``: list the maps with the kernel's map iterator (one read instead of a
+    BPF_MAP_GET_NEXT_ID per map) and, with ``entries``, take hash maps' counts from the
+    kernel's own element count (6.6+; host/count_iter.py; the map's ``entries_method`` is
+    then "kernel"); the other maps are walked. Where it cannot run, the ids are listed one
+    by one.
 
     ``bpf_fds`` (a dict): where the owners come from the kernel's iterator, the same walk
     also finds every program, link and BTF fd; they are left in ``bpf_fds["fds"]`` as
@@ -458,7 +451,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     errors: list[str] = []
     collect = None
     forking = parallel and (os.cpu_count() or 1) > 1
-    if owners and owners_method == "auto" and forking:
+    if owners and owners_method == "auto" and forking and bpf_fds is None:
         # measured on 10,000 maps: the /proc walk in a forked child beside the map walk is
         # as fast as the iterator (which leaves the fdinfo reads to the map walk)
         records, owners_from = None, "/proc (walked in parallel with the maps)"
@@ -511,10 +504,9 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         pinned = _pins(bpffs, errors, memo)
     say("maps" + (" and their entries" if entries else ""))
     same = False
-    if memo is not None and kernel_counts and root == "/":
+    kcounts = None
+    if kernel_counts and root == "/":
         kcounts, same = _kernel_listing(memo)   # every map and its count, in one read
-    else:
-        kcounts = _kernel_counts() if entries and kernel_counts and root == "/" else None
     last_raw = memo.raw if memo is not None else None
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
                                     fdinfo=not owners or records is not None, memo=memo,
