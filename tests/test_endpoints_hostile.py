@@ -300,3 +300,54 @@ def test_bounds_are_what_the_docs_say():
     assert httpget.MAX_INTERIM == 8 and httpget.TIMEOUT == 2.0
     assert math.isclose(gometrics.MAX_MEMORY, 2 ** 57)
     assert issubclass(HostError, BpfmemError)
+
+
+def test_names_are_resolved_within_the_deadline(monkeypatch):
+    """getaddrinfo has no timeout: a name server that never answers is waited for only
+    until the deadline (the lookup runs in a thread of its own)."""
+    import threading
+    gate = threading.Event()
+
+    def stuck(*a, **kw):
+        gate.wait(10)
+        raise OSError("gave up")
+    monkeypatch.setattr(httpget.socket, "getaddrinfo", stuck)
+    t = time.monotonic()
+    with pytest.raises(HostError, match="no complete answer within 0.5s"):
+        httpget.http_get("http://agent.example:9090/metrics", timeout=0.5)
+    gate.set()
+    assert time.monotonic() - t < 0.5 + SLACK
+
+
+def test_localhost_is_resolved_and_read():
+    with h.HostileServer(h.serve_body(h.metrics_body())) as srv:
+        assert httpget.http_get(srv.url.replace("127.0.0.1", "localhost"),
+                                timeout=TIMEOUT) == h.metrics_body()
+
+
+def test_discovery_of_one_process_keeps_the_one_bound(pretend_go):
+    """Eight dripping loopback listeners of one process: the probes of that process end
+    within the prober's timeout together, not 8 x 0.5 s."""
+    pid = pretend_go
+    servers = [h.HostileServer(h.drip_headers) for _ in range(8)]
+    try:
+        pr = GoProber(timeout=TIMEOUT)
+        t = time.monotonic()
+        d = pr.read(pid)
+        took = time.monotonic() - t
+    finally:
+        for s in servers:
+            s.close()
+    assert d.figures is None and "serves Go /metrics (tried" in d.notes[-1], d.notes
+    assert took < TIMEOUT + SLACK, took
+
+
+@pytest.mark.parametrize("flag, why", [
+    ("http://a..b/metrics", "bad host name"), ("http://[::1/metrics", "not a URL"),
+    ("7=http://127.0.0.1:99999/metrics", "not a URL"),
+    ("9" * 5000 + "=http://127.0.0.1:9/metrics", "no process has pid 99999"),
+])
+def test_bad_endpoint_flags_are_usage_errors(flag, why, capsys):
+    from test_pod import run_cli
+    rc, out, err = run_cli(["pod", "--pid", "1", "--metrics-url", flag], capsys)
+    assert rc == 2 and why in err and len(err.strip().splitlines()) == 1, err

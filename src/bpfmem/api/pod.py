@@ -160,5 +160,13 @@ def parse_container_id(text: str) -> str:
 
 
 def go_endpoints(metrics: str | None = None, pprof: str | None = None) -> Endpoints:
-    """Where a Go process serves its runtime's /metrics and /debug/pprof/heap."""
+    """Where a Go process serves its runtime's /metrics and /debug/pprof/heap. UsageError
+    for a URL that is no http(s) URL (a bad host name, port or bracket)."""
+    from ..errors import HostError, UsageError
+    for url in (metrics, pprof):
+        if url is not None:
+            try:
+                httpget.split_url(url)
+            except HostError as e:
+                raise UsageError(str(e)) from None
     return Endpoints(metrics=metrics, pprof=pprof)

@@ -202,6 +202,9 @@ def endpoints(args) -> dict:
         for item in getattr(args, opt) or []:
             head, sep, url = item.partition("=")
             if sep and head.isdigit():
+                if len(head) > 10 or int(head) > 2 ** 31:
+                    raise UsageError(f"--{opt.replace('_', '-')}: no process has pid "
+                                     f"{head[:20]}{'...' if len(head) > 20 else ''}")
                 pid = int(head)
             else:
                 pid, url = None, item

@@ -172,12 +172,18 @@ class GoProber:
         except OSError as e:
             notes.append(f"its sockets are unreadable: {e.strerror or e}")
             return None, None
+        end = now + self.timeout        # all probes of one process: the one bound
+        tried = 0
         for s in listeners[:_MAX_PROBES]:
+            left = end - time.monotonic()
+            if left <= 0.05:
+                break
+            tried += 1
             host = s.connect_host
             url = f"http://{'[' + host + ']' if ':' in host else host}:{s.port}/metrics"
             quiet: list[str] = []
-            body = self._get(url, loopback_only=True, notes=quiet, timeout=_PROBE_TIMEOUT,
-                             netns_of=inside)
+            body = self._get(url, loopback_only=True, notes=quiet,
+                             timeout=min(_PROBE_TIMEOUT, left), netns_of=inside)
             if body is None:
                 continue
             try:
@@ -188,7 +194,9 @@ class GoProber:
             self._netns[pid] = inside is not None
             return url, body
         notes.append("no loopback listener of it serves Go /metrics"
-                     + (f" (tried {len(listeners[:_MAX_PROBES])})" if listeners else
+                     + (f" (tried {tried} of {len(listeners)} within {self.timeout:g}s)"
+                        if tried < min(len(listeners), _MAX_PROBES) else
+                        f" (tried {tried})" if listeners else
                         " (it listens on no loopback TCP port)"))
         return None, None
 

@@ -117,13 +117,25 @@ class _Conn:
             addrs = [(socket.AF_INET6 if ip.version == 6 else socket.AF_INET,
                       (host, port))]
         except ValueError:
-            # a name: looked up here (the one wait not on the selector; loopback names and
-            # the names a user gave only)
-            try:
-                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except (OSError, UnicodeError) as e:
+            # a name (localhost, or one the user gave): looked up in a thread of its own,
+            # waited for until the deadline (getaddrinfo has no timeout of its own)
+            got: dict = {}
+
+            def look() -> None:
+                try:
+                    got["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                except (OSError, UnicodeError) as e:
+                    got["error"] = e
+            t = threading.Thread(target=look, name="bpfmem-resolve", daemon=True)
+            t.start()
+            t.join(max(0.0, self.deadline - time.monotonic()))
+            if t.is_alive():
+                raise _Timeout()
+            if "error" in got:
+                e = got["error"]
                 raise HostError(f"cannot resolve {host}: "
                                 f"{getattr(e, 'strerror', None) or e}") from None
+            infos = got["infos"]
             addrs = [(f, a[:2]) for f, _t, _p, _c, a in infos]
         err: OSError | None = None
         for family, addr in addrs:
