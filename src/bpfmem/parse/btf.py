@@ -159,8 +159,12 @@ class Btf:
                              section=section, offset=4)
         type_off, type_len, str_off, str_len = buf.unpack("IIII", 8, "BTF header")
         buf.check(hdr_len, 0, "BTF header length")
-        self._types = buf.sub(hdr_len + type_off, type_len, "BTF type section",
-                              section=f"{section} types")
+        # the type section is a view, not a copy (only unpacked from): a BTF as large as an
+        # unpack budget is held once
+        start = hdr_len + type_off
+        buf.check(start, type_len, "BTF type section")
+        self._types = Bytes(memoryview(data)[start:start + type_len], f"{section} types",
+                            base=buf.base + start, endian=endian)
         self._strs = buf.sub(hdr_len + str_off, str_len, "BTF string section",
                              section=f"{section} strings")
         if str_len and self._strs.data[-1:] != b"\0":

@@ -367,10 +367,9 @@ def _from_tar(data: bytes, name: str, budget: Budget) -> tuple[bytes, str | None
     A member's first bytes are read before the rest (a GNU-sparse member of a 4 GiB hole
     is no BTF and costs nothing), its size is checked against the budget before it is read,
     and at most :data:`MAX_TAR_MEMBERS` members are looked at."""
-    import io
     import tarfile
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        with tarfile.open(fileobj=_Reader(data), mode="r:") as tar:
             for n, member in enumerate(_members(tar)):
                 if n >= MAX_TAR_MEMBERS:
                     raise ParseError(f"archive of more than {MAX_TAR_MEMBERS} members: not "
@@ -393,6 +392,29 @@ def _from_tar(data: bytes, name: str, budget: Budget) -> tuple[bytes, str | None
         raise ParseError(f"corrupt tar archive: {e}", offset=0) from None
     raise ParseError("archive holds no BTF file (a BTFHub archive has one <release>.btf)",
                      offset=0)
+
+
+class _Reader:
+    """A read-only file over bytes already in memory, for tarfile: io.BytesIO would copy an
+    unpacked archive (a bytearray) once more."""
+
+    def __init__(self, data):
+        self._view = memoryview(data)
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._view) if n is None or n < 0 else min(len(self._view), self._pos + n)
+        out = bytes(self._view[self._pos:end])
+        self._pos = max(self._pos, end)
+        return out
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        base = (0, self._pos, len(self._view))[whence]
+        self._pos = max(0, base + pos)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
 
 
 def _members(tar):
