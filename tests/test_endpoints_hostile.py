@@ -351,3 +351,76 @@ def test_bad_endpoint_flags_are_usage_errors(flag, why, capsys):
     from test_pod import run_cli
     rc, out, err = run_cli(["pod", "--pid", "1", "--metrics-url", flag], capsys)
     assert rc == 2 and why in err and len(err.strip().splitlines()) == 1, err
+
+
+# ---- https ----
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    import shutil
+    import subprocess
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl to make a certificate")
+    d = tmp_path_factory.mktemp("tls")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")],
+                   check=True, capture_output=True)
+    return d / "cert.pem", d / "key.pem"
+
+
+def tls_behave(cert, key, then):
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+
+    def behave(conn, stop):
+        with ctx.wrap_socket(conn, server_side=True) as tls:
+            then(tls, stop)
+    return behave
+
+
+class TlsServer(h.HostileServer):
+    """HostileServer whose connections are TLS before the request is read."""
+
+    def _serve(self, conn):
+        try:
+            conn.settimeout(5)
+            self.behave(conn, self.stop)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+
+def _read_then(behave):
+    def then(tls, stop):
+        tls.recv(4096)
+        behave(tls, stop)
+    return then
+
+
+def test_https_is_verified_and_its_heads_keep_the_deadline(self_signed, monkeypatch):
+    import ssl
+    cert, key = self_signed
+    body = h.metrics_body()
+    with TlsServer(tls_behave(cert, key, _read_then(h.serve_body(body)))) as srv:
+        url = srv.url.replace("http:", "https:")
+        with pytest.raises(HostError, match="TLS: CERTIFICATE_VERIFY_FAILED"):
+            httpget.http_get(url, timeout=TIMEOUT)
+        trusting = ssl.create_default_context(cafile=str(cert))
+        monkeypatch.setattr(httpget.ssl, "create_default_context", lambda: trusting)
+        assert httpget.http_get(url, timeout=TIMEOUT) == body
+    with TlsServer(tls_behave(cert, key, _read_then(h.drip_headers))) as srv:
+        t = time.monotonic()
+        with pytest.raises(HostError, match="no complete answer within 1s"):
+            httpget.http_get(srv.url.replace("http:", "https:"), timeout=TIMEOUT)
+        assert time.monotonic() - t < TIMEOUT + SLACK
+
+
+def test_a_tls_handshake_that_never_comes_keeps_the_deadline():
+    with h.HostileServer(lambda conn, stop: stop.wait(10)) as srv:
+        t = time.monotonic()
+        with pytest.raises(HostError, match="no complete answer within 1s"):
+            httpget.http_get(srv.url.replace("http:", "https:"), timeout=TIMEOUT)
+        assert time.monotonic() - t < TIMEOUT + SLACK
