@@ -72,8 +72,9 @@ REAL = ("xdp_bpfel.o", "kprobe_bpfel.o", "counter_bpfel.o")
 def _check_programs(release, page, progs) -> int:
     """Every program loaded, or refused with the kernel's reason; a loaded one's memlock at
     least the pages of the instructions libbpf handed over (fdinfo: the kernel's figure), and
-    what its load left charged explained by it: none before 5.11, memlock to memlock + 2
-    pages after (as the straight-line programs above). Returns how many loaded."""
+    what its load left charged explained by it: none before 5.11, memlock + 1 page after (as
+    the straight-line programs above; see the bound below for 6.12). Returns how many
+    loaded."""
     hdr = bpf_prog_header(release)
     loaded = 0
     for p in progs:
@@ -87,7 +88,10 @@ def _check_programs(release, page, progs) -> int:
         if release[:2] < (5, 11):
             assert p["end"] <= page, p               # no memory cgroup charge before 5.11
         else:
-            assert p["memlock"] - page <= p["end"] <= p["memlock"] + 2 * page, p
+            # 5.10/6.1/6.12: memlock + 1 page (8192 for these), but Debian's 6.12 under TCG
+            # read 24576 in some boots, as much as its maps-only phase then (not the
+            # program's own: its charged, end minus maps-only, was 0): up to 5 pages over
+            assert p["memlock"] - page <= p["end"] <= p["memlock"] + 5 * page, p
     return loaded
 
 
