@@ -35,7 +35,7 @@ from bpfmem.parse.pprof import parse_pprof, top_functions
 from bpfmem.records import PodSample, ProcMem
 
 TIMEOUT = 1.0
-SLACK = 2.5          # a loaded machine (load 8 on 2 CPUs)
+SLACK = 5.0          # a loaded machine (load 8-20 on 2 CPUs); the bug was 30-60 s
 MiB = 1 << 20
 
 
