@@ -127,6 +127,9 @@ def test_config_file_brings_the_toml_parser(tmp_path):
     """The TOML parser is lazy, not gone: a bpfmem.toml is still read (and its sizes)."""
     (tmp_path / "bpfmem.toml").write_text('limit = "128Mi"\n')
     code, _out, mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
+    assert code == 0 and "tomllib" in mods and "decimal" not in mods   # a whole number
+    (tmp_path / "bpfmem.toml").write_text('limit = "1.5Gi"\n')
+    code, _out, mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
     assert code == 0 and "tomllib" in mods and "decimal" in mods   # the size parser ran
     (tmp_path / "bpfmem.toml").write_text('limit = "128Mb"\n')
     code, _out, _mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path)
@@ -152,6 +155,25 @@ def test_check_builds_only_its_own_parser(tmp_path):
     assert code == 0
     assert mods & COMMAND_MODULES == {"bpfmem.cli.check"}, \
         sorted(mods & COMMAND_MODULES)
+    # the binary gate's machinery (the Go tables, the toolchain's door and subprocess) only
+    # for a binary; the standard dataclasses, Decimal for '1Gi', datetime for a timestamp
+    # not (a CI job's JSON; the table brings rich, which has its own)
+    heavy = {"subprocess", "threading", "dataclasses", "inspect", "decimal", "datetime",
+             "bpfmem.analysis.size", "bpfmem.api.size", "bpfmem.host.gotool",
+             "bpfmem.parse.gobin", "bpfmem.analysis.diff", "bpfmem.records"}
+    code, _out, mods = imported(["check", "--format", "json", "--limit", "1Gi", str(OBJ)],
+                                tmp_path)
+    assert code == 0 and not mods & heavy, sorted(mods & heavy)
+
+
+def test_diff_of_objects_reads_no_snapshot_machinery(tmp_path):
+    """`bpfmem diff OLD.o NEW.o` asks whether its files are saved scans without loading the
+    snapshot readers or the live records (a .json file would bring them)."""
+    code, out, mods = imported(["diff", "--format", "json", str(OBJ), str(OBJ)], tmp_path)
+    assert code == 0 and json.loads(out)["schema"].startswith("bpfmem/diff/")
+    heavy = {"dataclasses", "inspect", "datetime", "subprocess", "bpfmem.records",
+             "bpfmem.parse.snapshot", "bpfmem.api.snapshots", "bpfmem.analysis.live"}
+    assert not mods & heavy, sorted(mods & heavy)
 
 
 def test_usage_errors_still_list_every_command(tmp_path):

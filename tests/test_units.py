@@ -96,3 +96,28 @@ def test_kubernetes_semantics_and_hints():
         with pytest.raises(ValueError, match="negative size"):
             parse_size(negative)
     assert parse_size("-1.2Mi", signed=True) == -int(1.2 * (1 << 20))
+
+
+@pytest.mark.parametrize("text", ["128Mi", "1Gi", "+4096", "-3k", "0", "007Ki", "999999Ei",
+                                  "100000000000000000000", "1000000000000000000000", "-0"])
+def test_whole_numbers_parse_as_decimal_does(text):
+    """A whole number of a unit is parsed without Decimal: the same bytes (or the same
+    refusal) as the Decimal path, which a fraction still takes."""
+    from decimal import Decimal
+    from bpfmem import units
+    m = units._QUANTITY.match(text)
+    suffix = m.group("suffix") or ""
+    n = Decimal(m.group("number"))
+    mult = units.BINARY.get(suffix) or units.DECIMAL[suffix]
+    want = None if n.adjusted() > 20 or abs(int(n * mult)) >= 1 << 64 else int(n * mult)
+    try:
+        got = units.parse_size(text, signed=True)
+    except ValueError:
+        got = None
+    assert got == want
+    frac = m.group("number") + ".0" + suffix       # the same size, through Decimal
+    try:
+        slow = units.parse_size(frac, signed=True)
+    except ValueError:
+        slow = None
+    assert slow == got

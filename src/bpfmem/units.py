@@ -76,10 +76,19 @@ def parse_size(text: str | int | float, *, signed: bool = False) -> int:
         if text < 0 and not signed:
             raise ValueError(f"negative size: {text}")
         return _bounded(int(text), text)
-    from decimal import Decimal, InvalidOperation   # only a size given as text needs Decimal
-
     s = text.strip()
     m = _QUANTITY.match(s)
+    if m and m.group("exp") is None and m.group("number").lstrip("+-").isdigit():
+        # a whole number of a unit (the usual '128Mi', '1Gi', '4096'): exact without Decimal
+        if s.startswith("-") and not signed:
+            raise ValueError(f"negative size: {text!r}")
+        n = int(m.group("number"))
+        if abs(n) >= 10 ** 21:
+            raise ValueError(f"{text.strip()[:40]!r} is more than a size can be (16Ei)")
+        suffix = m.group("suffix") or ""
+        return _bounded(n * (BINARY.get(suffix) or DECIMAL[suffix]), text)
+    from decimal import Decimal, InvalidOperation   # a fraction or an exponent needs Decimal
+
     if m:
         if s.startswith("-") and not signed:
             raise ValueError(f"negative size: {text!r}")

@@ -4,7 +4,7 @@ CPU count it runs on? :func:`check` returns a :class:`CheckResult`; its document
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..values import dataclass, field
 
 from ..model.kernel import CHARGE_NONE, KernelProfile
 from ..parse.objspec import ObjectSpec

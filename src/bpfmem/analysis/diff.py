@@ -4,7 +4,7 @@ the first start after an upgrade charges, and which pinned maps lose their state
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..values import dataclass
 
 from ..model.kernel import KernelProfile
 from ..parse.objspec import ObjectSpec

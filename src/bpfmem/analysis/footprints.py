@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..values import dataclass
 
 from ..model.estimate import Footprint, estimate_spec
 from ..model.kernel import KernelProfile

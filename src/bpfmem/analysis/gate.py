@@ -4,10 +4,14 @@ given is evaluated; the verdict fails when any one fails."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..values import dataclass, field
 
 from .budget import CheckResult
-from .size import BinaryCheck
+
+if TYPE_CHECKING:    # the binary gate's result: its module only when a binary is judged
+    from .size import BinaryCheck
 
 
 @dataclass(frozen=True)

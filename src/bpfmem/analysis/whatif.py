@@ -12,7 +12,7 @@ each map's minimum and the global maximum, as Cilium's ``calculateDynamicBPFMapS
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field, replace
+from ..values import dataclass, field, replace
 
 from ..errors import WhatIfError
 from ..uapi import parse_flags

@@ -3,14 +3,17 @@ and the what-if settings both apply."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..analysis.budget import Budget, CheckResult, check
-from ..analysis.diff import DiffResult, diff
 from ..analysis.gate import GateResult, GateSettings, gate_inputs
 from ..analysis.typos import unmatched
 from ..analysis.whatif import WhatIf, whatif_from
+from ..values import replace
 from .objects import load_all
+
+if TYPE_CHECKING:
+    from ..analysis.diff import DiffResult
 
 
 def make_whatif(sets=(), size_ratio: float | None = None, node_memory=None,
@@ -54,7 +57,7 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
     and the binary sizes on the binaries (:func:`bpfmem.api.check_binaries`). The result
     passes only when every gate does. ValueError when no gate is asked for;
     :class:`bpfmem.errors.UnreadableInput` when a binary cannot be read."""
-    from .size import check_binaries, split_binaries
+    from ..inputs import split_binaries
     if not settings.any_gate:
         raise ValueError("no gate to check: give a memory limit or a binary size limit")
     from .objects import carries_objects, is_image
@@ -76,6 +79,7 @@ def check_gates(sources, settings: GateSettings, *, profiles, whatif=None,
     bins = None
     if bins_in:
         from ..errors import BpfmemError, UnreadableInput, UsageError
+        from .size import check_binaries     # (and the Go toolchain's door) for a binary only
         try:
             bins = check_binaries(bins_in, max_size=settings.binary_max,
                                   module_limits=settings.binary_modules,
@@ -136,6 +140,7 @@ def diff_objects(old, new, *, profile, whatif=None, limit: int | None = None,
     ``new_loader`` read each side as that loader does: the same object under libbpf and
     cilium/ebpf shows what a move from one to the other changes. ``programs``: also each
     program's relocated instructions and memlock lower bound on both sides."""
+    from ..analysis.diff import diff
     new_objs, new_skipped = load_all(new, loader=new_loader, programs=programs,
                                      platform=platform)
     old_objs, old_skipped = load_all(old, loader=old_loader, programs=programs,

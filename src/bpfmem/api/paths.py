@@ -1,5 +1,6 @@
 """The one rule for the file arguments of every command that reads objects or binaries:
-paths, globs bpfmem expands, quoted lists of them; each file read once."""
+paths, globs bpfmem expands, quoted lists of them; each file read once. And which of them
+are saved node scans (``diff`` takes objects or two snapshots)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,18 @@ def expand_paths(arguments: Sequence[str]) -> Expanded:
         notes.append(f"{p} is named more than once" +
                      (f" (also as {', '.join(also)})" if also else "") + ": read once")
     return Expanded(tuple(first.values()), tuple(notes))
+
+
+def is_snapshot_file(path: str) -> bool:
+    """Whether ``path`` is a saved ``bpfmem snapshot`` or ``bpftool -j map show`` (JSON).
+    (Here, not with the snapshot readers: ``diff`` of two objects asks, and need not load
+    them.)"""
+    if not str(path).endswith(".json"):
+        return False
+    from ..errors import InputError
+    from ..inputs import peek_input
+    from ..parse.snapshot import looks_like_snapshot
+    try:
+        return looks_like_snapshot(peek_input(path, 4096).decode(errors="replace"))
+    except InputError:
+        return False

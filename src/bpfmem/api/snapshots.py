@@ -10,17 +10,7 @@ from ..analysis.live import diff_snapshots as diff
 from ..analysis.live import snapshot_view as view_of
 from ..errors import InputError
 from ..inputs import load_json, peek_input
-from ..parse.snapshot import looks_like_snapshot, snapshot_from_bpftool, snapshot_from_dict
-
-
-def is_snapshot_file(path: str) -> bool:
-    """Whether ``path`` is a saved ``bpfmem snapshot`` or ``bpftool -j map show`` (JSON)."""
-    if not str(path).endswith(".json"):
-        return False
-    try:
-        return looks_like_snapshot(peek_input(path, 4096).decode(errors="replace"))
-    except InputError:
-        return False
+from ..parse.snapshot import snapshot_from_bpftool, snapshot_from_dict
 
 
 def snapshot_view(snap, profile) -> SnapshotView:
