@@ -12,6 +12,7 @@ from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..units import format_bytes, format_delta as _delta, format_size as fs
+from .text import _say
 
 NEEDS_GO_SRC = ("why it is linked needs the program's source: --go-src DIR (the main "
                 "package's directory; bpfmem runs `go list -deps -json` there)")
@@ -94,30 +95,77 @@ def size_table(result, out: IO[str]) -> None:
                           if rep.vm_untouched else "") + f"; {_title(rep)}", style="bold"))
         if rep.main_module or rep.main_path:
             m = rep.main_module
-            con.print(f"  main: {m.path + ' ' + m.version if m else rep.main_path}"
-                      f", {len(rep.modules)} dependency modules")
-        t = Table(box=box.SIMPLE_HEAD)
-        t.add_column(by)
-        if by == "package":
-            t.add_column("module")
-        t.add_column("file", justify="right")
-        t.add_column("share", justify="right")
-        t.add_column("memory", justify="right")
+            _say(con, "  main: ", f"{m.path + ' ' + m.version if m else rep.main_path}, "
+                 + _modules_said(rep, by))
         rows, (count, o_file, o_vm) = shown_rows(rep, by, result.top)
         whole = max(rep.file_size, 1)
-        for r in rows:
-            cells = [r.name] + ([r.module if r.module != r.name else ""]
-                                if by == "package" else [])
-            t.add_row(*cells, fs(r.file), format_share(r.file / whole), fs(r.vm))
+        lines = [(r.name, r.module if by == "package" and r.module != r.name else "",
+                  fs(r.file), format_share(r.file / whole), fs(r.vm)) for r in rows]
         if count:
-            cells = [f"({count} more)"] + ([""] if by == "package" else [])
-            t.add_row(*cells, fs(o_file), format_share(o_file / whole), fs(o_vm))
+            lines.append((f"({count} more)", "", fs(o_file), format_share(o_file / whole),
+                          fs(o_vm)))
+        for with_module in ((True, False) if by == "package" else (False,)):
+            t = Table(box=box.SIMPLE_HEAD)
+            t.add_column(by)
+            if with_module:
+                t.add_column("module")
+            for c in ("file", "share", "memory"):
+                t.add_column(c, justify="right")
+            for name, module, *figures in lines:
+                t.add_row(name, *([module] if with_module else []), *figures)
+            if _fits(con, t):
+                break
+        else:
+            t = _listing(by, lines, con.width)
         con.print(t)
         for n in rep.notes:
-            con.print(Text(f"  note: {n}", style="yellow"))
+            _say(con, "  note: ", n, "yellow")
     first = result.reports[0] if result.reports else None
     for line in _why_lines(result.why, why_note(result.why, first)):
         out.write(line + "\n")        # plain lines: never wrapped, easy to grep
+
+
+def _modules_said(rep, by: str) -> str:
+    """How many dependency modules the build info lists; with none (a GOPATH or toolchain
+    build), that the module column is read from the package paths."""
+    from ..units import count
+    if rep.modules:
+        return count(len(rep.modules), "dependency module")
+    return ("its build info lists no dependency modules"
+            + ("; the module column is read from the package paths"
+               if by in ("package", "module") else ""))
+
+
+def _fits(con, table) -> bool:
+    """Whether ``table`` fits the console with no word cut (else the module column goes, and
+    then the table gives way to :func:`_listing`)."""
+    from rich.measure import Measurement
+    return Measurement.get(con, con.options.update_width(1 << 16), table).minimum <= con.width
+
+
+def _listing(by: str, lines, width: int):
+    """Narrower than a table of the longest names can be: one line a row, the figures first
+    in fixed columns and the name after them; a name longer than the room left wraps at its
+    ``/`` under itself (an import path keeps its parts whole)."""
+    from rich.text import Text
+    w = [max([len(h)] + [len(x[i]) for x in lines]) for h, i in
+         (("file", 2), ("share", 3), ("memory", 4))]
+    lead = sum(w) + 2 * 3
+    out = Text(f"{'file':>{w[0]}}  {'share':>{w[1]}}  {'memory':>{w[2]}}  {by}\n", style="bold")
+    room = max(width - lead, 20)
+    for name, module, f, share, vm in lines:
+        label = name + (f" ({module})" if module else "")
+        parts, cur = [], ""
+        for piece in label.replace("/", "/\0").split("\0"):
+            if cur and len(cur) + len(piece) > room:
+                parts.append(cur)
+                cur = ""
+            cur += piece
+        parts.append(cur)
+        out.append(f"{f:>{w[0]}}  {share:>{w[1]}}  {vm:>{w[2]}}  {parts[0]}\n")
+        for more in parts[1:]:
+            out.append(" " * (lead + 2) + more + "\n")
+    return out
 
 
 def size_markdown(result, out: IO[str]) -> None:
@@ -152,7 +200,7 @@ def diff_table(diff, out: IO[str]) -> None:
                    f"{fs(vn)} ({_delta(vn - vo)})",
                    style="bold"))
     for w in diff.warnings:
-        con.print(Text(f"  warning: {w}", style="yellow"))
+        _say(con, "  warning: ", w, "yellow")
     tab = Table(box=box.SIMPLE_HEAD)
     for c, j in ((diff.by, "left"), ("old", "right"), ("new", "right"),
                  ("change", "right"), ("memory change", "right")):
