@@ -179,3 +179,27 @@ def test_sizes_past_a_u64_are_refused_in_one_line(tmp_path, capsys, monkeypatch)
     assert rc == 1 and "limit" in err and "more than a size" in err and "Traceback" not in err
     rc, out, err = _run(["check", EXAMPLE, "--limit", "15Ei", *K], capsys, monkeypatch)
     assert rc == 0
+
+
+def test_the_examples_source_header_says_what_bpfmem_prints_for_it(capsys, monkeypatch):
+    """The bundled example's header names the charge bpfmem prints for it on one release and
+    CPU count; the figure and the map shapes in it are checked against `bpfmem maps` so
+    the header cannot drift (it once said 58.5 MiB where bpfmem printed 68.6Mi)."""
+    import re
+    head = EXAMPLE.with_suffix(".c").read_text().split("*/", 1)[0]
+    m = re.search(r"\(([\d.]+[KMG]i) charged at create on Linux ([\d.]+) with (\d+) CPUs\)",
+                  head.replace("\n *", ""))
+    assert m, head
+    rc, out, _ = _run(["maps", EXAMPLE, "--format", "json", "--kernel", m[2], "--cpus", m[3]],
+                      capsys, monkeypatch)
+    assert rc == 0
+    from bpfmem.units import format_size
+    doc = json.loads(out)
+    maps = doc["objects"][0]["maps"]
+    assert format_size(sum(x["memory"]["charged_at_create"] for x in maps)) == m[1]
+    for x in maps:
+        if x["type"] in ("hash", "lru_hash", "percpu_array"):
+            row = re.search(rf"\*\s+{x['name']}\s+(\w+)\s+(\d+)/(\d+)\s+(\d+)", head)
+            assert row, x["name"]
+            assert (row[1], int(row[2]), int(row[3]), int(row[4])) == (
+                x["type"], x["key_size"], x["value_size"], x["max_entries"]), x["name"]
