@@ -238,6 +238,11 @@ def test_top_shows_programs_beside_maps():
     n = int(line.split()[1].replace(",", ""))
     assert n >= len(recs) and abs(n - len(tool)) <= 2   # others load programs meanwhile
     assert "memlock" in line and "JIT vmalloc" in line
+    # the BTF figure says what it counts: the BTF processes loaded, and in how many objects
+    import re
+    m = re.search(r"BTF loaded (\S+) in ([\d,]+) objects?", line)
+    assert m, line
+    assert int(m[2].replace(",", "")) >= 1 and m[1] != "0"   # the held object's own BTF
 
 
 def test_a_thousand_programs_each_with_its_owner():

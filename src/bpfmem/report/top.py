@@ -41,7 +41,7 @@ def _programs_line(view) -> str:
            if j is not None and j.in_use is not None and j.limit else "")
     return (f"\nprograms [bold]{t.node.programs:,}[/]   memlock "
             f"[bold]{format_size(t.node.memlock)}[/]   JIT images {format_size(t.node.jited)}"
-            f"{jit}   BTF {format_size(t.btf_bytes)}")
+            f"{jit}   BTF loaded {format_size(t.btf_bytes)} in {count(t.btf_objects, 'object')}")
 
 
 def top_view(view, *, total_maps: int, rows: int, filters: dict[str, Any],
