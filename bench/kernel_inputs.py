@@ -17,7 +17,9 @@ the real BTF's run, and the first line bpfmem printed on stderr.
 Goal: every hostile kind ends in one line, exit 1 or 2, within a few times the real BTF's
 time, peak RSS under 256 MiB plus the file itself.
 
-usage: python bench/kernel_inputs.py [--runs N] [--only KIND] [--image VMLINUZ]
+Run against another checkout (say the one before the fix) with ``--src OTHER/src``.
+
+usage: python bench/kernel_inputs.py [--runs N] [--only KIND] [--image VMLINUZ] [--src DIR]
 """
 
 from __future__ import annotations
@@ -79,9 +81,12 @@ def main() -> int:
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--limit-gib", type=float, default=4.0)
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--src", default=str(ROOT / "src"),
+                    help="the bpfmem sources to measure (default: this checkout's)")
     ap.add_argument("--image", action="append", default=[],
                     help="a real kernel image to measure beside the peer (a Debian vmlinuz)")
     args = ap.parse_args()
+    ENV["PYTHONPATH"] = args.src
     with tempfile.TemporaryDirectory(prefix="bpfmem-bench-kernel-") as tmp:
         t0 = time.perf_counter()
         kinds = kernelgen.hostile(tmp)
