@@ -304,6 +304,27 @@ def test_treemap_one_cell_per_map(plotly):
     assert any("7.5Mi" in row for row in custom)  # memlock 7864320
 
 
+def test_treemap_shares_in_the_one_share_style(plotly):
+    """Cells and hover show a map's share of the whole as bpfmem prints shares everywhere
+    (units.format_share: whole percent, one decimal below 1%), never plotly's own."""
+    from bpfmem.units import format_share
+    doc = small_check_doc()
+    fig = figures(report_html.render_html(doc))[report_html.TREEMAP_ID]
+    for t in fig["data"]:
+        assert "percentRoot" not in t["texttemplate"] + " ".join(t["hovertemplate"])
+        assert t["texttemplate"].endswith("%{customdata[8]}")
+        assert all("%{customdata[8]} of the total" in h for h in t["hovertemplate"])
+        root = t["values"][t["ids"].index("root")]
+        shares = dict(zip(t["labels"], (row[8] for row in t["customdata"])))
+        for label, value in zip(t["labels"], t["values"]):
+            assert shares[label] == format_share(value / root)
+    shares = dict(zip(fig["data"][0]["labels"], (r[8] for r in fig["data"][0]["customdata"])))
+    # 2 CPUs, of 29932048 B: conntrack 63.06% and lb_events 3.57% in whole percent (plotly
+    # said 63.1% and 3.6%), metrics_map's 0.05% below the one decimal
+    assert (shares["conntrack_table"], shares["lb_events"], shares["metrics_map"]) == (
+        "63%", "4%", "<0.1%")
+
+
 def test_usage_bar_against_budget_and_limit(plotly):
     doc = small_check_doc()
     fig = figures(report_html.render_html(doc))[report_html.USAGE_ID]
@@ -366,6 +387,19 @@ def test_diff_table_and_summary(plotly):
     assert [t["name"] for t in totals["data"]] == ["old", "new"]
     assert totals["data"][1]["y"][0] == pytest.approx(62519296 / (1 << 20))
     assert 'id="bpfmem-treemap"' not in page  # no check document, no treemap
+    assert "</span> 1 pinned map cannot be reused by the new object" in page
+
+
+def test_pin_incompatible_maps_counted_in_words(plotly):
+    doc = small_diff_doc()
+    for m in doc["maps"]:
+        m["pin_incompatible"] = True
+    page = report_html.render_html(None, doc)
+    assert "</span> 4 pinned maps cannot be reused by the new object" in page
+    assert "map(s)" not in strip_plotlyjs(page)
+    for m in doc["maps"]:
+        m["pin_incompatible"] = False
+    assert "cannot be reused" not in report_html.render_html(None, doc)
 
 
 def test_tolerates_missing_keys(plotly):

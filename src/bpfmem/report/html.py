@@ -14,7 +14,7 @@ import json
 from typing import Any, Iterable
 
 from ..errors import UnsupportedError
-from ..units import format_delta, format_size, in_mi
+from ..units import count, format_delta, format_share, format_size, in_mi
 
 __all__ = ["render_html", "PLOTLYJS_ID", "TREEMAP_ID", "USAGE_ID", "DIFF_ID"]
 
@@ -50,7 +50,6 @@ def _num(v: Any) -> float | None:
 
 
 def _pct(f: Any) -> str:
-    from ..units import format_share
     return format_share(_num(f))
 
 
@@ -123,14 +122,14 @@ _MAP_HOVER = (
     "memlock at create: %{customdata[4]}<br>"
     "charged at create: %{customdata[5]}<br>"
     "charged full: %{customdata[6]}<br>"
-    "%{percentRoot:.1%} of the total"
+    "%{customdata[8]} of the total"
     "<extra></extra>"
 )
 _GROUP_HOVER = (
     "<b>%{label}</b><br>%{customdata[0]}<br>"
     "charged at create: %{customdata[5]}<br>"
     "charged full: %{customdata[6]}<br>"
-    "%{percentRoot:.1%} of the total"
+    "%{customdata[8]} of the total"
     "<extra></extra>"
 )
 
@@ -219,12 +218,15 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
     for v, k in zip(values, kinds):
         colors.append(_shade(v / top) if k == "map" else ("#eef1f5" if k == "object" else "white"))
     texts = [(format_size(v) if k != "root" else "") for v, k in zip(values, kinds)]
-    for c, t in zip(custom, texts):
+    # the share of the whole in the tool's one share style (format_share), not plotly's
+    whole = values[root_idx]
+    for c, t, v in zip(custom, texts, values):
         c.append(t)
+        c.append(format_share(v / whole if whole else None))
     return go.Treemap(
         ids=ids, labels=labels, parents=parents, values=values, customdata=custom,
         branchvalues="total",
-        texttemplate="<b>%{label}</b><br>%{customdata[7]}<br>%{percentRoot:.1%}",
+        texttemplate="<b>%{label}</b><br>%{customdata[7]}<br>%{customdata[8]}",
         hovertemplate=hover,
         marker=dict(colors=colors, line=dict(color="white", width=1.5)),
         pathbar=dict(visible=True, thickness=22),
@@ -640,9 +642,9 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
                  f' → new: {_esc(", ".join(map(str, new.get("paths") or [])) or "?")}'
                  f' · {_esc(_kernel_label(diff_doc.get("kernel")))}</p>')
         n_bad = sum(1 for m in diff_doc.get("maps") or [] if m.get("pin_incompatible"))
-        warn = (f'<p class="note"><span class="badge bad">pin-incompatible</span> {n_bad} pinned '
-                "map(s) cannot be reused by the new object: the loader fails or must unpin "
-                "them.</p>") if n_bad else ""
+        warn = (f'<p class="note"><span class="badge bad">pin-incompatible</span> '
+                f"{count(n_bad, 'pinned map')} cannot be reused by the new object: the loader "
+                "fails or must unpin them.</p>") if n_bad else ""
         sections.append(
             '<section class="card" id="bpfmem-diff"><h2>Upgrade diff</h2>'
             f'<p class="summary" id="bpfmem-diff-summary">{_esc(_diff_summary(diff_doc))}</p>'
