@@ -424,3 +424,29 @@ def test_a_tls_handshake_that_never_comes_keeps_the_deadline():
         with pytest.raises(HostError, match="no complete answer within 1s"):
             httpget.http_get(srv.url.replace("http:", "https:"), timeout=TIMEOUT)
         assert time.monotonic() - t < TIMEOUT + SLACK
+
+
+def test_trace_looks_again_soon_for_a_process_not_listening_yet(pretend_go):
+    """A Go process still starting (no listener yet) is looked at again after 0.25 s, not
+    after the 5 s an endpoint that failed is left alone (a 3 s trace of memdemo once saw no
+    Go figures at all on a loaded machine)."""
+    from bpfmem.host import goproc
+    from bpfmem.host.listeners import read_listeners
+    pid = pretend_go
+    if any(x.loopback_reachable for x in read_listeners(pid)):
+        pytest.skip("this process already listens on loopback")
+    proc = ProcMem(pid, "agent", 1, 1, 1, None, None, None, 0, 0.0)
+    pr = GoProber(timeout=TIMEOUT)
+    try:
+        out = pr.read_all([proc], budget=0.2)
+        assert "listens on no loopback TCP port" in out[pid].notes[-1], out[pid].notes
+        with h.HostileServer(h.serve_body(h.metrics_body())):
+            time.sleep(goproc._DISCOVER_EVERY + 0.05)
+            out = pr.read_all([proc], budget=0.2)
+            if out[pid].figures is None:
+                assert pid in pr._asking        # asked now, not in 5 s
+                pr._asking[pid][0].result(timeout=TIMEOUT + SLACK)
+                out = pr.read_all([proc], budget=0.5)
+    finally:
+        pr.close()
+    assert out[pid].figures is not None and out[pid].figures.heap_inuse == MiB

@@ -100,6 +100,7 @@ class GoProber:
         self._looked: dict[int, float] = {}
         self._failed: dict[tuple, tuple[float, str]] = {}   # (netns pid, url) -> when, why
         self._netns: dict[int, bool] = {}     # pid -> its endpoint is in its own netns
+        self._no_listener: set[int] = set()   # pids a trace's last look found no listener of
         self._have_parser: bool | None = None
         self._pages: PageReader | None = None
         self._pool = None                     # background endpoint readers (a trace's)
@@ -291,9 +292,13 @@ class GoProber:
             inside = pid if self._netns.get(pid) else None
         else:
             now = time.monotonic()
-            if now - self._looked.get(pid, -1e9) < _RETRY_AFTER:
+            # a process that listened nowhere yet (starting up) is looked at again soon;
+            # one whose listeners did not serve Go /metrics after a few seconds
+            wait = _DISCOVER_EVERY if pid in self._no_listener else _RETRY_AFTER
+            if now - self._looked.get(pid, -1e9) < wait:
                 return
             self._looked[pid] = now
+            self._no_listener.discard(pid)
             inside = pid if same_netns(pid, self.root) is False else None
             try:
                 listeners = [x for x in read_listeners(pid, self.root, self._tables)
@@ -309,6 +314,7 @@ class GoProber:
                             "/metrics")
             named = False
             if not urls:
+                self._no_listener.add(pid)
                 self._answered[pid] = (now, _Runtime(notes=(
                     "no loopback listener of it serves Go /metrics (it listens on no "
                     "loopback TCP port)",)))
