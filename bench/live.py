@@ -58,12 +58,15 @@ def run_child(argv: list[str]) -> tuple[float, int]:
 
 def run_child_cpu(argv: list[str]) -> tuple[float, int, float]:
     """(wall seconds, peak RSS KiB, CPU seconds: user + system) of one child process."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{argv} failed")
+    import tempfile
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=ENV)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"{argv} failed: {err.read().decode(errors='replace')[-2000:]}")
     return wall, ru.ru_maxrss, ru.ru_utime + ru.ru_stime
 
 
@@ -286,8 +289,8 @@ def main() -> int:
               f"{bi_rss / 1024:5.1f} MiB   ratio {bi / bt:.2f}")
         print(f"  bpfmem snapshot --owners-from proc      {bp * 1000:7.0f} ms   RSS "
               f"{bp_rss / 1024:5.1f} MiB   ratio {bp / bt:.2f}")
-        print(f"  (the default, auto, walks /proc in a forked child beside the map walk on "
-              f"{os.cpu_count()} CPUs; the iterator on one CPU and in the exporter)")
+        print("  (the default, auto, is the kernel iterator: one walk finds the maps' and the "
+              "programs' holders; with --no-programs on 2+ CPUs, /proc in a forked child)")
         print(f"  with two busy loops beside: bpftool {bt_busy * 1000:.0f} ms, bpfmem snapshot "
               f"{bm_busy * 1000:.0f} ms (ratio {bm_busy / bt_busy:.2f}), --owners-from "
               f"iterator {bi_busy * 1000:.0f} ms (ratio {bi_busy / bt_busy:.2f})")

@@ -172,6 +172,9 @@ class _Holder:
                         held[int(arg)] = fds[0]
                     elif cmd == "drop":
                         os.close(held.pop(int(arg)))
+                    elif cmd == "name":        # prctl(PR_SET_NAME): a new comm
+                        import ctypes
+                        ctypes.CDLL(None).prctl(15, arg.encode(), 0, 0, 0)
                     theirs.send(b"k")
             finally:
                 os._exit(0)
@@ -184,6 +187,10 @@ class _Holder:
 
     def drop(self, map_id: int) -> None:
         self.sock.send(f"drop {map_id}".encode())
+        assert self.sock.recv(1) == b"k"
+
+    def rename(self, comm: str) -> None:
+        self.sock.send(f"name {comm}".encode())
         assert self.sock.recv(1) == b"k"
 
     def close(self) -> None:
@@ -211,7 +218,7 @@ def holders():
 def test_incremental_scans_follow_owners_and_maps_as_a_full_scan_does(holders, maps, entries):
     """The changes an exporter's rescans meet, one at a time, each compared with a full
     scan: a map handed to another process, held by two, its first fd closed, dropped by one
-    holder; entries added; a new map handed over; a map closed. Programs listed too. (The
+    holder; the holder's comm changed; entries added; a new map handed over; a map closed. Programs listed too. (The
     holders are forked before the maps are made: they inherit none of them.)"""
     prof = api.profile()
     memo = api.scan_memo(prof, full_every=1000)
@@ -234,6 +241,8 @@ def test_incremental_scans_follow_owners_and_maps_as_a_full_scan_does(holders, m
     assert [o.pid for o in check()["hash"].owners] == sorted([a.pid, b.pid])
     a.drop(hid)
     assert [o.pid for o in check()["hash"].owners] == [b.pid]
+    b.rename("rs_renamed")                       # the holder's comm changes, nothing else
+    assert [o.comm for o in check()["hash"].owners] == ["rs_renamed"]
     _fill(maps["nopre"], range(40))
     for k in range(6):
         bpfsys.map_update(maps["lpm"], struct.pack("<I", 32) + struct.pack(">I", k),

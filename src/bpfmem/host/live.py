@@ -244,7 +244,7 @@ def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
 
 def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                     fdinfo: bool = False, memo=None, kernel_counts: dict | None = None,
-                    same: bool = False):
+                    same: bool = False, old_counts: dict | None = None):
     """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
     vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand.
     ``kernel_counts`` are the kernel's own counts of hash maps, listed for every map on the
@@ -252,7 +252,9 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
     :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
     taken from it, and a map that needs nothing new is not opened at all. ``same`` (the
     kernel's listing is byte for byte the last scan's: the same maps with the same counts)
-    reads again only the maps the last scan had to open."""
+    reads again only the maps the last scan had to open; ``old_counts`` (the last scan's
+    listing) lets a listing that moved reuse the entries of the maps whose count did not.
+    ``memo.fresh`` is left the ids whose entry differs from the last scan's (None: all)."""
     raw: list[tuple] = []
     gone = 0
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
@@ -262,6 +264,7 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
     counts = memo.counts if memo is not None else {}  # (fields, counted) where memlock follows
     kcounts = kernel_counts or {}
     opened: list[int] = []                          # indexes in raw of the maps read anew
+    fresh: set[int] | None = set()                  # ids whose entry is not the last one's
 
     def known_fields(map_id: int, known: int | None):
         fields = kept.get(map_id)
@@ -337,6 +340,8 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
                 gone += 1
                 raw[i] = None
                 continue
+            if got[0] != raw[i]:
+                fresh.add(got[0][0].id)
             raw[i] = got[0]
             if got[1]:
                 opened.append(i)
@@ -347,7 +352,18 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
             opened = [where[i] for i in opened]
         memo.reused = len(raw) - len(opened)
     else:
+        # a listing that moved: a map whose count is as before, and which the last scan did
+        # not have to open, is the last scan's entry; the others are read
+        last_raw = memo.raw if memo is not None and old_counts is not None else None
+        by_id = {} if last_raw is None else {e[0].id: e for e in last_raw}
+        if last_raw is not None:
+            for i in memo.opened:
+                by_id.pop(last_raw[i][0].id, None)
         for map_id in (kcounts if kernel_counts is not None else bpfsys.map_ids()):
+            e = by_id.get(map_id)
+            if e is not None and old_counts.get(map_id) == kcounts[map_id]:
+                raw.append(e)
+                continue
             got = one(map_id)
             if got is None:
                 gone += 1
@@ -355,9 +371,14 @@ def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
             if got[1]:
                 opened.append(len(raw))
             raw.append(got[0])
+            if memo is not None and fresh is not None and got[0] != e:
+                fresh.add(map_id)
+        if last_raw is None:
+            fresh = None                # (no earlier entries: every map is new)
     if memo is not None:
         memo.keep_only({info.id for info, _c, _f in raw})
         memo.raw, memo.opened = raw, opened
+        memo.fresh = fresh
     return raw, gone
 
 
@@ -480,6 +501,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             else:
                 map_recs, others = parse_records(records), None
             owner_scan = _scan_owners(root, records=map_recs, memo=memo)
+        if memo is not None:
+            memo.owner_held_last = memo.owner_held
         if memo is not None and not owners_same:
             memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
             memo.owner_pids = sorted({p for per in owner_scan[0].values() for p in per})
@@ -505,12 +528,14 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     say("maps" + (" and their entries" if entries else ""))
     same = False
     kcounts = None
+    old_counts = memo.kcounts if memo is not None and memo.raw is not None else None
     if kernel_counts and root == "/":
         kcounts, same = _kernel_listing(memo)   # every map and its count, in one read
     last_raw = memo.raw if memo is not None else None
     raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
                                     fdinfo=not owners or records is not None, memo=memo,
-                                    kernel_counts=kcounts, same=same)
+                                    kernel_counts=kcounts, same=same,
+                                    old_counts=old_counts if kcounts is not None else None)
     if collect is not None:
         say("processes")
         owner_scan = collect()
@@ -525,8 +550,15 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         maps_t = memo.rows      # nothing moved: the last scan's records, as they are
         memo.unchanged += 1
     else:
+        dirty = None
+        if (memo is not None and memo.rows is not None and memo.fresh is not None
+                and (records is not None or not owners) and memo.owner_seen is not None):
+            dirty = _moved(memo, held, owner_of, users, pinned, pins)
         maps_t = _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned,
-                          memo.maps if memo is not None else {})
+                          memo.maps if memo is not None else {}, dirty)
+    if memo is not None and maps_t is not memo.rows:
+        # the records stand in for the kernel's info from now on: the MapInfo goes
+        memo.raw = [(m, c, f) for m, (_i, c, f) in zip(maps_t, raw)]
     if memo is not None:
         memo.maps = {m.id: m for m in maps_t} if maps_t is not memo.rows else memo.maps
         memo.rows, memo.users, memo.pins_seen = maps_t, users, pinned
@@ -538,10 +570,41 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                     owners_from=owners_from)
 
 
-def _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned, last
-             ) -> tuple[LiveMap, ...]:
+def _diff(new: dict, old: dict) -> set:
+    """The keys whose values differ between two dicts (present in one only, too)."""
+    if new is old or new == old:
+        return set()
+    out = {k for k, v in new.items() if old.get(k, _ABSENT) != v}
+    out.update(k for k in old.keys() - new.keys())
+    return out
+
+
+_ABSENT = object()
+
+
+def _moved(memo, held, owner_of, users, pinned, pins: bool) -> set[int]:
+    """The ids of the maps that can differ from the last scan's records: entries read anew
+    that differ, holders that changed (fds, or a holder's comm or cgroup), programs, pins.
+    (Called before the memo takes this scan's figures.)"""
+    dirty = set(memo.fresh)
+    if held is not memo.owner_held_last:
+        dirty |= _diff(held, memo.owner_held_last or {})
+    renamed = {p for p, o in owner_of.items() if memo.owner_seen.get(p) is not o}
+    renamed |= memo.owner_seen.keys() - owner_of.keys()
+    if renamed:
+        dirty.update(mid for mid, per in held.items() if not renamed.isdisjoint(per))
+    if users != memo.users:
+        dirty |= _diff(users, memo.users or {})
+    if pins and pinned is not memo.pins_seen:
+        dirty |= _diff(pinned, memo.pins_seen or {})
+    return dirty
+
+
+def _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned, last,
+             dirty: set | None = None) -> tuple[LiveMap, ...]:
     """The LiveMap of each map read (a map whose figures, owners, programs and pins are
-    those of ``last``'s record keeps that record)."""
+    those of ``last``'s record keeps that record; a map not in ``dirty``, when given, keeps
+    it without being looked at)."""
     maps: list[LiveMap] = []
     owners_seen: dict[tuple[int, int], Owner] = {}
 
@@ -552,8 +615,15 @@ def _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned, last
             o = owners_seen[(pid, fds)] = Owner(pid, base.comm, base.cgroup, fds)
         return o
 
-    for info, (n, complete, method), fields in raw:
+    for entry in raw:
+        info = entry[0]
         map_id = info.id
+        if dirty is not None and map_id not in dirty:
+            prev = last.get(map_id)
+            if prev is not None:
+                maps.append(prev)
+                continue
+        (n, complete, method), fields = entry[1], entry[2]
         memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
         if memlock is None:  # no process holds it (pinned, or held by programs only)
             memlock, frozen = fields if fields is not None else _fdinfo_by_id(map_id)

@@ -77,6 +77,8 @@ class ScanMemo:
     owner_raw: bytes | None = None                 # the task_file iterator's records
     owner_held: dict | None = None                 # map id -> {pid: fds}, of those
     owner_pids: list = field(default_factory=list)  # the pids in owner_held
+    owner_held_last: dict | None = None            # owner_held of the scan before
+    fresh: set | None = None                       # map ids whose entry moved (None: all)
     owner_others: list | None = None               # the program, link and BTF fds of those
     owner_cache: dict = field(default_factory=dict)  # pid -> (comm, cgroup text, Owner)
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
@@ -111,6 +113,7 @@ class ScanMemo:
             self.count_raw = self.kcounts = self.raw = None
             self.opened = []
             self.owner_raw = self.owner_held = self.owner_seen = None
+            self.owner_held_last = self.fresh = None
             self.owner_others = None
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
