@@ -188,7 +188,8 @@ def _checked(name: str, v: float | None, lo: int, hi: int) -> int | None:
     """``v`` as an int in [lo, hi]; ParseError when it is not finite or outside."""
     if v is None:
         return None
-    if not math.isfinite(v) or not lo <= v <= hi:
-        raise ParseError(f"{name} is {v!r}: not a figure a Go runtime reports "
+    # an integer sample stays an int (math.isfinite of a 200-digit one: OverflowError)
+    if (isinstance(v, float) and not math.isfinite(v)) or not lo <= v <= hi:
+        raise ParseError(f"{name} is {str(v)[:40]}: not a figure a Go runtime reports "
                          f"(finite, {lo} to {hi})", section="/metrics")
     return int(v)
