@@ -184,3 +184,60 @@ def test_binary_gate_exit_codes(tmp_path, capsys):
                                code=3)
         assert line.startswith("bpfmem: error: ") and str(bad) in line
     assert main(["check", str(good), "--max-binary-size", "lots"]) == 2
+
+
+def _shdrs(data: bytes):
+    """{name: (index, header fields)} of a little-endian ELF64 file."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    entsize, num, strndx = struct.unpack_from("<HHH", data, 0x3a)
+    head = lambda i: list(struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * entsize))
+    strs = head(strndx)[4]
+    out = {}
+    for i in range(num):
+        h = head(i)
+        o = strs + h[0]
+        out[data[o:data.index(b"\0", o)].decode()] = (shoff + i * entsize, h)
+    return out
+
+
+def test_overlapping_sections_are_each_byte_once(tmp_path, capsys):
+    """issue 30: a section header claiming bytes another section has (.rodata stretched back
+    over .text of a real /bin/ls) must not count them twice: the parts sum to the file, and
+    .text keeps its bytes."""
+    data = bytearray(open("/bin/ls", "rb").read())
+    secs = _shdrs(bytes(data))
+    text = secs[".text"][1]
+    at, ro = secs[".rodata"]
+    end = ro[4] + ro[5]
+    ro[3], ro[4], ro[5] = text[3], text[4], end - text[4]
+    struct.pack_into("<IIQQQQIIQQ", data, at, *ro)
+    p = tmp_path / "overlap"
+    p.write_bytes(bytes(data))
+    rep = api.load_binary_size(str(p))
+    assert sum(piece[3] for piece in rep.pieces) == rep.file_size == len(data)
+    rows = {r.name: r.file for r in rep.group("section")}
+    assert rows[".text"] == text[5]              # .text whole, .rodata only what is its own
+    assert rows[".rodata"] <= end - (text[4] + text[5])
+    assert main(["size", "--by", "section", str(p)]) == 0
+    capsys.readouterr()
+
+
+def test_a_sparse_symtab_of_16m_symbols_is_refused_before_it_is_read(tmp_path, capsys):
+    """issue 30: a .symtab of 16 M (null) symbols in a sparse file took 2 GiB and 30 s; the
+    count is bounded (1,048,576) from the section header, before a byte of it is read."""
+    from elfgen import Sec, build_elf
+    n = 1 << 24
+    data = bytearray(build_elf([Sec(".text", flags=6, data=b"\x90" * 64),
+                                Sec(".strtab", type=3, data=b"\0f\0"),
+                                Sec(".symtab", type=2, link=2, entsize=24, data=bytes(24))],
+                               machine=62, e_type=2))
+    at, _h = _shdrs(bytes(data))[".symtab"]
+    off = (len(data) + 4095) // 4096 * 4096
+    struct.pack_into("<QQ", data, at + 24, off, 24 * n)
+    p = tmp_path / "symbols"
+    with open(p, "wb") as f:
+        f.write(data)
+        f.truncate(off + 24 * n)
+    line = _one_error_line(capsys, ["size", str(p)])
+    assert line.startswith(f"bpfmem: error: {p}: .symtab: 16777216 symbols is more than any "
+                           "real binary has (at most 1048576)")

@@ -6,7 +6,9 @@ Every input is ``stat``-ed first: a FIFO, a device (``/dev/zero``), a socket or 
 is refused at once, before anything is opened, and so is a regular file larger than its
 kind's limit (a sparse 10 GiB file costs nothing). The file is then opened ``O_NONBLOCK``
 and checked again (the same file, still regular), so one swapped in between cannot block
-either. Large binaries are mapped rather than read (:func:`mapped_input`); the decoders of
+either. Large binaries are read into anonymous memory rather than mapped from the file
+(:func:`mapped_input`: a file mapping faults with SIGBUS when the file is truncated under
+it, which Python cannot turn into an error); the decoders of
 what is read (strict JSON, TOML, typed fields) are pure and live in
 :mod:`bpfmem.parse.document`.
 """
@@ -30,7 +32,8 @@ __all__ = ["InputError", "LIMITS", "MAP_ABOVE", "check_input", "read_input",
 # the largest file of each kind bpfmem reads (bytes)
 LIMITS = {
     "object": 256 << 20,       # a BPF object (the largest real ones are a few MiB)
-    "binary": 2 << 30,         # an agent's executable (the largest real ones: a few 100 MiB)
+    "binary": 512 << 20,        # an agent's executable (the largest real ones: a few 100 MiB;
+                               # read whole into memory, so the limit is what it may cost)
     "kernel": 512 << 20,       # a kernel image, vmlinux or BTF (a vmlinuz ~15 MB, BTF ~6 MB)
     "snapshot": 64 << 20,      # a node snapshot or a bpftool dump: ~1 KiB a map
     "occupancy": 64 << 20,
@@ -41,8 +44,8 @@ LIMITS = {
     "trace line": 16 << 20,    # a line of one saved as JSON lines (the last: the view at the peak)
     "image": 8 << 30,          # a container image archive or one blob of an OCI layout (streamed)
 }
-#: a binary larger than this is mapped, not read (smaller ones are read: a read cannot fault
-#: when the file is truncated under us, a mapping can)
+#: a binary larger than this is read into an anonymous mapping (no second copy when joined;
+#: slices of it are bytes), smaller ones into bytes
 MAP_ABOVE = 32 << 20
 
 
@@ -133,23 +136,19 @@ def read_input(path: str | os.PathLike, kind: str = "object") -> bytes:
 
 @contextmanager
 def mapped_input(path: str | os.PathLike, kind: str = "binary") -> Iterator[bytes | mmap.mmap]:
-    """The bytes of ``path`` (a binary: up to ``LIMITS[kind]``), mapped read-only when larger
-    than :data:`MAP_ABOVE`, else read. ``b""`` for an empty file.
+    """The bytes of ``path`` (a binary: up to ``LIMITS[kind]``): read into bytes, or when
+    larger than :data:`MAP_ABOVE` into an anonymous mapping of its size (one copy, no join).
+    ``b""`` for an empty file.
 
-    A mapped file truncated by another process while it is read makes the kernel send
-    SIGBUS, which Python cannot turn into an exception (the faulting load would run again);
-    reading the smaller files keeps that to the large ones."""
+    Never a mapping of the file itself: one truncated by another process while it is read
+    would make the kernel send SIGBUS, which Python cannot turn into an exception (the
+    faulting load runs again). Read, a file that shrinks under us is a short read: an
+    InputError naming it."""
     name = os.fspath(path)
     fd, size = open_input(name, kind)
     data: bytes | mmap.mmap
     try:
-        if size <= MAP_ABOVE:
-            data = _read_fd(fd, name, kind)
-        else:
-            try:
-                data = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError) as e:
-                raise InputError(f"{name}: cannot be mapped ({e})") from None
+        data = _read_fd(fd, name, kind) if size <= MAP_ABOVE else _read_mapped(fd, name, size)
     finally:
         os.close(fd)
     try:
@@ -160,6 +159,52 @@ def mapped_input(path: str | os.PathLike, kind: str = "binary") -> Iterator[byte
                 data.close()
             except BufferError:   # a view still refers to it: the GC closes it
                 pass
+
+
+def _extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of the data of ``fd`` below ``size``: its holes left out (SEEK_DATA and
+    SEEK_HOLE), the whole file where the filesystem cannot say."""
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+        except OSError as e:
+            if e.errno == errno.ENXIO:      # nothing but a hole from pos on
+                return
+            yield pos, size                 # no SEEK_DATA here: all of it
+            return
+        if start >= size:
+            return
+        yield start, min(end, size)
+        pos = end
+
+
+def _read_mapped(fd: int, name: str, size: int) -> mmap.mmap:
+    """The first ``size`` bytes of ``fd`` in an anonymous mapping; InputError when the file
+    ends sooner (truncated while read). The file's holes are not read: their pages of the
+    mapping are never written, so a sparse file costs only its data."""
+    try:
+        buf = mmap.mmap(-1, size)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{name}: no memory for its {_size_text(size)} ({e})") from None
+    try:
+        with memoryview(buf) as mv:
+            for start, end in _extents(fd, size):
+                got = start
+                while got < end:
+                    try:
+                        n = os.preadv(fd, [mv[got:min(end, got + (16 << 20))]], got)
+                    except OSError as e:
+                        raise _os_error(name, e) from None
+                    if n == 0:
+                        raise InputError(f"{name}: shrank while read ({got} of its {size} "
+                                         "bytes were there)")
+                    got += n
+    except BaseException:
+        buf.close()
+        raise
+    return buf
 
 
 def peek_input(path: str | os.PathLike, n: int, kind: str = "snapshot") -> bytes:

@@ -342,75 +342,75 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
         default = _section_default(sec.name, is_go, sec.flags)
         in_file = sec.in_file
         if in_file:
-            lo, hi = sec.offset, sec.offset + sec.size
-            # clip against sections that already took these file bytes
-            for cs, ce in covered:
-                if cs <= lo < ce:
-                    lo = ce
-            if hi <= lo:
+            # every file byte one label: a section gets only what no earlier one took
+            spans = _uncovered(sec.offset, sec.offset + sec.size, covered)
+            if not spans:
                 continue
-            covered.append((lo, hi))
+            for span in spans:
+                bisect.insort(covered, span)
+            whole = spans == [(sec.offset, sec.offset + sec.size)]
         elif not alloc:
             continue
         else:
-            lo, hi = sec.addr, sec.addr + sec.size
-        layers = []
-        shift = 0                  # labelling runs in addresses for what the loader maps
-        if alloc:
-            if in_file:
-                shift = sec.addr - sec.offset
-                lo, hi = lo + shift, hi + shift
-            if func_ranges and sec.flags & SHF_EXECINSTR:
-                layers.append(_window(func_ranges, lo, hi))
-            if type_ranges:
-                layers.append(_window(type_ranges, lo, hi))
-            if sym_ranges:
-                layers.append(_window(sym_ranges, lo, hi))
-            if ref_ranges and not sec.flags & SHF_EXECINSTR:
-                layers.append(_window(ref_ranges, lo, hi))
-            if cu_ranges and sec.flags & SHF_EXECINSTR:
-                layers.append(_window(cu_ranges, lo, hi))
-        if pcln is not None and in_file and lo <= pcln.offset + shift < hi:
-            start = pcln.offset + shift
-            if start + pcln.size > hi:
-                raise ParseError(f"the pclntab ({pcln.size} bytes) runs past its section "
-                                 f"{sec.name}", section=sec.name, offset=pcln.offset)
-            layers.insert(0, [(start, start + pcln.size, PCLNTAB, _PCLN)])
-        name = sec.name
-        add = pieces.append
-        if sec.index in table_pieces and in_file:
-            pieces += table_pieces[sec.index]
-            continue
-        if is_go and stripped and sec.name == ".rela.dyn" and in_file:
-            owned = _reloc_pieces(img, sec, [func_ranges, type_ranges, sym_ranges, ref_ranges],
-                                  alloc)
-            if owned:
-                pieces += owned
+            spans, whole = [(sec.addr, sec.addr + sec.size)], True
+        for lo, hi in spans:
+            layers = []
+            shift = 0                  # labelling runs in addresses for what the loader maps
+            if alloc:
+                if in_file:
+                    shift = sec.addr - sec.offset
+                    lo, hi = lo + shift, hi + shift
+                if func_ranges and sec.flags & SHF_EXECINSTR:
+                    layers.append(_window(func_ranges, lo, hi))
+                if type_ranges:
+                    layers.append(_window(type_ranges, lo, hi))
+                if sym_ranges:
+                    layers.append(_window(sym_ranges, lo, hi))
+                if ref_ranges and not sec.flags & SHF_EXECINSTR:
+                    layers.append(_window(ref_ranges, lo, hi))
+                if cu_ranges and sec.flags & SHF_EXECINSTR:
+                    layers.append(_window(cu_ranges, lo, hi))
+            if pcln is not None and in_file and lo <= pcln.offset + shift < hi:
+                start = pcln.offset + shift
+                if start + pcln.size > hi:
+                    raise ParseError(f"the pclntab ({pcln.size} bytes) runs past its section "
+                                     f"{sec.name}", section=sec.name, offset=pcln.offset)
+                layers.insert(0, [(start, start + pcln.size, PCLNTAB, _PCLN)])
+            name = sec.name
+            add = pieces.append
+            if whole and sec.index in table_pieces and in_file:
+                pieces += table_pieces[sec.index]
                 continue
-        if in_file and not alloc and name.lstrip(".").lstrip("z").startswith("debug_") \
-                and (pcln is not None or sym_ranges):
-            try:
-                if cus is False:
-                    cus = dwarf.read_compile_units(img)
-                shares = _debug_shares(dwarf.read_debug_section(img, sec),
-                                       func_ranges or sym_ranges, is_go, cus)
-            except ParseError as e:
-                shares = None
-                notes.append(f"{name} not attributed: {e}")
-            if shares:
-                pieces += _split(name, sec.file_size, shares)
-                continue
-        runs: dict[tuple[str, str], int] = {}      # one piece per label and section
-        rget = runs.get
-        for size, pkg, sym in _labels_in(lo, hi, layers, default):
-            if sym is _PCLN:
-                pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
-                continue
-            key = (pkg, sym)
-            runs[key] = rget(key, 0) + size
-        for (pkg, sym), size in runs.items():
-            add((name, pkg, sym, size if in_file else 0, size if alloc else 0))
-        del runs
+            if whole and is_go and stripped and sec.name == ".rela.dyn" and in_file:
+                owned = _reloc_pieces(img, sec,
+                                      [func_ranges, type_ranges, sym_ranges, ref_ranges], alloc)
+                if owned:
+                    pieces += owned
+                    continue
+            if whole and in_file and not alloc and (pcln is not None or sym_ranges) \
+                    and name.lstrip(".").lstrip("z").startswith("debug_"):
+                try:
+                    if cus is False:
+                        cus = dwarf.read_compile_units(img)
+                    shares = _debug_shares(dwarf.read_debug_section(img, sec),
+                                           func_ranges or sym_ranges, is_go, cus)
+                except ParseError as e:
+                    shares = None
+                    notes.append(f"{name} not attributed: {e}")
+                if shares:
+                    pieces += _split(name, sec.file_size, shares)
+                    continue
+            runs: dict[tuple[str, str], int] = {}      # one piece per label and section
+            rget = runs.get
+            for size, pkg, sym in _labels_in(lo, hi, layers, default):
+                if sym is _PCLN:
+                    pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
+                    continue
+                key = (pkg, sym)
+                runs[key] = rget(key, 0) + size
+            for (pkg, sym), size in runs.items():
+                add((name, pkg, sym, size if in_file else 0, size if alloc else 0))
+            del runs
 
     # what no section holds: headers, tables of headers, padding
     extra = [(0, img.ehsize, HEADERS, "ELF header"),
@@ -463,6 +463,23 @@ _FIPS_SIZE = 1 << 25
 _FIPS_WHAT = (f"{_FIPS_SYM}, the FIPS 140-3 entropy scratch buffer: mapped (.noptrbss), "
               "touched only in FIPS mode (GODEBUG=fips140=on)")
 
+
+
+def _uncovered(lo: int, hi: int, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The runs of [lo, hi) that none of ``covered`` (sorted, disjoint) holds."""
+    out = []
+    i = max(bisect.bisect_right(covered, (lo, lo)) - 1, 0)
+    cur = lo
+    while i < len(covered) and covered[i][0] < hi:
+        cs, ce = covered[i]
+        if ce > cur:
+            if cs > cur:
+                out.append((cur, cs))
+            cur = max(cur, ce)
+        i += 1
+    if cur < hi:
+        out.append((cur, hi))
+    return out
 
 def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, int]]:
     """Memory the Go runtime maps but does not touch unless asked to: the FIPS scratch

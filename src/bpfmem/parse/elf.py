@@ -78,7 +78,7 @@ _TYPES = {0: "ET_NONE", 1: "ET_REL (relocatable)", 2: "ET_EXEC (executable)",
 #: the most segments a file may declare, and the most symbols a table may hold (a corrupt
 #: count must not hang us)
 _MAX_SEGMENTS = 1 << 16
-_MAX_SYMBOLS = 1 << 24
+_MAX_SYMBOLS = 1 << 20      # 1,048,576: a large Go agent has a few 100,000
 
 # per class: header after e_ident, section header, program header, symbol (field order of
 # Elf32_Shdr and Elf64_Shdr is the same; Phdr and Sym differ)
@@ -337,11 +337,12 @@ class Elf:
         """The symbols of table ``tab`` in bulk, and its string table: one C-level pass where
         the file's byte order and class are the host's 64-bit one, else one iter_unpack."""
         entsize = _SYM[self.is64]
+        if tab.size // entsize > _MAX_SYMBOLS:     # before a byte of it is read
+            raise self._file.error(f"{tab.name}: {tab.size // entsize} symbols is more than "
+                                   f"any real binary has (at most {_MAX_SYMBOLS})", tab.offset)
         strs = self.data_of(self.section_at(tab.link, "symbol string table index"))
         data = self.data_of(tab)
         count = len(data) // entsize
-        if count > _MAX_SYMBOLS:
-            raise data.error(f"{tab.name}: {count} symbols is more than any real binary has", 0)
         raw = data.data[:entsize * count]
         if self.is64 and self.little_endian == (sys.byteorder == "little"):
             # Elf64_Sym columns straight from the bytes: st_name (u32 0 of 6), st_info and
