@@ -57,18 +57,24 @@ class Config:
 
 
 def find_config(start: str | os.PathLike = ".") -> Path | None:
-    """bpfmem.toml, or a pyproject.toml with [tool.bpfmem], in ``start`` or a parent."""
+    """bpfmem.toml, or a pyproject.toml with [tool.bpfmem], in ``start`` or a parent. A file
+    found on the way that this user or root does not own, that others may write, or that lies
+    in a directory others may write (group or world writable, unless sticky and this user's
+    or root's: then only its owner may replace it) is passed over with a warning on stderr:
+    another user's file must not set root's limits."""
     # os.path, not pathlib, for the walk up: most runs find nothing, and pathlib (with
     # urllib.parse and ipaddress) would be imported for nothing
     d = os.path.realpath(start)
     while True:
-        if os.path.isfile(os.path.join(d, "bpfmem.toml")):
+        toml = os.path.join(d, "bpfmem.toml")
+        if os.path.isfile(toml) and _trusted(toml):
             from pathlib import Path
-            return Path(d, "bpfmem.toml")
+            return Path(toml)
         pp = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(pp):
+        if os.path.isfile(pp) and _trusted(pp, quiet=True):
             try:
-                found = b"bpfmem" in read_input(pp, "config")   # none: no TOML parser
+                # through the door: bounded (1 MiB), no FIFO; none: no TOML parser
+                found = b"bpfmem" in read_input(pp, "config")
                 if found:
                     tool = load_toml(pp).get("tool", {})
                     if isinstance(tool, dict) and "bpfmem" in tool:
@@ -80,6 +86,46 @@ def find_config(start: str | os.PathLike = ".") -> Path | None:
         if parent == d:
             return None
         d = parent
+
+
+def untrusted_reason(path: str, *, uid: int | None = None) -> str | None:
+    """Why the configuration file ``path`` found on the walk up must not be used (owned by
+    neither ``uid``, this user by default, nor root; its directory writable by group or
+    others), or None when it may be."""
+    import stat
+    me = os.geteuid() if uid is None else uid
+    try:
+        st = os.stat(path)
+        dst = os.stat(os.path.dirname(path) or ".")
+    except OSError as e:
+        return e.strerror or str(e)
+    if st.st_uid not in (me, 0):
+        return f"owned by uid {st.st_uid}, neither this user ({me}) nor root"
+    sticky = dst.st_mode & stat.S_ISVTX and dst.st_uid in (me, 0)
+    if dst.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
+        who = "others" if dst.st_mode & stat.S_IWOTH else "its group"
+        return (f"its directory is writable by {who} (mode {stat.S_IMODE(dst.st_mode):o}, "
+                "not sticky), who may have put it there")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _trusted(path: str, *, quiet: bool = False) -> bool:
+    why = untrusted_reason(path)
+    if why is None:
+        return True
+    if not quiet or _mentions_bpfmem(path):
+        import sys
+        print(f"bpfmem: warning: {path} not read: {why}", file=sys.stderr)
+    return False
+
+
+def _mentions_bpfmem(path: str) -> bool:
+    try:
+        return b"bpfmem" in read_input(path, "config")
+    except (InputError, OSError):
+        return False
 
 
 def load_config(path: str | os.PathLike | None = None) -> Config:
@@ -217,8 +263,13 @@ def _decode(data: dict, path: str) -> Config:
     from pathlib import Path
     entries = [_kernel_entry(k, i, Path(path)) for i, k in enumerate(listed)
                if isinstance(k, dict)]
-    kernels = [str(k) for k in _one_or_list([k for k in listed if not isinstance(k, dict)],
-                                            "kernels", (str, float), 'a release such as "6.1"')]
+    for i, k in enumerate(listed):
+        if isinstance(k, (int, float)) and not isinstance(k, bool):
+            # TOML reads 6.10 as the float 6.1: a release is a string
+            raise ValueError(f"kernels[{i}]: {k!r} is a number; write releases as strings "
+                             '(kernels = ["6.1", "6.10"]: TOML reads 6.10 as 6.1)')
+    kernels = _one_or_list([k for k in listed if not isinstance(k, dict)],
+                           "kernels", str, 'a release such as "6.1"')
     sets = f.texts("set")
     objects, maps, dynamic = f.object("objects"), f.object("maps"), f.object("dynamic")
     return Config(
