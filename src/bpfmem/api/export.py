@@ -48,7 +48,7 @@ from ..analysis.metrics import cgroup_rows, map_rows, maps_rows, prog_node, prog
 from ..errors import BpfmemError
 from ..host import procfs
 from .node import sums_of
-from ..host.httpd import Answer, serve_http, trim_malloc
+from ..host.httpd import Answer, accepts_coding, serve_http, trim_malloc
 from ..report.prometheus import (EOF_LINE, METRIC_NAMES, Family, MapPage, ScanStats,
                                  map_families, negotiate, node_families, process_families,
                                  prog_families,
@@ -88,9 +88,10 @@ class ScanCache:
                                                    else (result, {}))
                     self.skipped += self.snapshot.skipped
                     self.last_error = None
-                except (BpfmemError, OSError) as e:
+                except Exception as e:  # noqa: BLE001 - every failed scan counted
                     self.errors += 1
-                    self.last_error = str(e)
+                    self.last_error = (str(e) if isinstance(e, (BpfmemError, OSError))
+                                       else f"{type(e).__name__}: {e}")[:500]
                 self.scans += 1
                 self.duration = time.monotonic() - t0
                 self._at = now
@@ -228,7 +229,7 @@ class Exposition:
         """The answer to a GET or HEAD of ``path`` (None: not found)."""
         if path == "/metrics":
             data, encoding, ctype = self.answer(
-                headers.get("accept", ""), "gzip" in headers.get("accept-encoding", ""))
+                headers.get("accept", ""), accepts_coding(headers.get("accept-encoding", "")))
             return Answer(200, data, ctype, encoding)
         if path == "/healthz":
             # cheap: never scans; the process serves, and says how old its data is

@@ -29,6 +29,7 @@ from bpfmem.errors import HostError
 from bpfmem.records import CgroupMemory
 from bpfmem.host.cleanup import scratch_name
 from bpfmem.host.procfs import Mount, mounts_of_type, read_mountinfo
+from bpfmem.host.walk import walk_tree
 
 __all__ = ["CgroupLine", "CgroupMemory", "parse_memory_stat", "parse_proc_cgroup",
            "parse_cgroup_procs", "parse_counter", "parse_limit", "parse_cgroup_memory",
@@ -331,7 +332,7 @@ def read_subtree_procs(fs_path: str, root: str | os.PathLike = "/") -> list[int]
     """The pids of a cgroup directory and all its descendants (cgroup.procs lists only
     direct members on v1 and v2 alike), sorted; cgroups vanishing meanwhile are skipped."""
     pids: set[int] = set()
-    for dirpath, _dirs, names in os.walk(_join(root, fs_path)):
+    for dirpath, _dirs, names in walk_tree(str(_join(root, fs_path))):
         if "cgroup.procs" in names:
             try:
                 pids.update(parse_cgroup_procs(Path(dirpath, "cgroup.procs").read_text()))
@@ -386,7 +387,7 @@ def find_container(container_id: str, root: str | os.PathLike = "/") -> str:
     _version, mount = hierarchies[0]
     base = _join(root, mount.mount_point)
     hits: list[str] = []
-    for dirpath, dirs, _names in os.walk(base):
+    for dirpath, dirs, _names in walk_tree(str(base)):
         for d in dirs:
             m = _CONTAINER_RE.match(d)
             if m and m.group(1).startswith(cid) and "conmon-" not in d:

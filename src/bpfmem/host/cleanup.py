@@ -20,6 +20,8 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
+from .walk import walk_tree
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -100,7 +102,7 @@ def _cgroup_roots() -> list[Path]:
 
 def _procs(d: Path) -> list[int]:
     pids = []
-    for dirpath, _dirs, _files in os.walk(d):
+    for dirpath, _dirs, _files in walk_tree(str(d)):
         try:
             with open(os.path.join(dirpath, "cgroup.procs")) as f:
                 pids += [int(x) for x in f.read().split()]

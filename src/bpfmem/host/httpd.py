@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Answer", "parse_request_head", "BoundedHTTPServer", "serve_http", "tune_malloc",
+__all__ = ["Answer", "parse_request_head", "accepts_coding", "BoundedHTTPServer", "serve_http", "tune_malloc",
            "trim_malloc"]
 
 
@@ -89,6 +89,33 @@ def parse_request_head(head: bytes) -> tuple[str, str, dict[str, str]] | None:
             return None
         headers[name.strip().lower()] = value.strip()
     return parts[0], parts[1].split("?", 1)[0], headers
+
+
+def accepts_coding(header: str, coding: str = "gzip") -> bool:
+    """Whether an Accept-Encoding header value takes ``coding`` (RFC 9110 12.5.3): named with
+    a q-value above 0 (``gzip``, ``gzip;q=0.5``; ``x-gzip`` is gzip), or not named and ``*``
+    is, above 0. ``gzip;q=0`` refuses it; so does a header that does not mention it."""
+    named = star = None
+    for item in header[:4096].split(",")[:64]:
+        name, _, params = item.partition(";")
+        name = name.strip().lower()
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value.strip()[:8])
+                except ValueError:
+                    q = 0.0
+                if not 0 <= q <= 1:         # also NaN
+                    q = 0.0
+        if name in (coding, "x-" + coding):
+            named = q if named is None else max(named, q)
+        elif name == "*":
+            star = q
+    if named is not None:
+        return named > 0
+    return bool(star)
 
 
 def _handler(route: Callable[[str, dict[str, str]], Answer | None]):

@@ -17,6 +17,7 @@ from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
 from bpfmem.host.cgroup import memory_cgroup_path, namespace_roots
 from bpfmem.host.count_iter import KERNEL_COUNTED
+from bpfmem.host.walk import MAX_DEPTH, walk_tree
 from bpfmem.records import LiveMap, Owner, ProgRef, Snapshot
 from bpfmem.uapi import MapType as T
 
@@ -78,8 +79,10 @@ def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]
     not maps (programs, links, the kernel's own iterator files) are passed over; problems
     other than that are appended to ``errors``."""
     pins: dict[int, list[str]] = {}
+    def deep(path: str) -> None:
+        errors.append(f"{path}: more than {MAX_DEPTH} directories deep; not walked further")
     for top in mount_points:
-        for dirpath, _dirs, files in os.walk(top):
+        for dirpath, _dirs, files in walk_tree(top, too_deep=deep):
             for name in files:
                 path = os.path.join(dirpath, name)
                 try:

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+from .walk import walk_tree
+
 __all__ = ["PageOwners", "PageReader", "PAGE_SIZE", "cgroup_inodes", "FilePages",
            "process_files", "file_page_owners"]
 
@@ -48,7 +50,7 @@ def cgroup_inodes(fs_path: str) -> frozenset[int]:
     """The inode numbers of a cgroup directory and every cgroup below it (what
     /proc/kpagecgroup names them by)."""
     out = set()
-    for d, dirs, _files in os.walk(fs_path):
+    for d, dirs, _files in walk_tree(fs_path):
         try:
             out.add(os.stat(d).st_ino)
         except OSError:

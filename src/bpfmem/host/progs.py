@@ -19,6 +19,7 @@ from bpfmem.records import JitMemory, LiveBtf, LiveProg, Owner
 
 from . import bpfsys, procfs
 from .cgroup import memory_cgroup_path, namespace_roots
+from .walk import MAX_DEPTH, walk_tree
 
 __all__ = ["BpfFd", "ProgScan", "scan_bpf_fds", "scan_programs", "progs_held_by", "read_jit_memory",
            "parse_vmallocinfo", "walk_prog_pins", "prog_fdinfo"]
@@ -115,8 +116,10 @@ def walk_prog_pins(mount_points, errors: list[str]) -> tuple[dict[int, list[str]
     BPF_F_RDONLY with EINVAL), 6.x read-only too; maps are passed over."""
     progs: dict[int, list[str]] = {}
     links: dict[int, list[str]] = {}
+    def deep(path: str) -> None:
+        errors.append(f"{path}: more than {MAX_DEPTH} directories deep; not walked further")
     for top in mount_points:
-        for dirpath, _dirs, files in os.walk(top):
+        for dirpath, _dirs, files in walk_tree(top, too_deep=deep):
             for name in files:
                 path = os.path.join(dirpath, name)
                 try:

@@ -33,6 +33,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .walk import walk_tree
+
 __all__ = ["ScanMemo", "pin_stamps", "settled"]
 
 # How long after its last change a directory's mtime is trusted to change with the next
@@ -138,7 +140,7 @@ def pin_stamps(mount_points: list[str]) -> tuple:
     stamps mean no pin was made, removed or renamed in between."""
     stamps = []
     for top in mount_points:
-        for dirpath, _dirs, _files in os.walk(top):
+        for dirpath, _dirs, _files in walk_tree(top):
             try:
                 st = os.stat(dirpath)
             except OSError:
