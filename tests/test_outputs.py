@@ -86,3 +86,60 @@ def test_long_set_values_are_refused_quickly_and_named_short():
     for bad in ("x=1", ".max_entries=1", "m.nope=1", "m.max_entries=", "=m.count=1"):
         with pytest.raises(ValueError):
             parse_setting(bad)
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root to plant another user's symlink")
+def test_a_directory_symlink_planted_by_another_user_is_refused(tmp_path):
+    """issue 30: `-o /tmp/x/report.json` with /tmp/x a directory symlink nobody planted in a
+    sticky directory: root wrote its report where nobody pointed it."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    aimed = tmp_path / "aimed"
+    aimed.mkdir()
+    link = shared / "x"
+    link.symlink_to(aimed)
+    os.chown(link, 65534, 65534, follow_symlinks=False)
+    p = _check("-o", str(link / "report.md"), "--format", "markdown")
+    assert p.returncode == 1 and os.listdir(aimed) == []
+    assert p.stderr.strip().splitlines() == [
+        f"bpfmem: error: {link}/report.md: refusing to write through a directory symlink "
+        f"{link} owned by uid 65534 (neither this user, 0, nor its directory's owner)"]
+    # the same link of this user's own is followed
+    os.chown(link, 0, 0, follow_symlinks=False)
+    p = _check("-o", str(link / "report.md"), "--format", "markdown")
+    assert p.returncode == 0 and os.listdir(aimed) == ["report.md"]
+
+
+def test_a_fifo_nobody_reads_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    p = _check("-o", str(fifo))            # opened for writing without O_NONBLOCK: a hang
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == [f"bpfmem: error: {fifo}: a FIFO nobody reads"]
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root to plant another user's FIFO")
+def test_another_users_fifo_is_refused_own_one_with_a_reader_written(tmp_path):
+    os.chmod(tmp_path, 0o1777)
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    os.chown(fifo, 65534, 65534)
+    p = _check("-o", str(fifo))
+    assert p.returncode == 1 and "refusing to write into a FIFO owned by uid 65534" in p.stderr
+    os.chown(fifo, 0, 0)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        import time
+        for _ in range(200):               # until cat has the FIFO open
+            if any(os.path.realpath(f"/proc/{reader.pid}/fd/{n}") == str(fifo)
+                   for n in os.listdir(f"/proc/{reader.pid}/fd")):
+                break
+            time.sleep(0.05)
+        p = _check("-o", str(fifo), "--format", "markdown")
+        out, _ = reader.communicate(timeout=60)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
+    assert p.returncode == 0 and b"cni_datapath" in out
