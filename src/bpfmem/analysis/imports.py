@@ -21,23 +21,35 @@ class ImportSaving:
     importer: str
     imported: str
     saves: int                      # bytes of the packages only this import brings in
-    packages: tuple[str, ...]       # those packages (with bytes), largest first
+    packages: tuple[str, ...]       # those packages (with bytes), largest first: at most
+                                    # TOP_PACKAGES of them
     chain: tuple[str, ...]          # main -> ... -> importer -> imported (a shortest one)
+    package_count: int = -1         # how many there are (-1: len(packages))
+
+    @property
+    def count(self) -> int:
+        return len(self.packages) if self.package_count < 0 else self.package_count
 
 
-def chain_to(graph: ImportGraph, target: str) -> tuple[str, ...]:
-    """A shortest import chain from the main package to ``target`` (empty if unreachable)."""
+#: the most packages a saving lists (a chain of 6,000 packages would list 18 M in all)
+TOP_PACKAGES = 64
+
+
+def _bfs_parents(graph: ImportGraph) -> dict[str, str | None]:
+    """Each package reachable from the main one -> the package it is first reached from
+    (breadth first, imports in their order): the shortest chains, all of them at once."""
     prev: dict[str, str | None] = {graph.main: None}
     q = deque([graph.main])
     while q:
-        p = q.popleft()
-        if p == target:
-            break
-        pkg = graph.packages.get(p)
+        pkg = graph.packages.get(q.popleft())
         for nxt in (pkg.imports if pkg else ()):
             if nxt in graph.packages and nxt not in prev:
-                prev[nxt] = p
+                prev[nxt] = pkg.import_path
                 q.append(nxt)
+    return prev
+
+
+def _chain(prev: dict[str, str | None], target: str) -> tuple[str, ...]:
     if target not in prev:
         return ()
     out = []
@@ -46,6 +58,11 @@ def chain_to(graph: ImportGraph, target: str) -> tuple[str, ...]:
         out.append(cur)
         cur = prev[cur]
     return tuple(reversed(out))
+
+
+def chain_to(graph: ImportGraph, target: str) -> tuple[str, ...]:
+    """A shortest import chain from the main package to ``target`` (empty if unreachable)."""
+    return _chain(_bfs_parents(graph), target)
 
 
 def _dominators(succ: list[list[int]], root: int) -> list[int]:
@@ -119,26 +136,36 @@ def import_savings(graph: ImportGraph, weights: dict[str, int]) -> list[ImportSa
     for v, d in enumerate(idom):
         if d >= 0 and d != v:
             children[d].append(v)
+    # what each node dominates, children before parents, in one pass: its bytes, how many
+    # packages with bytes, the TOP_PACKAGES largest (one walk per edge was quadratic)
+    total = [0] * len(succ)
+    count = [0] * len(succ)
+    top: list[list[tuple[int, str]]] = [[] for _ in succ]
+    order, stack = [], [index[graph.main]]
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        stack.extend(children[v])
+    for v in reversed(order):
+        w = weights.get(names[v], 0) if v < n_pkg else 0
+        own = [(-w, names[v])] if w > 0 else []
+        kids = children[v]
+        total[v] = max(w, 0) + sum(total[c] for c in kids)
+        count[v] = len(own) + sum(count[c] for c in kids)
+        merged = own + [x for c in kids for x in top[c]]
+        merged.sort()
+        top[v] = merged[:TOP_PACKAGES]
+    prev = _bfs_parents(graph)
+    chains: dict[str, tuple[str, ...]] = {}
     out = []
     for k, (a, b) in enumerate(edges):
         e = n_pkg + k
-        if idom[e] == -1:
+        if idom[e] == -1 or total[e] <= 0:
             continue
-        pk, total = [], 0
-        stack = [e]
-        while stack:
-            v = stack.pop()
-            if v < n_pkg:
-                w = weights.get(names[v], 0)
-                if w > 0:
-                    total += w
-                    pk.append((w, names[v]))
-            stack.extend(children[v])
-        if total <= 0:
-            continue
-        pk.sort(key=lambda t: (-t[0], t[1]))
-        out.append(ImportSaving(a, b, total, tuple(p for _w, p in pk),
-                                chain_to(graph, a) + (b,)))
+        if a not in chains:
+            chains[a] = _chain(prev, a)
+        out.append(ImportSaving(a, b, total[e], tuple(p for _w, p in top[e]), chains[a] + (b,),
+                                count[e]))
     out.sort(key=lambda s: (-s.saves, s.importer, s.imported))
     return out
 
@@ -146,21 +173,38 @@ def import_savings(graph: ImportGraph, weights: dict[str, int]) -> list[ImportSa
 def deepest(savings: list[ImportSaving], share: float = 0.95) -> list[ImportSaving]:
     """The savings without those a deeper import on the same chain explains: dropping
     main -> config saves what dropping types -> net/http saves, when config only reaches
-    net/http through types; the deeper one is the import to cut."""
-    keep = []
+    net/http through types; the deeper one is the import to cut.
+
+    The chains are shortest ones from one breadth-first walk, so an import lies on another's
+    chain exactly when its chain is a prefix of the other's: the chains are put in a trie
+    and each saving compared with the largest one below its node (linear in the chains'
+    length; comparing every pair was quadratic: 6,000 packages took 48 s)."""
+    node_of: list[int] = []
+    kids: list[list[int]] = [[]]
+    step: dict[tuple[int, str], int] = {}
     for s in savings:
-        implied = False
-        for t in savings:
-            if t is s or t.saves < share * s.saves or len(t.chain) <= len(s.chain):
-                continue
-            # s's edge lies on t's chain, and t's packages are (nearly) all of s's
-            c = t.chain
-            if any(c[i] == s.importer and c[i + 1] == s.imported for i in range(len(c) - 1)):
-                implied = True
-                break
-        if not implied:
-            keep.append(s)
-    return keep
+        node = 0
+        for name in s.chain:
+            nxt = step.get((node, name))
+            if nxt is None:
+                nxt = step[(node, name)] = len(kids)
+                kids.append([])
+                kids[node].append(nxt)
+            node = nxt
+        node_of.append(node)
+    best_at = [-1] * len(kids)               # the largest saving whose chain ends at a node
+    for s, node in zip(savings, node_of):
+        best_at[node] = max(best_at[node], s.saves)
+    below = [-1] * len(kids)                 # the largest saving strictly below a node
+    order, stack = [], [0]
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        stack.extend(kids[v])
+    for v in reversed(order):
+        for c in kids[v]:
+            below[v] = max(below[v], best_at[c], below[c])
+    return [s for s, node in zip(savings, node_of) if below[node] < share * s.saves]
 
 
 @dataclass(frozen=True, slots=True)

@@ -433,7 +433,7 @@ def _why_linked(w) -> dict[str, Any]:
     return {
         "main": w.main,
         "savings": [{"importer": s.importer, "imported": s.imported, "saves": s.saves,
-                     "packages": list(s.packages[:12]), "package_count": len(s.packages),
+                     "packages": list(s.packages[:12]), "package_count": s.count,
                      "chain": list(s.chain)} for s in w.savings],
         "chains": [{"package": c.package, "file": c.file, "chain": list(c.chain)}
                    for c in w.chains],

@@ -43,7 +43,7 @@ def _why_lines(why, note: str | None, md: bool = False) -> list[str]:
     for s in why.savings:
         imp = f"{s.importer} -> {s.imported}"
         chain = " -> ".join(s.chain)
-        n = len(s.packages)
+        n = s.count
         pk = ", ".join(s.packages[:5]) + (" ..." if n > 5 else "")
         npk = f"{n} package{'s' if n != 1 else ''}"
         if md:

@@ -82,7 +82,7 @@ def render_size_diff_html(diff, *, title: str = "bpfmem: binary size diff") -> s
     if diff.why:
         items = "".join(
             f"<li>dropping the import <code>{_esc(s.importer)} → {_esc(s.imported)}"
-            f"</code> saves <b>{format_size(s.saves)}</b> ({count(len(s.packages), 'package')}); "
+            f"</code> saves <b>{format_size(s.saves)}</b> ({count(s.count, 'package')}); "
             f"chain <code>{_esc(' → '.join(s.chain))}</code></li>" for s in diff.why.savings)
         why_html = f'<ul class="offenders">{items}</ul>'
     else:
