@@ -17,11 +17,13 @@ EPILOG = """what you see:
   pclntab, packages from the function names (Go's symbol grammar), modules from the build
   info; stripped (Go 1.18-1.19 layouts): type descriptors, itabs, funcdata and the data the
   code refers to by what the binary says; what stays unknown is a named bucket "(...)".
-  Other ELF files (C, C++, Rust): sections and symbols (demangled with c++filt if present).
+  Other ELF files (C, C++, Rust): sections and symbols (names demangled by running c++filt
+  from PATH, if there is one).
 
 why it is linked (Go, needs the source):
-  --go-src DIR runs `go list -deps -json` in DIR (the main package's directory) and ranks
-  the imports by the bytes only they bring in: "dropping the import a -> b saves 5.2Mi".
+  --go-src DIR runs `go list -deps -json` in DIR (the main package's directory; `go` from
+  BPFMEM_GO, else PATH) and ranks the imports by the bytes only they bring in: "dropping
+  the import a -> b saves 5.2Mi".
 
 examples:
   bpfmem size ./agent                          by package (largest first)
@@ -53,7 +55,8 @@ class Size(Command):
                        help="rows to show, the rest summed as one (0: all; default 30)")
         p.add_argument("--go-src", metavar="DIR",
                        help="the main package's source directory: show why packages are "
-                            "linked and what dropping each import saves (runs `go list`)")
+                            "linked and what dropping each import saves (runs `go list`: BPFMEM_GO "
+                            "or the go on PATH)")
         a.add_platform(p)
         a.add_format(p, ("table", "json", "markdown", "html"),
                      help="output format (default: table; html is for `size diff`)")
