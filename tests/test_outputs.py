@@ -105,6 +105,11 @@ def test_a_directory_symlink_planted_by_another_user_is_refused(tmp_path):
     assert p.stderr.strip().splitlines() == [
         f"bpfmem: error: {link}/report.md: refusing to write through a directory symlink "
         f"{link} owned by uid 65534 (neither this user, 0, nor its directory's owner)"]
+    # x/.. is where x points, then up: the link is checked before the .. is taken
+    up = f"{link}/../report.md"
+    p = _check("-o", up, "--format", "markdown")
+    assert p.returncode == 1 and "refusing to write through a directory symlink" in p.stderr
+    assert not (tmp_path / "report.md").exists()
     # the same link of this user's own is followed
     os.chown(link, 0, 0, follow_symlinks=False)
     p = _check("-o", str(link / "report.md"), "--format", "markdown")

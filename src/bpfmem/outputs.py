@@ -30,7 +30,10 @@ def _check_links(path: str) -> None:
     /tmp/x/report.json``, is not). Each link is resolved as the kernel would, component by
     component, at most 40 of them."""
     me = os.geteuid()
-    parts = [p for p in os.path.abspath(path).split("/") if p]
+    # not abspath: it drops "x/.." before x is resolved (a link x, the kernel goes up from
+    # where x points)
+    full = path if path.startswith("/") else os.path.join(os.getcwd(), path)
+    parts = [p for p in full.split("/") if p and p != "."]
     cur = "/"
     links = 0
     while parts:
