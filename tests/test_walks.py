@@ -36,11 +36,26 @@ def _remove_chain(top: str, depth: int = DEPTH) -> None:
     for k in range(depth, 0, -1):
         p = os.path.join(top, *(["d"] * k))
         for name in os.listdir(p):
-            os.unlink(os.path.join(p, name))
+            q = os.path.join(p, name)
+            if os.path.isdir(q) and not os.path.islink(q):
+                os.rmdir(q)
+            else:
+                os.unlink(q)
         os.rmdir(p)
 
 
-def test_a_chain_1100_deep_is_walked_to_the_bound(tmp_path):
+@pytest.fixture
+def chained(tmp_path):
+    """tmp_path, its chains removed afterwards (pytest's own clean-up of old temporary
+    directories is shutil.rmtree, which recurses: a RecursionError there)."""
+    yield tmp_path
+    for top in (tmp_path, tmp_path / "pod"):
+        if (top / "d").exists():
+            _remove_chain(str(top))
+
+
+def test_a_chain_1100_deep_is_walked_to_the_bound(chained):
+    tmp_path = chained
     deepest = _chain(str(tmp_path))
     with pytest.raises(RecursionError):           # what the walks were: the hostile input
         list(os.walk(tmp_path))
@@ -57,9 +72,10 @@ def test_a_chain_1100_deep_is_walked_to_the_bound(tmp_path):
     assert os.path.join(str(tmp_path), "link") not in walked and len(walked) == 4
 
 
-def test_a_deep_cgroup_subtree_is_no_crash(tmp_path):
+def test_a_deep_cgroup_subtree_is_no_crash(chained):
     """read_subtree_procs (pod's pids of a container) and cgroup_inodes (pod's page
     attribution) over a delegated subtree 1,100 deep: the pids of the walked levels."""
+    tmp_path = chained
     base = tmp_path / "pod"
     base.mkdir()
     (base / "cgroup.procs").write_text("10\n")

@@ -20,8 +20,6 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from .walk import walk_tree
-
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -101,6 +99,7 @@ def _cgroup_roots() -> list[Path]:
 
 
 def _procs(d: Path) -> list[int]:
+    from .walk import walk_tree     # only when there are leftovers to sweep
     pids = []
     for dirpath, _dirs, _files in walk_tree(str(d)):
         try:
