@@ -62,12 +62,11 @@ def seed_report_png(out: Path) -> None:
     from bpfmem import api
     from bpfmem.host.browser import screenshot_html
     from bpfmem.report import html as report_html
-    from bpfmem.report.documents import document
     before, after = (f"examples/seed/cni_v060_{v}.bpf.o" for v in ("before", "after"))
-    check = document(api.check_objects([before], limit=128 << 20, max_fraction=0.4,
-                                       profiles=api.profiles(["6.1", "6.18"], [2, 64])))
-    diff = document(api.diff_objects([before], [after], profile=api.profile("6.18", cpus=2),
-                                     limit=128 << 20))
+    check = api.check_objects([before], limit=128 << 20, max_fraction=0.4,
+                              profiles=api.profiles(["6.1", "6.18"], [2, 64]))
+    diff = api.diff_objects([before], [after], profile=api.profile("6.18", cpus=2),
+                            limit=128 << 20)
     width, height = SEED_SIZE
     screenshot_html(report_html.render_html(check, diff), str(out), width=width,
                     height=height)

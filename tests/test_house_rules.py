@@ -105,12 +105,7 @@ def renderers_drawing_documents(renderers: dict, exempt: set, read) -> list[str]
 
 #: renderers known to draw from the document though no page redraws that saved JSON, each
 #: with the change that removes it
-PENDING = {
-    "CheckResult html: html:check_html": "report/html.py's treemap, usage bars and header "
-                                         "read the check document: to read CheckResult",
-    "DiffResult html: html:diff_html": "report/html.py's diff table and totals read the diff "
-                                       "document: to read DiffResult",
-}
+PENDING: dict[str, str] = {}
 
 
 def test_every_renderer_takes_the_typed_result():

@@ -8,8 +8,8 @@ The README's picture of a report is drawn by docs/pictures.py (tests/test_pictur
 
 from __future__ import annotations
 
-import copy
 import fcntl
+import html as _html
 import json
 import os
 import re
@@ -40,12 +40,11 @@ CHROMIUM_FLAGS = [
 ]
 
 
-# --- documents, in the shapes bpfmem check / bpfmem diff produce ---------------------------------
+# --- results, made by the real api from the bundled example and examples/seed -----------------
 
-def _map(name, type_, ks, vs, entries, flags, memlock, charged, full=None):
-    return {"name": name, "type": type_, "key_size": ks, "value_size": vs, "max_entries": entries,
-            "flags": list(flags), "memlock_at_create": memlock, "charged_at_create": charged,
-            "charged_full": charged if full is None else full}
+SEED = Path(__file__).resolve().parent.parent / "examples" / "seed"
+V054, BEFORE, AFTER = (str(SEED / f"cni_{v}.bpf.o") for v in ("v054", "v060_before", "v060_after"))
+WHATIF = ["attachment_identity_table.flags+=no_prealloc"]
 
 
 def write_html(path, html: str) -> None:
@@ -55,158 +54,34 @@ def write_html(path, html: str) -> None:
         f.write(html)
 
 
-def _result(version, cpus, objects, budget, offenders=()):
-    total = sum(o["total"] for o in objects)
-    return {"kernel": {"version": version, "possible_cpus": cpus, "page_size": 4096},
-            "pass": total <= budget, "total": total, "budget": budget, "objects": objects,
-            "offenders": list(offenders)}
+def small_check(passing: bool = False):
+    """The bundled example and the seed's v0.5.4 with a what-if, on 6.18 with 2 and 64 CPUs;
+    the budget lies between the two totals, so 64 CPUs fails and 2 pass (``passing``: a limit
+    both fit in)."""
+    from bpfmem import api
+    objs = [str(api.example_object_path()), V054]
+    profiles = api.profiles(["6.18"], [2, 64])
+    whatif = api.make_whatif(WHATIF)
+    probe = api.check_objects(objs, limit=1 << 40, profiles=profiles, whatif=whatif)
+    lo, hi = (r.total for r in probe.results)
+    assert lo < hi  # 64 CPUs charge more (the per-CPU maps)
+    return api.check_objects(objs, limit=(1 << 40) if passing else lo + hi, max_fraction=0.5,
+                             profiles=profiles, whatif=whatif)
 
 
-def _object(path, name, maps):
-    total = sum(m["charged_at_create"] for m in maps)
-    for m in maps:
-        m["share"] = round(m["charged_at_create"] / total, 3)
-    return {"path": path, "name": name, "total": total, "maps": maps}
+def small_diff():
+    """v0.5.4 to the bundled example on 6.18, 2 CPUs: maps added, changed, removed and
+    unchanged."""
+    from bpfmem import api
+    return api.diff_objects([V054], [str(api.example_object_path())],
+                            profile=api.profile("6.18", cpus=2), limit=LIMIT)
 
 
-def small_check_doc() -> dict:
-    """Two objects, two kernel/CPU combinations: one fails, one passes."""
-    def objs(scale):
-        return [
-            _object("build/cni.bpf.o", "cni", [
-                _map("service_route_table", "hash", 20, 32, 65536, ["no_prealloc"],
-                     7864320, 7866368, 7866368),
-                _map("conntrack_table", "hash", 40, 40, 131072, [], 18874368, 18874368 * scale),
-                _map("metrics_map", "percpu_array", 4, 16, 1024, [], 40960, 16384 * scale),
-            ]),
-            _object("build/lb.bpf.o", "lb", [
-                _map("lb_backends", "array", 4, 64, 32768, [], 2101248, 2105344),
-                _map("lb_events", "ringbuf", 0, 0, 1 << 20, [], 1065288, 1069584),
-            ]),
-        ]
-    budget = LIMIT // 2
-    fail = _result("6.18.0", 64, objs(4), budget,
-                   [{"object": "cni", "map": "conntrack_table", "charged": 18874368 * 4,
-                     "share": 0.8}])
-    ok = _result("6.18.0", 2, objs(1), budget,
-                 [{"object": "cni", "map": "conntrack_table", "charged": 18874368, "share": 0.6}])
-    return {"schema": "bpfmem/check/v1", "limit": LIMIT, "max_fraction": 0.5, "budget": budget,
-            "full": False, "pass": ok["pass"] and fail["pass"], "results": [ok, fail],
-            "whatif": ["service_*.flags+=no_prealloc"]}
-
-
-def small_diff_doc() -> dict:
-    def side(type_, ks, vs, entries, flags, charged, full):
-        return {"type": type_, "key_size": ks, "value_size": vs, "max_entries": entries,
-                "flags": flags, "charged_at_create": charged, "charged_full": full}
-    return {
-        "schema": "bpfmem/diff/v1", "kernel": {"version": "6.18.0", "possible_cpus": 2},
-        "limit": LIMIT,
-        "old": {"paths": ["cni_v054.bpf.o"], "charged_at_create": 12000000, "charged_full": 15000000},
-        "new": {"paths": ["cni_v060.bpf.o"], "charged_at_create": 62519296, "charged_full": 70000000},
-        "delta_at_create": 50519296, "delta_full": 55000000, "upgrade_charge": 50519296,
-        "new_share_of_limit": 0.466,
-        "maps": [
-            {"object": "cni", "map": "service_route_table", "status": "added", "pinned": True,
-             "pin_incompatible": False, "changes": [], "old": None,
-             "new": side("hash", 20, 32, 65536, ["no_prealloc"], 7866368, 7866368),
-             "delta_at_create": 7866368, "delta_full": 7866368},
-            {"object": "cni", "map": "conntrack_table", "status": "changed", "pinned": True,
-             "pin_incompatible": True, "changes": ["max_entries: 32768 -> 131072"],
-             "old": side("hash", 40, 40, 32768, [], 4718592, 4718592),
-             "new": side("hash", 40, 40, 131072, [], 18874368, 18874368),
-             "delta_at_create": 14155776, "delta_full": 14155776},
-            {"object": "cni", "map": "legacy_nat", "status": "removed", "pinned": False,
-             "pin_incompatible": False, "changes": [],
-             "old": side("hash", 16, 16, 16384, [], 1573000, 1573000), "new": None,
-             "delta_at_create": -1573000, "delta_full": -1573000},
-            {"object": "cni", "map": "events", "status": "unchanged", "pinned": False,
-             "pin_incompatible": False, "changes": [],
-             "old": side("ringbuf", 0, 0, 1 << 20, [], 1069584, 1069584),
-             "new": side("ringbuf", 0, 0, 1 << 20, [], 1069584, 1069584),
-             "delta_at_create": 0, "delta_full": 0},
-        ],
-    }
-
-
-# the bundled example's maps as the model prices them on 6.18, 2 CPUs, plus a per-CPU hash
-_CNI = [
-    ("service_route_table", "hash", 20, 32, 65536, ["no_prealloc"], 7865440, 7869448),
-    ("service_reverse_table", "lru_hash", 20, 20, 131072, [], 14680960, 14681096),
-    ("service_access_table", "hash", 8, 8, 131072, ["no_prealloc"], 10486800, 10490888),
-    ("service_deny_table", "hash", 8, 4, 65536, ["no_prealloc"], 5243920, 5248008),
-    ("service_remote_grant_table", "hash", 12, 16, 65536, ["no_prealloc"], 6292528, 6296584),
-    ("attachment_identity_table", "hash", 20, 24, 65536, [], 7341136, 7345160),
-    ("conntrack_table", "hash", 40, 40, 131072, [], 18875536, 18879496),
-    ("metrics_map", "percpu_array", 4, 16, 1024, [], 41272, 16384),
-    ("events", "ringbuf", 0, 0, 1048576, [], 1065288, 1069584),
-    ("cni_data.rodata", "array", 4, 16, 1, ["rdonly_prog", "mmapable"], 8192, 8192),
-]
-
-
-def sample_check_doc() -> dict:
-    """A realistic matrix: the example CNI plus a per-CPU stats hash, 2 kernels × 2 CPU counts."""
-    budget = int(LIMIT * 0.55)
-    results = []
-    for version in ("6.1.0", "6.18.0"):
-        for cpus in (2, 64):
-            maps = [_map(*row) for row in _CNI]
-            percpu = 16 * 16384 * cpus + 16384 * 40
-            maps.append(_map("policy_stats", "percpu_hash", 8, 16, 16384, [], percpu, percpu))
-            if version == "6.1.0":  # pre-6.4 memlock: a rougher estimate
-                for m in maps:
-                    m["memlock_at_create"] = m["max_entries"] * (m["key_size"] + m["value_size"])
-            obj = _object("build/cni.bpf.o", "cni", maps)
-            top = sorted(maps, key=lambda m: -m["charged_at_create"])[:3]
-            results.append(_result(version, cpus, [obj], budget, [
-                {"object": "cni", "map": m["name"], "charged": m["charged_at_create"],
-                 "share": m["share"]} for m in top]))
-    return {"schema": "bpfmem/check/v1", "limit": LIMIT, "max_fraction": 0.55, "budget": budget,
-            "full": False, "pass": all(r["pass"] for r in results), "results": results,
-            "whatif": ["service_*.flags+=no_prealloc"]}
-
-
-def sample_diff_doc() -> dict:
-    new = {m["name"]: m for m in sample_check_doc()["results"][2]["objects"][0]["maps"]}
-    old = copy.deepcopy(new)
-    for gone in ("service_remote_grant_table", "attachment_identity_table", "policy_stats"):
-        del old[gone]
-    ct = old["conntrack_table"]
-    ct["max_entries"] //= 4
-    ct["charged_at_create"] = ct["charged_full"] = ct["charged_at_create"] // 4
-    rt = old["service_route_table"]
-    rt["value_size"], rt["flags"] = 24, []
-    rt["charged_at_create"] = rt["charged_full"] = rt["charged_at_create"] * 7 // 8
-    old["legacy_nat_table"] = _map("legacy_nat_table", "hash", 16, 16, 16384, [], 1572864, 1573000)
-    keys = ("type", "key_size", "value_size", "max_entries", "flags", "charged_at_create",
-            "charged_full")
-    rows = []
-    for name in sorted(set(old) | set(new)):
-        o = {k: old[name][k] for k in keys} if name in old else None
-        n = {k: new[name][k] for k in keys} if name in new else None
-        status = "added" if o is None else "removed" if n is None else (
-            "unchanged" if o == n else "changed")
-        changes = [f"{k}: {o[k] or 0} -> {n[k] or 0}" for k in keys[:5]
-                   if o and n and o[k] != n[k]]
-        pinned = name in ("conntrack_table", "service_route_table", "metrics_map")
-        rows.append({"object": "cni", "map": name, "status": status, "pinned": pinned,
-                     "pin_incompatible": pinned and name == "service_route_table",
-                     "changes": changes, "old": o, "new": n,
-                     "delta_at_create": (n or {}).get("charged_at_create", 0)
-                     - (o or {}).get("charged_at_create", 0),
-                     "delta_full": (n or {}).get("charged_full", 0) - (o or {}).get("charged_full", 0)})
-    oc = sum(m["charged_at_create"] for m in old.values())
-    nc = sum(m["charged_at_create"] for m in new.values())
-    of = sum(m["charged_full"] for m in old.values())
-    nf = sum(m["charged_full"] for m in new.values())
-    return {"schema": "bpfmem/diff/v1", "kernel": {"version": "6.18.0", "possible_cpus": 2},
-            "limit": LIMIT,
-            "old": {"paths": ["cni_v054.bpf.o"], "charged_at_create": oc, "charged_full": of},
-            "new": {"paths": ["cni_v060.bpf.o"], "charged_at_create": nc, "charged_full": nf},
-            "delta_at_create": nc - oc, "delta_full": nf - of, "upgrade_charge": nc,
-            "newly_charged": nc - oc, "new_share_of_limit": nc / LIMIT,
-            "pin_incompatible": ["cni/service_route_table"], "maps": rows}
-
+def pinned_diff():
+    """The seed's v0.6.0 before to after: pinned maps whose flags change (pin-incompatible)
+    and one reused."""
+    from bpfmem import api
+    return api.diff_objects([BEFORE], [AFTER], profile=api.profile("6.18", cpus=2), limit=LIMIT)
 
 # --- helpers on the page's text -------------------------------------------------------------------
 
@@ -263,83 +138,106 @@ def test_import_is_cheap():
 
 
 def test_without_plotly_says_how_to_get_it(monkeypatch):
+    check = small_check()
     for name in list(sys.modules):
         if name == "plotly" or name.startswith("plotly."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "plotly", None)
     with pytest.raises(UnsupportedError, match=r"pip install '\.\[html\]'"):
-        report_html.render_html(small_check_doc())
+        report_html.render_html(check)
 
 
-def test_needs_a_document(plotly):
+def test_needs_a_result(plotly):
     with pytest.raises(ValueError):
         report_html.render_html()
 
 
+def test_the_renderer_table_draws_the_typed_results(plotly):
+    """check_html and diff_html are render_html of the result itself (no document between)."""
+    import io
+    from bpfmem.report.formats import render
+    check, diff = small_check(), small_diff()
+    for result, page in ((check, report_html.render_html(check)),
+                         (diff, report_html.render_html(None, diff))):
+        out = io.StringIO()
+        render(result, "html", out)
+        assert out.getvalue() == page
+
+
 def test_treemap_one_cell_per_map(plotly):
-    doc = small_check_doc()
-    page = report_html.render_html(doc)
+    from bpfmem.units import format_size
+    check = small_check()
+    page = report_html.render_html(check)
     fig = figures(page)[report_html.TREEMAP_ID]
-    assert len(fig["data"]) == len(doc["results"])  # one treemap per kernel/CPU combination
+    assert len(fig["data"]) == len(check.results) == 2  # one treemap per kernel/CPU combination
     shown = visible_trace(fig)
-    assert doc["results"][shown]["pass"] is False  # a failing combination is shown first
-    for i, result in enumerate(doc["results"]):
+    assert check.results[shown].passed is False  # a failing combination is shown first
+    for i, result in enumerate(check.results):
         t = fig["data"][i]
         assert t["type"] == "treemap"
-        names = [m["name"] for o in result["objects"] for m in o["maps"]]
+        names = [m.cost.name for o in result.objects for m in o.maps]
+        assert len(names) == 15  # the example's 10 maps and v0.5.4's 5
         assert sorted(leaf_labels(fig, i)) == sorted(names)
-        by_label = dict(zip(t["labels"], t["values"]))
-        for o in result["objects"]:
-            assert by_label[o["name"]] == o["total"]  # objects group their maps
-            for m in o["maps"]:
-                assert by_label[m["name"]] == m["charged_at_create"]
+        by_id = dict(zip(t["ids"], t["values"]))
+        for oi, o in enumerate(result.objects):
+            assert by_id[f"o{oi}"] == o.total  # objects group their maps
+            for mi, m in enumerate(o.maps):
+                assert by_id[f"o{oi}/m{mi}"] == m.cost.charged_at_create
+        assert by_id["root"] == result.total
         assert t["branchvalues"] == "total"
     # hover names every figure the brief asks for
     hover = " ".join(fig["data"][shown]["hovertemplate"])
     for word in ("memlock at create", "charged at create", "charged full", "type",
                  "key / value size", "max_entries", "flags"):
         assert word in hover
-    custom = fig["data"][shown]["customdata"]
-    assert any("no_prealloc" in c for row in custom for c in row)
-    assert any("7.5Mi" in row for row in custom)  # memlock 7864320
+    t = fig["data"][shown]
+    ident = check.results[shown].objects[0].maps[5].cost
+    assert ident.name == "attachment_identity_table"
+    row = t["customdata"][t["ids"].index("o0/m5")]
+    assert row[:4] == ["hash", "20 / 24", "65,536", "no_prealloc"]  # the what-if's flag
+    assert row[4:7] == [format_size(ident.memlock_at_create), format_size(ident.charged_at_create),
+                        format_size(ident.charged_full)]
 
 
 def test_treemap_shares_in_the_one_share_style(plotly):
     """Cells and hover show a map's share of the whole as bpfmem prints shares everywhere
     (units.format_share: whole percent, one decimal below 1%), never plotly's own."""
     from bpfmem.units import format_share
-    doc = small_check_doc()
-    fig = figures(report_html.render_html(doc))[report_html.TREEMAP_ID]
-    for t in fig["data"]:
+    check = small_check()
+    fig = figures(report_html.render_html(check))[report_html.TREEMAP_ID]
+    for t, result in zip(fig["data"], check.results):
         assert "percentRoot" not in t["texttemplate"] + " ".join(t["hovertemplate"])
         assert t["texttemplate"].endswith("%{customdata[8]}")
         assert all("%{customdata[8]} of the total" in h for h in t["hovertemplate"])
-        root = t["values"][t["ids"].index("root")]
-        shares = dict(zip(t["labels"], (row[8] for row in t["customdata"])))
-        for label, value in zip(t["labels"], t["values"]):
-            assert shares[label] == format_share(value / root)
-    shares = dict(zip(fig["data"][0]["labels"], (r[8] for r in fig["data"][0]["customdata"])))
-    # 2 CPUs, of 29932048 B: conntrack 63.06% and lb_events 3.57% in whole percent (plotly
-    # said 63.1% and 3.6%), metrics_map's 0.05% below the one decimal
-    assert (shares["conntrack_table"], shares["lb_events"], shares["metrics_map"]) == (
-        "63%", "4%", "<0.1%")
+        shares = dict(zip(t["ids"], (row[8] for row in t["customdata"])))
+        assert shares["root"] == "100%"
+        for oi, o in enumerate(result.objects):
+            for mi, m in enumerate(o.maps):
+                # the share the check itself computed, in the one style
+                assert shares[f"o{oi}/m{mi}"] == format_share(m.share)
+        # whole percent for the example's conntrack_table, and v0.5.4's interface_table
+        # (266640 B, 0.3% of the total) with one decimal
+        assert shares["o0/m6"] == "24%"
+        assert (result.objects[1].maps[2].cost.name, shares["o1/m2"]) == ("interface_table",
+                                                                          "0.3%")
 
 
 def test_usage_bar_against_budget_and_limit(plotly):
-    doc = small_check_doc()
-    fig = figures(report_html.render_html(doc))[report_html.USAGE_ID]
+    check = small_check()
+    fig = figures(report_html.render_html(check))[report_html.USAGE_ID]
     bar = fig["data"][0]
     assert bar["type"] == "bar"
-    assert bar["y"] == pytest.approx([r["total"] / (1 << 20) for r in doc["results"]])
+    assert bar["y"] == pytest.approx([r.total / (1 << 20) for r in check.results])
     colors = bar["marker"]["color"]
     assert colors[0] != colors[1]  # pass and fail differ
     assert [t["name"] for t in fig["data"][1:]] == ["pass", "fail", "budget"]
-    assert fig["data"][3]["y"] == pytest.approx([64.0, 64.0])
-    assert any(s["y0"] == 128 for s in fig["layout"]["shapes"])  # the limit
+    assert fig["data"][3]["y"] == pytest.approx([check.budget.budget / (1 << 20)] * 2)
+    assert any(s["y0"] == pytest.approx(check.budget.limit / (1 << 20))
+               for s in fig["layout"]["shapes"])  # the limit
 
 
 def test_no_url_outside_the_library(plotly):
-    page = report_html.render_html(sample_check_doc(), sample_diff_doc())
+    page = report_html.render_html(small_check(), small_diff())
     rest = strip_plotlyjs(page)
     assert not re.search(r"https?:|wss?:|ftp:", rest, re.I), re.findall(r".{40}https?:.{40}", rest)
     assert "//" not in re.sub(r"<script.*?</script>", "", rest, flags=re.S)  # no protocol-relative
@@ -353,86 +251,142 @@ def test_no_url_outside_the_library(plotly):
 
 
 def test_header_and_verdict(plotly):
-    doc = small_check_doc()
-    page = report_html.render_html(doc, title="cni check")
+    from bpfmem.units import format_size
+    check = small_check()
+    page = report_html.render_html(check, title="cni check")
     assert '<span class="verdict fail" id="bpfmem-verdict">FAIL</span>' in page
     assert "<title>cni check</title>" in page
-    assert "6.18.0" in page and "2, 64" in page and "128Mi" in page and "64Mi (50%)" in page
-    doc["pass"] = True
-    page = report_html.render_html(doc)
+    b = check.budget
+    facts = page[page.index('<dl class="facts">'):page.index("</header>")]
+    assert re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", facts) == [
+        ("kernel", "6.18.0"), ("possible CPUs", "2, 64"), ("limit", format_size(b.limit)),
+        ("budget", f"{format_size(b.budget)} (50%)"), ("judged at", "create"),
+        ("what-if", "; ".join(check.whatif))]
+    assert check.whatif and "no_prealloc" in check.whatif[0]
+    page = report_html.render_html(small_check(passing=True))
     assert '<span class="verdict pass" id="bpfmem-verdict">PASS</span>' in page
 
 
-def test_diff_table_and_summary(plotly):
-    doc = small_diff_doc()
-    page = report_html.render_html(None, doc)
-    assert ("upgrade charges 48.2Mi at first start; new total 59.6Mi = 47% of the "
-            "128Mi limit") in page
+def _table_rows(page: str) -> list[tuple[str, str]]:
     start = page.index('id="bpfmem-diff-table"')
-    table = page[start:page.index("</table>", start)]
-    rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", table, re.S)
-    assert [re.search(r"<code>(.*?)</code>", r).group(1) for _, r in rows] == [
-        "service_route_table", "conntrack_table", "legacy_nat", "events"]  # added, changed, ...
-    classes = {re.search(r"<code>(.*?)</code>", r).group(1): c for c, r in rows}
-    assert "pin-incompatible" in classes["conntrack_table"]
-    assert "pin-incompatible" not in classes["service_route_table"]
-    ct = dict(rows)[classes["conntrack_table"]]
-    assert "4.5Mi" in ct and "18Mi" in ct and "+13.5Mi" in ct
-    assert "max_entries: 32768 -&gt; 131072" in ct
-    assert "-1.5Mi" in page  # the removed map frees 1573000 B
+    return re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>",
+                      page[start:page.index("</table>", start)], re.S)
+
+
+def _row_name(row: str) -> str:
+    return re.search(r"<code>(.*?)</code>", row).group(1)
+
+
+def test_diff_table_and_summary(plotly):
+    from bpfmem.units import format_delta, format_share, format_size
+    diff = small_diff()
+    page = report_html.render_html(None, diff)
+    assert (f"upgrade charges {format_size(diff.upgrade_charge)} at first start; new total "
+            f"{format_size(diff.new.charged_at_create)} = "
+            f"{format_share(diff.new_share_of_limit)} of the 128Mi limit") in page
+    rows = _table_rows(page)
+    status = {m.map: m.status for m in diff.maps}
+    assert sorted(status.values()) == ["added"] * 6 + ["changed"] * 2 + ["removed"] + [
+        "unchanged"] * 2
+    # added, changed, removed, unchanged; the largest change first within each
+    order = {"added": 0, "changed": 1, "removed": 2, "unchanged": 3}
+    names = [_row_name(r) for _, r in rows]
+    assert names == [m.map for m in sorted(diff.maps, key=lambda m: (
+        order[m.status], -abs(m.delta_at_create), m.object, m.map))]
+    assert names[0] == "service_reverse_table" and names[8] == "interface_table"
+    assert [c for c, _ in rows] == [f"st-{status[n]}" for n in names]  # no pin trouble here
+    ct = next(m for m in diff.maps if m.map == "conntrack_table")
+    row = dict((_row_name(r), r) for _, r in rows)["conntrack_table"]
+    for figure in (format_size(ct.old.charged_at_create), format_size(ct.new.charged_at_create),
+                   format_delta(ct.delta_at_create)):
+        assert figure in row
+    assert "max_entries: 65536 -&gt; 131072" in row and "type: 9 -&gt; 1" in row
+    gone = next(m for m in diff.maps if m.status == "removed")
+    assert gone.delta_at_create < 0 and format_delta(gone.delta_at_create) in page  # it frees
+    start = page.index('id="bpfmem-diff-table"')
     counts = page[page.index('<table class="diff counts"'):start]
-    assert re.search(r"changed</span></td><td class=num>1</td>", counts)
-    assert "+48.2Mi" in counts  # all maps: the document's delta at create
+    assert re.search(r"changed</span></td><td class=num>2</td>", counts)
+    assert f'<td class=num>11</td><td class="num up">{format_delta(diff.delta_at_create)}' \
+        in counts  # all maps: the result's delta at create
     totals = figures(page)[report_html.DIFF_ID]
     assert [t["name"] for t in totals["data"]] == ["old", "new"]
-    assert totals["data"][1]["y"][0] == pytest.approx(62519296 / (1 << 20))
-    assert 'id="bpfmem-treemap"' not in page  # no check document, no treemap
-    assert "</span> 1 pinned map cannot be reused by the new object" in page
+    assert totals["data"][1]["y"][0] == pytest.approx(diff.new.charged_at_create / (1 << 20))
+    assert 'id="bpfmem-treemap"' not in page  # no check, no treemap
+    assert "cannot be reused" not in page  # nothing pinned
 
 
 def test_pin_incompatible_maps_counted_in_words(plotly):
-    doc = small_diff_doc()
-    for m in doc["maps"]:
-        m["pin_incompatible"] = True
-    page = report_html.render_html(None, doc)
-    assert "</span> 4 pinned maps cannot be reused by the new object" in page
+    import dataclasses
+    diff = pinned_diff()
+    bad = [m.map for m in diff.maps if m.pin_incompatible]
+    assert len(bad) == 5  # v0.6.0 after adds no_prealloc to five pinned maps
+    page = report_html.render_html(None, diff)
+    assert "</span> 5 pinned maps cannot be reused by the new object" in page
     assert "map(s)" not in strip_plotlyjs(page)
-    for m in doc["maps"]:
-        m["pin_incompatible"] = False
-    assert "cannot be reused" not in report_html.render_html(None, doc)
+    classes = {_row_name(r): c for c, r in _table_rows(page)}
+    assert sorted(n for n, c in classes.items() if "pin-incompatible" in c) == sorted(bad)
+    reused = dict((_row_name(r), r) for _, r in _table_rows(page))["service_reverse_table"]
+    assert '<span class="badge pin">reused</span>' in reused
+    one = dataclasses.replace(diff, maps=tuple(m for m in diff.maps
+                                               if not m.pin_incompatible or m.map == bad[0]))
+    page = report_html.render_html(None, one)
+    assert "</span> 1 pinned map cannot be reused by the new object" in page
 
 
-def test_tolerates_missing_keys(plotly):
-    check = {"results": [{"objects": [{"maps": [{"name": "only"}, {}]}]}, {}]}
-    diff = {"maps": [{"map": "x", "status": "added"}, {}]}
-    page = report_html.render_html(check, diff)
-    assert "only" in page and "<title>bpfmem report</title>" in page
+def test_tolerates_what_is_missing(plotly):
+    """Maps the kernel refuses (no figure), a check on no profile and a diff of no maps
+    still make a page, saying so."""
+    import dataclasses
+    from bpfmem import api
+    old = api.check_objects([str(api.example_object_path())], limit=LIMIT,
+                            profiles=api.profiles(["5.4"], [2]))
+    refused = [m.cost.name for o in old.results[0].objects for m in o.maps
+               if m.cost.charged_at_create is None]
+    assert refused == ["events"]  # a ring buffer needs 5.8
+    page = report_html.render_html(old)
+    assert "not sized (unknown to the model): cni_datapath/events" in page
     fig = figures(page)[report_html.TREEMAP_ID]
-    assert sorted(leaf_labels(fig, 0)) == ["map 1", "only"]
-    report_html.render_html({"results": []})
-    report_html.render_html(None, {})
+    t = fig["data"][0]
+    assert t["values"][t["labels"].index("events")] == 0
+    assert t["customdata"][t["labels"].index("events")][5:7] == ["?", "?"]
+    nothing = api.check_objects([str(api.example_object_path())], limit=LIMIT, profiles=[])
+    page = report_html.render_html(nothing)
+    assert "no results in the check" in page and "<title>bpfmem report</title>" in page
+    page = report_html.render_html(None, dataclasses.replace(small_diff(), maps=()))
+    assert '<td colspan="11" class="muted">no maps</td>' in page
+
+
+def _renamed_map(check, name: str):
+    """``check`` with its first result's first map named ``name``."""
+    from dataclasses import replace
+    r = check.results[0]
+    o = r.objects[0]
+    m = o.maps[0]
+    m = replace(m, cost=replace(m.cost, spec=replace(m.cost.spec, name=name)))
+    o = replace(o, maps=(m,) + o.maps[1:])
+    return replace(check, results=(replace(r, objects=(o,) + r.objects[1:]),) + check.results[1:])
 
 
 def test_escapes_names(plotly):
-    doc = small_check_doc()
+    from dataclasses import replace
     evil = "<img src=x onerror=alert(1)></script>"
-    doc["results"][0]["objects"][0]["maps"][0]["name"] = evil
-    diff = small_diff_doc()
-    diff["maps"][0]["map"] = evil
-    page = report_html.render_html(doc, diff, title=evil)
+    check = _renamed_map(small_check(), evil)
+    diff = small_diff()
+    diff = replace(diff, maps=(replace(diff.maps[0], map=evil),) + diff.maps[1:])
+    page = report_html.render_html(check, diff, title=evil)
     assert evil not in page
+    assert _html.escape(evil) in page  # the diff table and the title
     fig = figures(page)[report_html.TREEMAP_ID]
     assert evil in fig["data"][0]["labels"]  # intact in the data, escaped in the page
 
 
 def test_write_html(tmp_path, plotly):
-    page = report_html.render_html(small_check_doc())
+    page = report_html.render_html(small_check())
     out = tmp_path / "r.html"
     write_html(out, page)
     assert out.read_text(encoding="utf-8") == page
 
 
-SEED = Path(__file__).resolve().parent.parent / "examples" / "seed"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -635,7 +589,7 @@ _TREEMAP_CELLS = f"""(() => {{
 
 @needs_chromium
 def test_browser_draws_offline_without_errors(tmp_path, plotly):
-    check, diff = small_check_doc(), small_diff_doc()
+    check, diff = small_check(), pinned_diff()
     page = tmp_path / "report.html"
     write_html(page, report_html.render_html(check, diff))
     b, s = load_page(page)
@@ -643,19 +597,20 @@ def test_browser_draws_offline_without_errors(tmp_path, plotly):
         assert page_errors(b) == []
         assert requested_urls(b) == [page.resolve().as_uri()]  # the file, nothing else
         cells = evaluate(b, s, _TREEMAP_CELLS)
-        shown = check["results"][1]  # the failing combination comes first
-        names = [m["name"] for o in shown["objects"] for m in o["maps"]]
+        shown = check.results[1]  # the failing combination comes first
+        assert not shown.passed
+        names = [m.cost.name for o in shown.objects for m in o.maps]
         assert sorted(c["label"] for c in cells if c["leaf"]) == sorted(names)
         assert sorted(c["label"] for c in cells if not c["leaf"]) \
-            == ["all objects (6.18.0 · 64 CPUs)", "cni", "lb"]
+            == ["all objects (6.18.0 · 64 CPUs)", "cni_datapath", "cni_v054"]
         # the usage bars (one per combination) and the diff's old/new bars are drawn too
         assert evaluate(b, s, f"document.querySelectorAll('#{report_html.USAGE_ID} "
-                              ".barlayer g.point').length") == len(check["results"])
+                              ".barlayer g.point').length") == len(check.results)
         assert evaluate(b, s, f"document.querySelectorAll('#{report_html.DIFF_ID} "
                               ".barlayer g.point').length") == 4
         assert evaluate(b, s, "document.getElementById('bpfmem-verdict').textContent") == "FAIL"
         assert evaluate(b, s, "document.querySelectorAll('#bpfmem-diff-table tbody tr"
-                              ".pin-incompatible').length") == 1
+                              ".pin-incompatible').length") == 5
         # switching combination with the menu shows the other treemap
         evaluate(b, s, f"Plotly.restyle('{report_html.TREEMAP_ID}', "
                        "{visible: [true, false]}).then(() => true)")
@@ -673,7 +628,7 @@ def test_browser_draws_offline_without_errors(tmp_path, plotly):
 @needs_chromium
 def test_browser_test_sees_a_stray_request(tmp_path, plotly):
     """The control: the same checks catch a page that tries to load something from the net."""
-    html = report_html.render_html(small_check_doc())
+    html = report_html.render_html(small_check())
     html = html.replace("<footer>", '<img src="https://example.invalid/pixel.png"><footer>')
     page = tmp_path / "leaky.html"
     write_html(page, html)

@@ -1,7 +1,7 @@
-"""A self-contained, offline HTML report of a check and/or a diff document.
+"""A self-contained, offline HTML report of a check and/or a diff.
 
-``render_html`` takes the documents ``bpfmem check`` (``bpfmem/check/v1``) and ``bpfmem diff``
-(``bpfmem/diff/v1``) build and returns one HTML page: plotly.js is embedded whole, every figure
+``render_html`` takes the results of ``bpfmem check`` (a ``CheckResult``) and ``bpfmem diff``
+(a ``DiffResult``) and returns one HTML page: plotly.js is embedded whole, every figure
 is inline JSON, the CSS is inline, and the page names no URL of its own, so it opens from a file
 with no network. Pure: it reads no file and no kernel. plotly is imported only when rendering
 (the ``html`` extra: ``pip install '.[html]'``).
@@ -66,11 +66,22 @@ def _flags(flags: Any) -> str:
 
 
 def _kernel_label(k: Any, sep: str = " · ") -> str:
-    if not isinstance(k, dict):
+    """``6.18.0 · 2 CPUs`` for a KernelProfile."""
+    if k is None:
         return "?"
-    ver = k.get("version") or "?"
-    cpus = k.get("possible_cpus")
+    ver = k.version or "?"
+    cpus = k.possible_cpus
     return f"{ver}{sep}{cpus} CPU{'s' if cpus != 1 else ''}" if cpus is not None else str(ver)
+
+
+def _type(cost: Any) -> str:
+    from ..uapi import map_type_name
+    return map_type_name(cost.spec.type)
+
+
+def _flag_names(cost: Any) -> list[str]:
+    from ..uapi import flag_names
+    return flag_names(cost.spec.map_flags)
 
 
 def _uniq(xs: Iterable[Any]) -> list[Any]:
@@ -108,9 +119,9 @@ def _layout(**kw: Any) -> dict[str, Any]:
 
 # --- (a) treemap --------------------------------------------------------------------------------
 
-def _result_rank(r: dict[str, Any]) -> tuple[int, float]:
+def _result_rank(r: Any) -> tuple[int, float]:
     """Failing combinations first, then the largest total."""
-    return (0 if r.get("pass") is False else 1, -(_num(r.get("total")) or 0))
+    return (0 if r.passed is False else 1, -(_num(r.total) or 0))
 
 
 _MAP_HOVER = (
@@ -144,15 +155,15 @@ def _shade(t: float) -> str:
 _MEASURES = ("charged_at_create", "charged_full", "memlock_at_create", "memlock_full")
 
 
-def _measure(doc: dict[str, Any]) -> str:
+def _measure(check: Any) -> str:
     """The figure a check judged (``measure``): charged at create unless told otherwise."""
-    m = doc.get("measure")
+    m = check.budget.measure
     if m in _MEASURES:
         return m
-    return "charged_full" if doc.get("full") is True else "charged_at_create"
+    return "charged_full" if check.budget.full is True else "charged_at_create"
 
 
-def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
+def _treemap_trace(go: Any, result: Any, visible: bool,
                    measure: str = "charged_at_create") -> Any:
     """One cell per map, grouped by object, under one root; sizes: ``measure``."""
     ids, labels, parents, values, custom, hover, colors = [], [], [], [], [], [], []
@@ -169,50 +180,47 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
         kinds.append(kind)
         return len(ids) - 1
 
-    root_idx = add("root", f"all objects ({_kernel_label(result.get('kernel'))})", "", 0,
+    root_idx = add("root", f"all objects ({_kernel_label(result.kernel)})", "", 0,
                    [""] * 7, _GROUP_HOVER, "root")
-    for oi, obj in enumerate(result.get("objects") or []):
-        oname = str(obj.get("name") or obj.get("path") or f"object {oi}")
+    for oi, obj in enumerate(result.objects):
+        oname = str(obj.spec.name or obj.spec.path or f"object {oi}")
         oid = f"o{oi}"
-        maps = [m for m in (obj.get("maps") or []) if isinstance(m, dict)]
+        maps = [m.cost for m in obj.maps]
         oidx = add(oid, oname, "root", 0, [], _GROUP_HOVER, "object")
         osum = ofull = 0
         full_known = True
         for mi, m in enumerate(maps):
-            value = max(_num(m.get(measure)) or 0, 0)
+            value = max(getattr(m, measure) or 0, 0)
             osum += value
-            if _num(m.get("charged_full")) is None:
+            if m.charged_full is None:
                 full_known = False
             else:
-                ofull += m["charged_full"]
-            ks, vs = m.get("key_size"), m.get("value_size")
-            me = _num(m.get("max_entries"))
-            count = _num(m.get("count"))
-            add(f"{oid}/m{mi}", str(m.get("name") or f"map {mi}"), oid, value, [
-                _esc(m.get("type") or "?") + (f" (× {count:g}: figures for all)"
-                                               if count is not None and count != 1 else ""),
-                f"{ks if ks is not None else '?'} / {vs if vs is not None else '?'}",
-                f"{me:,}" if me is not None else "?",
-                _esc(_flags(m.get("flags"))),
-                format_size(m.get("memlock_at_create")),
-                format_size(m.get("charged_at_create")),
-                format_size(m.get("charged_full")),
+                ofull += m.charged_full
+            s = m.spec
+            add(f"{oid}/m{mi}", str(m.name or f"map {mi}"), oid, value, [
+                _esc(_type(m) or "?") + (f" (× {m.count:g}: figures for all)"
+                                         if m.count != 1 else ""),
+                f"{s.key_size} / {s.value_size}",
+                f"{s.max_entries:,}",
+                _esc(_flags(_flag_names(m))),
+                format_size(m.memlock_at_create),
+                format_size(m.charged_at_create),
+                format_size(m.charged_full),
             ], _MAP_HOVER, "map")
         values[oidx] = osum
-        ocreate = sum(_num(m.get("charged_at_create")) or 0 for m in maps)
-        custom[oidx] = [_esc(f"{obj.get('path') or oname} · {len(maps)} map"
+        ocreate = sum(m.charged_at_create or 0 for m in maps)
+        custom[oidx] = [_esc(f"{obj.spec.path or oname} · {len(maps)} map"
                              f"{'' if len(maps) == 1 else 's'}"),
                         "", "", "", "", format_size(ocreate),
                         format_size(ofull if full_known else None)]
     values[root_idx] = sum(v for v, k in zip(values, kinds) if k == "object")
-    all_maps = [m for o in result.get("objects") or [] for m in o.get("maps") or []
-                if isinstance(m, dict)]
+    all_maps = [m.cost for o in result.objects for m in o.maps]
 
     def total(field: str) -> int | None:
-        vals = [_num(m.get(field)) for m in all_maps]
+        vals = [getattr(m, field) for m in all_maps]
         return None if any(v is None for v in vals) else sum(vals)  # type: ignore[arg-type]
 
-    custom[root_idx] = [_esc(_kernel_label(result.get("kernel"))), "", "", "", "",
+    custom[root_idx] = [_esc(_kernel_label(result.kernel)), "", "", "", "",
                         format_size(total("charged_at_create")), format_size(total("charged_full"))]
     top = max([v for v, k in zip(values, kinds) if k == "map"] + [1])
     for v, k in zip(values, kinds):
@@ -234,11 +242,11 @@ def _treemap_trace(go: Any, result: dict[str, Any], visible: bool,
         textfont=dict(family=_FONT, size=13),
         sort=True,
         visible=visible,
-        name=_kernel_label(result.get("kernel")),
+        name=_kernel_label(result.kernel),
     )
 
 
-def _treemap_figure(go: Any, results: list[dict[str, Any]],
+def _treemap_figure(go: Any, results: list[Any],
                     measure: str = "charged_at_create") -> Any:
     order = sorted(range(len(results)), key=lambda i: _result_rank(results[i]))
     shown = order[0]
@@ -250,9 +258,9 @@ def _treemap_figure(go: Any, results: list[dict[str, Any]],
         buttons = []
         for i in order:
             r = results[i]
-            verdict = "pass" if r.get("pass") else ("FAIL" if r.get("pass") is False else "?")
+            verdict = "pass" if r.passed else "FAIL"
             buttons.append(dict(
-                label=f"{_kernel_label(r.get('kernel'))} ({verdict})",
+                label=f"{_kernel_label(r.kernel)} ({verdict})",
                 method="restyle",
                 args=[{"visible": [j == i for j in range(len(results))]}],
             ))
@@ -268,26 +276,24 @@ def _treemap_figure(go: Any, results: list[dict[str, Any]],
 
 # --- (b) usage against the limit ---------------------------------------------------------------
 
-def _usage_figure(go: Any, doc: dict[str, Any]) -> Any:
-    results = doc.get("results") or []
-    limit = _num(doc.get("limit"))
+def _usage_figure(go: Any, check: Any) -> Any:
+    results = check.results
+    limit = _num(check.budget.limit)
     x: list[str] = []
     for r in results:  # categories must be distinct, or plotly stacks two bars in one
-        label = _kernel_label(r.get("kernel"), "<br>")
+        label = _kernel_label(r.kernel, "<br>")
         while label in x:
             label += " "
         x.append(label)
-    totals = [in_mi(r.get("total")) or 0 for r in results]
-    budgets = [in_mi(r.get("budget", doc.get("budget"))) for r in results]
-    colors = [_PASS if r.get("pass") else (_FAIL if r.get("pass") is False else _MUTED)
-              for r in results]
-    verdicts = ["PASS" if r.get("pass") else ("FAIL" if r.get("pass") is False else "?")
-                for r in results]
-    text = [f"{format_size(r.get('total'))}" for r in results]
-    custom = [[verdicts[i], format_size(results[i].get("budget", doc.get("budget"))),
-               format_size(results[i].get("limit", limit)),
-               _pct((_num(results[i].get("total")) or 0) / limit) if limit else "?",
-               _esc(_kernel_label(results[i].get("kernel")))]
+    totals = [in_mi(r.total) or 0 for r in results]
+    budgets = [in_mi(r.budget.budget) for r in results]
+    colors = [_PASS if r.passed else _FAIL for r in results]
+    verdicts = ["PASS" if r.passed else "FAIL" for r in results]
+    text = [f"{format_size(r.total)}" for r in results]
+    custom = [[verdicts[i], format_size(results[i].budget.budget),
+               format_size(results[i].budget.limit),
+               _pct((_num(results[i].total) or 0) / limit) if limit else "?",
+               _esc(_kernel_label(results[i].kernel))]
               for i in range(len(results))]
     fig = go.Figure()
     fig.add_trace(go.Bar(
@@ -349,23 +355,23 @@ _MEASURE_TEXT = {
 _STATUS_ORDER = {"added": 0, "changed": 1, "removed": 2, "unchanged": 3}
 
 
-def _diff_totals_figure(go: Any, doc: dict[str, Any]) -> Any:
-    old, new = doc.get("old") or {}, doc.get("new") or {}
+def _diff_totals_figure(go: Any, diff: Any) -> Any:
+    old, new = diff.old, diff.new
     cats = ["at create", "full"]
     fig = go.Figure()
     for name, side, color in (("old", old, "#9aa5b1"), ("new", new, "#3b6fb6")):
-        ys = [in_mi(side.get("charged_at_create")), in_mi(side.get("charged_full"))]
+        ys = [in_mi(side.charged_at_create), in_mi(side.charged_full)]
         fig.add_trace(go.Bar(
             x=cats, y=ys, name=name, marker=dict(color=color),
-            text=[format_size(side.get("charged_at_create")),
-                  format_size(side.get("charged_full"))],
+            text=[format_size(side.charged_at_create),
+                  format_size(side.charged_full)],
             textposition="outside", cliponaxis=False,
             hovertemplate=f"{name} %{{x}}: %{{text}}<extra></extra>",
         ))
     shapes, annotations = [], []
-    limit = _num(doc.get("limit"))
+    limit = _num(diff.limit)
     ymax = max([in_mi(v) or 0 for s in (old, new)
-                for v in (s.get("charged_at_create"), s.get("charged_full"))] + [0])
+                for v in (s.charged_at_create, s.charged_full)] + [0])
     if limit:
         ymax = max(ymax, _limit_line(limit, shapes, annotations))
     fig.update_layout(**_layout(
@@ -379,12 +385,11 @@ def _diff_totals_figure(go: Any, doc: dict[str, Any]) -> Any:
     return fig
 
 
-def _diff_summary(doc: dict[str, Any]) -> str:
-    new = doc.get("new") or {}
-    charge = doc.get("upgrade_charge", doc.get("delta_at_create"))
-    new_total = new.get("charged_at_create")
-    share = doc.get("new_share_of_limit")
-    limit = _num(doc.get("limit"))
+def _diff_summary(diff: Any) -> str:
+    charge = diff.upgrade_charge
+    new_total = diff.new.charged_at_create
+    share = diff.new_share_of_limit
+    limit = _num(diff.limit)
     if share is None and limit and _num(new_total) is not None:
         share = new_total / limit
     charge_n = _num(charge)
@@ -397,23 +402,22 @@ def _diff_summary(doc: dict[str, Any]) -> str:
 
 
 def _side_cell(side: Any, key: str) -> str:
-    return format_size(side.get(key)) if isinstance(side, dict) else "—"
+    """A figure of one side's MapCost (``—``: the side has no such map)."""
+    return format_size(getattr(side, key)) if side is not None else "—"
 
 
 def _shape_text(side: Any) -> str:
-    if not isinstance(side, dict):
+    if side is None:
         return "—"
-    me = side.get("max_entries")
-    return (f"{_esc(side.get('type') or '?')} {side.get('key_size', '?')}/"
-            f"{side.get('value_size', '?')} × {me if me is not None else '?'}"
-            + (f" [{_esc(_flags(side.get('flags')))}]" if side.get("flags") else ""))
+    s, flags = side.spec, _flag_names(side)
+    return (f"{_esc(_type(side) or '?')} {s.key_size}/{s.value_size} × {s.max_entries}"
+            + (f" [{_esc(_flags(flags))}]" if flags else ""))
 
 
-def _diff_table(doc: dict[str, Any]) -> str:
-    rows = list(doc.get("maps") or [])
-    rows.sort(key=lambda m: (_STATUS_ORDER.get(m.get("status"), 9),
-                             -abs(_num(m.get("delta_at_create")) or 0),
-                             str(m.get("object")), str(m.get("map"))))
+def _diff_table(diff: Any) -> str:
+    rows = list(diff.maps)
+    rows.sort(key=lambda m: (_STATUS_ORDER.get(m.status, 9), -abs(m.delta_at_create),
+                             str(m.object), str(m.map)))
     head = ("<tr><th>object</th><th>map</th><th>status</th><th>shape (new or old)</th>"
             "<th class=num>old at create</th><th class=num>new at create</th>"
             "<th class=num>Δ at create</th><th class=num>old full</th><th class=num>new full</th>"
@@ -421,27 +425,27 @@ def _diff_table(doc: dict[str, Any]) -> str:
     body = []
     unchanged = 0
     for m in rows:
-        status = str(m.get("status") or "?")
+        status = str(m.status or "?")
         if status == "unchanged":
             unchanged += 1
         cls = [f"st-{_esc(status)}"]
         badges = ""
-        if m.get("pinned"):
+        if m.pinned:
             badges += ' <span class="badge pin">pinned</span>'
-        if m.get("pin_reused"):
+        if m.pin_reused:
             badges += ' <span class="badge pin">reused</span>'
-        if m.get("pin_incompatible"):
+        if m.pin_incompatible:
             cls.append("pin-incompatible")
             badges += ' <span class="badge bad">pin-incompatible</span>'
-        old, new = m.get("old"), m.get("new")
-        changes = m.get("changes") or []
-        dc, df = _num(m.get("delta_at_create")), _num(m.get("delta_full"))
+        old, new = m.old, m.new
+        changes = m.changes
+        dc, df = m.delta_at_create, m.delta_full
         body.append(
             f'<tr class="{" ".join(cls)}">'
-            f"<td>{_esc(m.get('object'))}</td>"
-            f"<td><code>{_esc(m.get('map'))}</code>{badges}</td>"
+            f"<td>{_esc(m.object)}</td>"
+            f"<td><code>{_esc(m.map)}</code>{badges}</td>"
             f'<td><span class="status">{_esc(status)}</span></td>'
-            f"<td>{_shape_text(new if isinstance(new, dict) else old)}</td>"
+            f"<td>{_shape_text(new if new is not None else old)}</td>"
             f"<td class=num>{_side_cell(old, 'charged_at_create')}</td>"
             f"<td class=num>{_side_cell(new, 'charged_at_create')}</td>"
             f'<td class="num {_sign_cls(dc)}">{format_delta(dc)}</td>'
@@ -456,21 +460,19 @@ def _diff_table(doc: dict[str, Any]) -> str:
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
-def _diff_counts(doc: dict[str, Any]) -> str:
+def _diff_counts(diff: Any) -> str:
     """Per status: how many maps, and what they add up to at create."""
     rows = []
-    maps = [m for m in doc.get("maps") or [] if isinstance(m, dict)]
+    maps = diff.maps
     for status in ("added", "changed", "removed", "unchanged"):
-        ms = [m for m in maps if m.get("status") == status]
+        ms = [m for m in maps if m.status == status]
         if not ms:
             continue
-        d = sum(_num(m.get("delta_at_create")) or 0 for m in ms)
+        d = sum(m.delta_at_create for m in ms)
         rows.append(f'<tr class="st-{status}"><td><span class="status">{status}</span></td>'
                     f"<td class=num>{len(ms)}</td>"
                     f'<td class="num {_sign_cls(d)}">{format_delta(d)}</td></tr>')
-    total = doc.get("delta_at_create")
-    if total is None and maps:
-        total = sum(_num(m.get("delta_at_create")) or 0 for m in maps)
+    total = diff.delta_at_create
     rows.append(f'<tr class="total"><td>all maps</td><td class=num>{len(maps)}</td>'
                 f'<td class="num {_sign_cls(_num(total))}">{format_delta(total)}</td></tr>')
     return ('<table class="diff counts"><thead><tr><th>status</th><th class=num>maps</th>'
@@ -536,33 +538,29 @@ footer{{color:{_MUTED};font-size:12px;text-align:center}}
 """
 
 
-def _header(title: str, check_doc: dict[str, Any] | None, diff_doc: dict[str, Any] | None) -> str:
+def _header(title: str, check: Any, diff: Any) -> str:
     facts: list[tuple[str, str]] = []
-    if check_doc is not None:
-        ok = check_doc.get("pass")
-        verdict = ("PASS", "pass") if ok else (("FAIL", "fail") if ok is False else ("?", "none"))
-        results = check_doc.get("results") or []
-        kernels = _uniq((r.get("kernel") or {}).get("version") for r in results)
-        cpus = _uniq((r.get("kernel") or {}).get("possible_cpus") for r in results)
-        limit = check_doc.get("limit")
+    if check is not None:
+        verdict = ("PASS", "pass") if check.passed else ("FAIL", "fail")
+        b = check.budget
+        kernels = _uniq(r.kernel.version for r in check.results)
+        cpus = _uniq(r.kernel.possible_cpus for r in check.results)
         facts += [
             ("kernel" + ("s" if len(kernels) > 1 else ""), ", ".join(map(str, kernels)) or "?"),
             ("possible CPUs", ", ".join(map(str, cpus)) or "?"),
-            ("limit", format_size(limit)),
-            ("budget", f"{format_size(check_doc.get('budget'))}"
-             + (f" ({_pct(check_doc.get('max_fraction'))})"
-                if check_doc.get("max_fraction") is not None else "")),
-            ("judged at", "full maps" if check_doc.get("full") else "create"),
+            ("limit", format_size(b.limit)),
+            ("budget", f"{format_size(b.budget)}"
+             + (f" ({_pct(b.max_fraction)})" if b.max_fraction is not None else "")),
+            ("judged at", "full maps" if b.full else "create"),
         ]
-        whatif = check_doc.get("whatif") or []
-        if whatif:
-            facts.append(("what-if", "; ".join(str(w) for w in whatif)))
+        if check.whatif:
+            facts.append(("what-if", "; ".join(str(w) for w in check.whatif)))
     else:
         verdict = ("DIFF", "none")
-        k = (diff_doc or {}).get("kernel") or {}
-        facts += [("kernel", str(k.get("version", "?"))),
-                  ("possible CPUs", str(k.get("possible_cpus", "?"))),
-                  ("limit", format_size((diff_doc or {}).get("limit")))]
+        k = diff.kernel
+        facts += [("kernel", str(k.version)),
+                  ("possible CPUs", str(k.possible_cpus)),
+                  ("limit", format_size(diff.limit))]
     dl = "".join(f"<div><dt>{_esc(a)}</dt><dd>{_esc(b)}</dd></div>" for a, b in facts)
     return (f'<header><h1>{_esc(title)}</h1>'
             f'<span class="verdict {verdict[1]}" id="bpfmem-verdict">{verdict[0]}</span>'
@@ -578,40 +576,39 @@ def _plot_div(pio: Any, fig: Any, div_id: str, height: int) -> tuple[str, str]:
     return div, js
 
 
-def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
-                title: str = "bpfmem report") -> str:
-    """One self-contained HTML page for a check document, a diff document, or both."""
-    if check_doc is None and diff_doc is None:
-        raise ValueError("render_html needs a check document, a diff document, or both")
+def render_html(check=None, diff=None, *, title: str = "bpfmem report") -> str:
+    """One self-contained HTML page for a CheckResult, a DiffResult, or both."""
+    if check is None and diff is None:
+        raise ValueError("render_html needs a check result, a diff result, or both")
     go, pio, get_plotlyjs = _plotly()
     sections: list[str] = []
     scripts: list[str] = []
 
-    if check_doc is not None:
-        results = [r for r in (check_doc.get("results") or []) if isinstance(r, dict)]
+    if check is not None:
+        results = list(check.results)
         if results:
-            measure = _measure(check_doc)
+            measure = _measure(check)
             tree, shown = _treemap_figure(go, results, measure)
             tdiv, tjs = _plot_div(pio, tree, TREEMAP_ID, 540)
-            usage = _usage_figure(go, check_doc)
+            usage = _usage_figure(go, check)
             udiv, ujs = _plot_div(pio, usage, USAGE_ID, 460)
             scripts += [tjs, ujs]
             shown_r = results[shown]
-            offenders = shown_r.get("offenders") or []
+            offenders = shown_r.offenders
             off_html = ""
             if offenders:
                 items = "".join(
-                    f"<li><code>{_esc(o.get('object'))}/{_esc(o.get('map'))}</code> "
-                    f"{format_size(o.get('charged'))} ({_pct(o.get('share'))})</li>"
+                    f"<li><code>{_esc(o.object)}/{_esc(o.map)}</code> "
+                    f"{format_size(o.charged)} ({_pct(o.share)})</li>"
                     for o in offenders[:5])
-                off_html = (f'<p class="note">largest on {_esc(_kernel_label(shown_r.get("kernel")))}'
+                off_html = (f'<p class="note">largest on {_esc(_kernel_label(shown_r.kernel))}'
                             f':</p><ul class="offenders">{items}</ul>')
-            unsized = [f"{o.get('name') or '?'}/{m.get('name') or '?'}"
-                       for o in shown_r.get("objects") or [] for m in o.get("maps") or []
-                       if isinstance(m, dict) and _num(m.get(measure)) is None]
+            unsized = [f"{o.spec.name or '?'}/{m.cost.name or '?'}"
+                       for o in shown_r.objects for m in o.maps
+                       if getattr(m.cost, measure) is None]
             unsized_html = (f'<p class="note">not sized (unknown to the model): '
                             f'{_esc(", ".join(unsized))}</p>') if unsized else ""
-            fails = _uniq(f for r in results for f in (r.get("failures") or []))
+            fails = _uniq(f for r in results for f in r.failures)
             fails_html = ""
             if fails:
                 items = "".join(f"<li>{_esc(f)}</li>" for f in fails[:20])
@@ -623,7 +620,7 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
                 '<div class="grid">'
                 '<section class="card"><h2>Memory by object and map</h2>'
                 f'<p class="note">Cell size: {_MEASURE_TEXT[measure]}, on '
-                f'{_esc(_kernel_label(shown_r.get("kernel")))}. Hover a cell for the map\'s '
+                f'{_esc(_kernel_label(shown_r.kernel))}. Hover a cell for the map\'s '
                 f'shape, memlock and charged figures; click an object to zoom.{many}</p>'
                 f"{tdiv}{unsized_html}</section>"
                 '<section class="card"><h2>Usage against the limit</h2>'
@@ -632,30 +629,30 @@ def render_html(check_doc: dict | None = None, diff_doc: dict | None = None, *,
                 "</div>")
         else:
             sections.append('<section class="card"><h2>Check</h2>'
-                            '<p class="muted">no results in the check document</p></section>')
+                            '<p class="muted">no results in the check</p></section>')
 
-    if diff_doc is not None:
-        ddiv, djs = _plot_div(pio, _diff_totals_figure(go, diff_doc), DIFF_ID, 300)
+    if diff is not None:
+        ddiv, djs = _plot_div(pio, _diff_totals_figure(go, diff), DIFF_ID, 300)
         scripts.append(djs)
-        old, new = diff_doc.get("old") or {}, diff_doc.get("new") or {}
-        paths = (f'<p class="note">old: {_esc(", ".join(map(str, old.get("paths") or [])) or "?")}'
-                 f' → new: {_esc(", ".join(map(str, new.get("paths") or [])) or "?")}'
-                 f' · {_esc(_kernel_label(diff_doc.get("kernel")))}</p>')
-        n_bad = sum(1 for m in diff_doc.get("maps") or [] if m.get("pin_incompatible"))
+        old, new = diff.old, diff.new
+        paths = (f'<p class="note">old: {_esc(", ".join(map(str, old.paths)) or "?")}'
+                 f' → new: {_esc(", ".join(map(str, new.paths)) or "?")}'
+                 f' · {_esc(_kernel_label(diff.kernel))}</p>')
+        n_bad = sum(1 for m in diff.maps if m.pin_incompatible)
         warn = (f'<p class="note"><span class="badge bad">pin-incompatible</span> '
                 f"{count(n_bad, 'pinned map')} cannot be reused by the new object: the loader "
                 "fails or must unpin them.</p>") if n_bad else ""
         sections.append(
             '<section class="card" id="bpfmem-diff"><h2>Upgrade diff</h2>'
-            f'<p class="summary" id="bpfmem-diff-summary">{_esc(_diff_summary(diff_doc))}</p>'
+            f'<p class="summary" id="bpfmem-diff-summary">{_esc(_diff_summary(diff))}</p>'
             f"{paths}"
             '<div class="grid diff">'
             f'<div><h2>Total charged, old vs new</h2>{ddiv}</div>'
-            f'<div><h2>What changed</h2>{_diff_counts(diff_doc)}{warn}</div>'
+            f'<div><h2>What changed</h2>{_diff_counts(diff)}{warn}</div>'
             "</div>"
-            f'<h2>Maps</h2><div class="table-wrap">{_diff_table(diff_doc)}</div></section>')
+            f'<h2>Maps</h2><div class="table-wrap">{_diff_table(diff)}</div></section>')
 
-    return page(title, _header(title, check_doc, diff_doc), sections, scripts)
+    return page(title, _header(title, check, diff), sections, scripts)
 
 
 def page(title: str, header: str, sections: list[str], scripts: list[str]) -> str:
@@ -680,13 +677,10 @@ def page(title: str, header: str, sections: list[str], scripts: list[str]) -> st
 
 
 def check_html(result, out, *, title: str = "bpfmem report") -> None:
-    """The page of a CheckResult (drawn from its document: the page also takes documents
-    saved by ``--format json``)."""
-    from .documents import document
-    out.write(render_html(document(result), None, title=title))
+    """The page of a CheckResult."""
+    out.write(render_html(result, None, title=title))
 
 
 def diff_html(result, out, *, title: str = "bpfmem report") -> None:
-    """The page of a DiffResult (drawn from its document, as :func:`check_html`)."""
-    from .documents import document
-    out.write(render_html(None, document(result), title=title))
+    """The page of a DiffResult."""
+    out.write(render_html(None, result, title=title))
