@@ -112,10 +112,15 @@ def test_zstd_and_two_bomb_bzimage_are_bounded(tmp_path):
 
 def test_lz4_blocks_are_charged(small_budget):
     lz4 = pytest.importorskip("lz4.block")
-    block = lz4.compress(bytes(4 * MiB), store_size=False)
+    block = lz4.compress(bytes(8 * MiB), store_size=False)      # lz4 -l: 8 MiB blocks
     stream = kb._LZ4_LEGACY + (len(block).to_bytes(4, "little") + block) * 3
     with pytest.raises(ParseError, match="unpacks to more than 8Mi"):
         kb._decompress(stream, 0)
+    tiny = lz4.compress(b"x", store_size=False)
+    many = kb._LZ4_LEGACY + (len(tiny).to_bytes(4, "little") + tiny) * 1_000_000
+    assert kb._decompress(many, 0) == b"x"      # a short block is the last one
+    with pytest.raises(ParseError, match="more than 64 frames"):
+        kb._decompress(kb._LZ4_LEGACY * 1_000_000, 0)
 
 
 # ---- BTF --------------------------------------------------------------------------------------
@@ -217,3 +222,13 @@ def test_sparse_kernel_file_is_not_read_whole(tmp_path):
     proc, rss = bpfmem_rss(*maps_with(path))
     one_line_naming(proc, path, "not a kernel BTF")
     assert rss < 200 * MiB, rss
+
+
+def test_arm64_image_of_btf_magics_is_refused_quickly():
+    """An arm64 Image header followed by 64 MiB of BTF magic numbers: each one was looked
+    at (83 s); past MAX_BTF_CANDIDATES it is no kernel's Image."""
+    header = bytearray(0x40)
+    header[0x38:0x3C] = b"ARM\x64"
+    image = bytes(header) + b"\x9f\xeb\x01\x00" * (16 * MiB)
+    with pytest.raises(ParseError, match=f"more than {kb.MAX_BTF_CANDIDATES} BTF magic"):
+        kb.unwrap(image, "Image")

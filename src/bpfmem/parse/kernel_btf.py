@@ -51,6 +51,7 @@ _CHUNK = 8 << 20              # each codec is asked for at most this much at a t
 _ZSTD_SLICE = 1 << 10         # zstd is fed this much at a time (it has no output limit)
 MAX_TAR_MEMBERS = 4096        # a BTFHub archive has one member
 _NAME_MAX = 255               # the release patterns run on at most this much of a name
+MAX_BTF_CANDIDATES = 1024     # BTF magics looked at in an arm64 Image (Debian 6.1's has 3)
 _XZ = b"\xfd7zXZ\x00"
 _GZ = b"\x1f\x8b\x08"
 _BZ = b"BZh"
@@ -185,7 +186,12 @@ def _from_arm64_image(data: bytes, traits: dict) -> tuple[bytes, str | None, str
     best = None
     image = Bytes(data, "arm64 Image", endian=order)
     i = data.find(magic)
+    seen = 0
     while i >= 0:
+        seen += 1
+        if seen > MAX_BTF_CANDIDATES:
+            raise ParseError(f"arm64 Image with more than {MAX_BTF_CANDIDATES} BTF magic "
+                             "numbers: not a kernel's (Debian's has 3)", offset=i)
         if i + 24 <= len(data):
             hdr_len, type_off, type_len, str_off, str_len = image.unpack("5I", i + 4,
                                                                          "BTF header")
@@ -337,13 +343,20 @@ def _optional(magic: bytes, module: str):
 def _unlz4_legacy(block, src: memoryview, offset: int, budget: Budget) -> bytearray:
     """LZ4 legacy frames: the magic, then blocks of (u32 compressed size, data), each
     unpacking to at most 8 MiB; a size word that is no block (the kernel appends the
-    image's unpacked size) or the end of the data ends the stream."""
+    image's unpacked size) or the end of the data ends the stream, and so does a block that
+    unpacks to less than 8 MiB (lz4 -l fills every block but the last): a stream of
+    millions of tiny blocks, or of magic words, is no kernel's."""
     out = bytearray()
     pos = 4
     frames = Bytes(src, "LZ4 stream")
+    magics = 0
     while pos + 4 <= len(src):
         size = frames.u32(pos, "LZ4 block size")
         if size == int.from_bytes(_LZ4_LEGACY, "little"):
+            magics += 1
+            if magics > 64:
+                raise ParseError("LZ4 stream of more than 64 frames: not a kernel's",
+                                 offset=offset + pos)
             pos += 4
             continue
         if size == 0 or size > (8 << 20) + (8 << 12) or pos + 4 + size > len(src):
@@ -355,6 +368,8 @@ def _unlz4_legacy(block, src: memoryview, offset: int, budget: Budget) -> bytear
         budget.take(len(chunk), offset)
         out += chunk
         pos += 4 + size
+        if len(chunk) < 8 << 20:
+            break
     return out
 
 
