@@ -118,7 +118,7 @@ def _pins(mount_points: list[str], errors: list[str], memo) -> dict[int, list[st
 
 def _scan_owners(root: str, pids: list[int] | None = None, records=None, memo=None
                  ) -> tuple[dict, dict, dict, dict, int]:
-    """map id -> {pid: fds}, memlock and frozen per map id, Owner per pid, processes gone;
+    """map id -> ((pid, fds), ...), memlock and frozen per map id, Owner per pid, processes gone;
     over every process, or only ``pids``. ``records`` are (pid, fd, map id) the kernel's
     iterator gave (then the fds are not walked, and memlock comes from the map walk)."""
     held: dict[int, dict[int, int]] = {}
@@ -135,8 +135,10 @@ def _scan_owners(root: str, pids: list[int] | None = None, records=None, memo=No
             memlock_of[mfd.map_id] = mfd.memlock
         if mfd.frozen is not None:
             frozen_of[mfd.map_id] = mfd.frozen
+    # per map, its holders as ((pid, fds), ...) by pid: a tuple, not a dict (10,000 maps)
+    holders = {mid: tuple(sorted(per.items())) for mid, per in held.items()}
     owner_of, gone = _owner_table({p for per in held.values() for p in per}, root, memo)
-    return held, memlock_of, frozen_of, owner_of, gone
+    return holders, memlock_of, frozen_of, owner_of, gone
 
 
 def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
@@ -508,7 +510,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             memo.owner_held_last = memo.owner_held
         if memo is not None and not owners_same:
             memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
-            memo.owner_pids = sorted({p for per in owner_scan[0].values() for p in per})
+            memo.owner_pids = sorted({p for per in owner_scan[0].values() for p, _n in per})
             memo.owner_others = others
         if every_kind and bpf_fds is not None:
             bpf_fds["fds"] = others     # programs', links' and BTF objects' fds
@@ -595,7 +597,8 @@ def _moved(memo, held, owner_of, users, pinned, pins: bool) -> set[int]:
     renamed = {p for p, o in owner_of.items() if memo.owner_seen.get(p) is not o}
     renamed |= memo.owner_seen.keys() - owner_of.keys()
     if renamed:
-        dirty.update(mid for mid, per in held.items() if not renamed.isdisjoint(per))
+        dirty.update(mid for mid, per in held.items()
+                     if not renamed.isdisjoint(p for p, _n in per))
     if users != memo.users:
         dirty |= _diff(users, memo.users or {})
     if pins and pinned is not memo.pins_seen:
@@ -632,7 +635,7 @@ def _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned, last,
             memlock, frozen = fields if fields is not None else _fdinfo_by_id(map_id)
         per = held.get(map_id)
         own = () if not per else tuple(
-            _owner(pid, fds) for pid, fds in sorted(per.items()) if pid in owner_of)
+            _owner(pid, fds) for pid, fds in per if pid in owner_of)
         progs = tuple(users.get(map_id, ()))
         pins_of = tuple(sorted(pinned.get(map_id, ())))
         prev = last.get(map_id)
@@ -699,7 +702,7 @@ def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
                 os.close(fd)
         n, complete, method = counted
         own = tuple(Owner(o.pid, o.comm, o.cgroup, fds)
-                    for pid, fds in sorted(held[map_id].items())
+                    for pid, fds in held[map_id]
                     if (o := owner_of.get(pid)) is not None)
         maps.append(LiveMap(
             id=map_id, name=info.name, type=info.type, key_size=info.key_size,
