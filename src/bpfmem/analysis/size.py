@@ -257,6 +257,7 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
     # binary the pclntab already has the Go functions
     sym_ranges: list[tuple[int, int, str, str]] = []
     add_sym = sym_ranges.append
+    typed: list[tuple[int, str]] = []   # (value, name) of dynamic symbols of TYPES, in order
     if is_go:
         get = cache.get
         for name, value, size, typ, _shndx, _no in syms:
@@ -264,8 +265,12 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                 continue
             pkg = get(name)
             if pkg is not None:          # a function of the pclntab (or a repeated name)
+                if dynamic and pkg == TYPES:
+                    typed.append((value, name))
                 continue
             pkg = cache[name] = package_of(name)
+            if dynamic and pkg == TYPES:
+                typed.append((value, name))
             if size > 0 and typ != STT_SECTION and typ != STT_FILE:
                 add_sym((value, value + size, pkg, name))
     else:
@@ -291,9 +296,10 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
             # the dynamic symbols of type descriptors have hashed names: their package is
             # the type's
             starts = [r[0] for r in type_ranges]
-            for name, value, *_ in syms:
-                if cache.get(name) == TYPES:
-                    i = bisect.bisect_right(starts, value) - 1
+            bis = bisect.bisect_right
+            for value, name in typed:
+                if cache[name] == TYPES:     # the first of a name's symbols in a range wins
+                    i = bis(starts, value) - 1
                     if i >= 0 and value < type_ranges[i][1]:
                         cache[name] = type_ranges[i][2]
             sym_ranges = [(a, b, TYPES if pkg == TYPES else pkg, nm)
@@ -504,8 +510,13 @@ def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, i
 
 
 #: x86-64 LEA and MOV with a RIP-relative operand (REX.W, optionally REX.R): 48/4c 8d/8b, a
-#: ModRM of mod 00, r/m 101; then a 32-bit displacement from the next instruction
-_RIP_REF = re.compile(rb"[\x48\x4c][\x8d\x8b][\x05\x0d\x15\x1d\x25\x2d\x35\x3d]")
+#: ModRM of mod 00, r/m 101; then a 32-bit displacement from the next instruction. One
+#: pattern per two-byte opcode prefix: a literal prefix is searched for in C (a character
+#: class first makes the engine try every byte); two matches can never overlap (a match's
+#: second and third bytes are no REX prefix), so the four scans find what one would.
+_RIP_MODRM = rb"[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]"
+_RIP_REFS = tuple(re.compile(re.escape(bytes((rex, op))) + _RIP_MODRM)
+                  for rex in (0x48, 0x4C) for op in (0x8D, 0x8B))
 _REF_SECTIONS = (".rodata", ".noptrdata", ".data", ".bss", ".noptrbss", ".data.rel.ro",
                  ".go.func", ".go.type")
 
@@ -521,31 +532,33 @@ def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
     secs = [s for s in img.sections if s.name in _REF_SECTIONS and s.size]
     if not secs:
         return []
+    data = img.data
+    a, b = text.offset, text.offset + text.size - 7
+    at = sorted(m.start() for pat in _RIP_REFS for m in pat.finditer(data, a, b))
+    if not at:
+        return []
+    base = text.addr - text.offset + 7
     lo = min(s.addr for s in secs)
     hi = max(s.addr + s.size for s in secs)
-    data = img.data
-    base = text.addr - text.offset + 7
-    unpack = struct.Struct("<i").unpack_from
-    first: dict[int, int] = {}
-    setdefault = first.setdefault
-    for m in _RIP_REF.finditer(data, text.offset, text.offset + text.size - 7):
-        o = m.start()
-        t = base + o + unpack(data, o + 3)[0]
-        if lo <= t < hi:
-            setdefault(t, base + o - 7)     # scanned in address order: the first referrer
-    if not first:
-        return []
+    # target -> the first instruction (in address order) that refers to it: a dict built
+    # from the last reference back keeps the first one's value
+    disp = struct.Struct("<i").unpack_from
+    first = {t: o for o in reversed(at) if lo <= (t := base + o + disp(data, o + 3)[0]) < hi}
+    del at
+    keys = sorted(first)
     starts = [f[0] for f in funcs]
     bis = bisect.bisect_right
+    lower = bisect.bisect_left
     out = []
     for sec in secs:
-        a, b = sec.addr, sec.addr + sec.size
-        targets = sorted(t for t in first if a <= t < b)
-        for k, t in enumerate(targets):
-            i = bis(starts, first[t]) - 1
+        lo, hi = sec.addr, sec.addr + sec.size
+        i0, i1 = lower(keys, lo), lower(keys, hi)
+        for k in range(i0, i1):
+            t = keys[k]
+            i = bis(starts, base + first[t] - 7) - 1
             if i < 0:
                 continue
-            end = targets[k + 1] if k + 1 < len(targets) else b
+            end = keys[k + 1] if k + 1 < i1 else hi
             out.append((t, end, funcs[i][2], "referenced by code"))
     out.sort(key=_START)
     return out
@@ -694,35 +707,56 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
         return {}
     entsize = 24 if img.is64 else 16
     named = [t for t in syms if t[0]]
-    get = cache.get
-    pkgs = []
-    for t in named:
-        pkg = get(t[0])
-        if pkg is None:
-            pkg = cache[t[0]] = C_CODE if not is_go else package_of(t[0])
-        pkgs.append(pkg)
-    ent = {k: v * entsize for k, v in Counter(pkgs).items()}
+    names = [t[0] for t in named]
+    try:                        # every name is in the cache after the labelling
+        pkgs = list(map(cache.__getitem__, names))
+    except KeyError:
+        get = cache.get
+        pkgs = []
+        for nm in names:
+            pkg = get(nm)
+            if pkg is None:
+                pkg = cache[nm] = C_CODE if not is_go else package_of(nm)
+            pkgs.append(pkg)
+    counts = Counter(pkgs)
+    ent = {k: v * entsize for k, v in counts.items()}
     offs = [t[5] for t in named]
-    ends = [o + (len(t[0]) if t[0].isascii() else len(t[0].encode())) + 1
-            for o, t in zip(offs, named)]
-    strs: Counter = Counter()
-    if all(a < b for a, b in zip(offs, offs[1:])) and all(
-            e <= o for e, o in zip(ends, offs[1:])):
-        # the usual layout: names in table order, none inside another
-        for pkg, o, e in zip(pkgs, offs, ends):
-            strs[pkg] += e - o
+    del named
+    if all(map(str.isascii, names)):
+        lens = list(map(len, names))
+    else:
+        lens = list(map(len, map(str.encode, names)))
+    del names
+    nxt = offs[1:]
+    if not all(map(operator.lt, offs, nxt)):
+        # a .dynsym is in hash order: its names, by where they are in the string table
+        order = sorted(range(len(offs)), key=offs.__getitem__)
+        offs = list(map(offs.__getitem__, order))
+        lens = list(map(lens.__getitem__, order))
+        pkgs_s = list(map(pkgs.__getitem__, order))
+        del order
+        nxt = offs[1:]
+    else:
+        pkgs_s = pkgs
+    ends = list(map(operator.add, offs, map((1).__add__, lens)))
+    strs: dict[str, int] = {}
+    sget = strs.get
+    if all(map(operator.le, ends, nxt)):
+        # the usual layout: none inside another
+        for pkg, n in zip(pkgs_s, lens):
+            strs[pkg] = sget(pkg, 0) + n + 1
     else:
         # a name may be the tail of another (linkers merge them): count each byte once
         cur = 0
-        for a, b, pkg in sorted(zip(offs, ends, pkgs), key=_START):
+        for a, b, pkg in zip(offs, ends, pkgs_s):
             n = b - (a if a > cur else cur)
             if n > 0:
-                strs[pkg] += n
+                strs[pkg] = sget(pkg, 0) + n
                 cur = b
+    del nxt, ends, lens, offs, pkgs_s
     out = {}
     tables = [(table, ent), (strtab, strs)]
     if table.type == 11:            # .dynsym: its version and hash entries, one a symbol
-        counts = Counter(pkgs)
         for sname, width in ((".gnu.version", 2), (".gnu.hash", 4)):
             sec = img.section(sname)
             if sec is not None and sec.in_file and sec.link == table.index:
