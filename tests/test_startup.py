@@ -218,3 +218,19 @@ def test_help_width_is_shutils(monkeypatch, columns):
         monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.delenv("LINES", raising=False)
     assert terminal_columns() == shutil.get_terminal_size().columns
+
+
+# `bpfmem size` on a binary: the object parser (objspec, loader, BTF) is for BPF objects and
+# images, xml.sax.saxutils (which pulls in urllib.request, http.client, ssl) for JUnit output
+# only; neither is imported to label an ELF file's bytes.
+_NOT_ON_SIZE = {"bpfmem.api.objects", "bpfmem.parse.objspec", "bpfmem.parse.loader",
+                "bpfmem.parse.btf", "xml.sax.saxutils", "urllib.request", "http.client",
+                "ssl"}
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_size_imports_no_object_parser_nor_urllib(tmp_path, fmt):
+    code, out, mods = imported(["size", "--format", fmt, sys.executable], tmp_path)
+    assert code == 0 and out
+    assert "bpfmem.analysis.size" in mods        # it did label the binary
+    assert not mods & _NOT_ON_SIZE, sorted(mods & _NOT_ON_SIZE)

@@ -269,3 +269,28 @@ def input_lines(path: str | os.PathLike, kind: str = "batch") -> Iterator[str]:
             if len(line) > limit:
                 raise InputError(f"{name}: line {n} is longer than {_size_text(limit)}")
             yield line
+
+
+def is_image(path: str | os.PathLike) -> bool:
+    """A directory holding an OCI layout (``index.json``) or a tar archive (docker save,
+    oci-archive): what :func:`bpfmem.api.objects.load_image` reads."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except OSError:
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return os.path.isfile(os.path.join(name, "index.json"))
+    if not stat.S_ISREG(st.st_mode) or st.st_size < 1024:
+        return False
+    try:
+        head = peek_input(name, 512, "image")
+    except InputError:
+        return False
+    if head[257:262] != b"ustar":   # a tar header (parse.image.is_image_archive)
+        return False
+    try:
+        from .parse.image import is_image_archive
+        return is_image_archive(head)
+    except InputError:
+        return False

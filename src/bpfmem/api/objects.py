@@ -7,7 +7,7 @@ from ..values import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import BpfmemError, ParseError
-from ..inputs import read_input
+from ..inputs import is_image, read_input  # noqa: F401  (is_image: re-exported)
 from ..parse.loader import get_loader
 from ..parse.objspec import ObjectCode, ObjectSpec, parse_object, parse_object_code
 
@@ -106,34 +106,6 @@ def load_all(sources, *, loader: str | None = None, programs: bool = True,
         specs += got
         skipped += sk
     return specs, skipped
-
-
-def is_image(path: str | os.PathLike) -> bool:
-    """A directory holding an OCI layout (``index.json``) or a tar archive (docker save,
-    oci-archive): what :func:`load_image` reads."""
-    import stat
-    from ..errors import InputError
-    from ..inputs import peek_input
-    name = os.fspath(path)
-    try:
-        st = os.stat(name)
-    except OSError:
-        return False
-    if stat.S_ISDIR(st.st_mode):
-        return os.path.isfile(os.path.join(name, "index.json"))
-    if not stat.S_ISREG(st.st_mode) or st.st_size < 1024:
-        return False
-    try:
-        head = peek_input(name, 512, "image")
-    except InputError:
-        return False
-    if head[257:262] != b"ustar":   # a tar header (parse.image.is_image_archive)
-        return False
-    try:
-        from ..parse.image import is_image_archive
-        return is_image_archive(head)
-    except InputError:
-        return False
 
 
 def carries_objects(source: str | os.PathLike) -> bool:

@@ -11,7 +11,7 @@ from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, anal
                              judge_binary, limit_for, size_diff, size_result)
 from ..errors import ParseError, UnsupportedError
 from ..host.gotool import cxxfilt, go_list_deps, go_version
-from ..inputs import mapped_input
+from ..inputs import is_image, mapped_input
 from ..inputs import split_binaries as _split_binaries
 from ..parse.elf import parse_image
 from ..parse.gobin import BUILDINFO_MAGIC, parse_buildinfo, parse_pclntab
@@ -82,7 +82,6 @@ def binary_size(paths, *, by: str = "package", top: int = 30, go_src: str | None
     directory), why its packages are linked. A container image among ``paths`` gives each
     of its binaries that carries a BPF object (``platform``: of a multi-platform one). Its
     document is ``bpfmem/size/v1``."""
-    from .objects import is_image
     reps = []
     for p in paths:
         if is_image(p):     # a container image: each binary in it carrying a BPF object
@@ -109,7 +108,6 @@ def check_binaries(paths, *, max_size: int | None, module_limits: dict[str, int]
     or name, else ``max_size``) and the module limits; a container image's binaries that
     carry BPF objects, each by its path in the image. Its document is
     ``bpfmem/binary-check/v1``."""
-    from .objects import is_image
     verdicts, reps = [], []
     for p in paths:
         if is_image(p):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from ..units import format_share
 
 from typing import IO, Any
-from xml.sax.saxutils import escape, quoteattr
 
 from ..units import format_bytes, format_delta as _delta, format_size as fs
 from .text import _say
@@ -259,6 +258,9 @@ def check_markdown(check, out: IO[str]) -> None:
 
 
 def check_junit(check, out: IO[str]) -> None:
+    # imported here: xml.sax.saxutils pulls in urllib.request, http.client and ssl, which
+    # no other size output needs (a third of `bpfmem size`'s start-up)
+    from xml.sax.saxutils import escape, quoteattr
     cases = check.verdicts
     fails = sum(1 for v in cases if not v.ok)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
