@@ -51,8 +51,9 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
     ValueError when no release is known or the file contradicts ``arch``/``page_size``."""
     from ..model.kernel import ARCHES, arch_name
     from ..parse.kernel_btf import parse_kernel_btf
-    # mapped when large: a vmlinux with debug info is hundreds of MiB of which only the
-    # section headers, .rodata's banner and .BTF are read
+    # the door's reader of large files: over 32Mi, into an anonymous mapping with the file's
+    # holes skipped (a sparse 511 MiB file costs its data, not 1 GiB); of a vmlinux only the
+    # section headers, .rodata's banner and .BTF are then looked at
     with mapped_input(path, "kernel") as data:
         try:
             facts = parse_kernel_btf(data, name=os.path.basename(path),
