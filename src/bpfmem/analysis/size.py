@@ -14,6 +14,7 @@ import functools
 import operator
 import re
 import struct
+import sys
 from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
@@ -571,7 +572,8 @@ def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
     if sec.entsize not in (0, ent) or not img.is64 or sec.type != 4:
         return []
     raw = img.data[sec.offset:sec.offset + sec.size - sec.size % ent]
-    offs = sorted(o for (o,) in struct.iter_unpack("<Q16x", raw))
+    offs = sorted(memoryview(raw).cast("Q")[0::3].tolist() if sys.byteorder == "little"
+                  else [o for (o,) in struct.iter_unpack("<Q16x", raw)])
     acc: dict[str, int] = {}
     left = offs
     for layer in layers:

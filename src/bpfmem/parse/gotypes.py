@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+import sys
 
 from .gosym import TYPES
 
@@ -89,7 +90,15 @@ def relative_relocations(img) -> dict[int, int]:
     if sec is None or not sec.in_file or img.e_type != 3 or not img.is64:
         return {}
     raw = img.data[sec.offset:sec.offset + sec.size - sec.size % 24]
-    return {o: a for o, info, a in struct.iter_unpack("<QQq", raw) if info & 0xFFFFFFFF == 8}
+    if sys.byteorder != "little":
+        return {o: a for o, info, a in struct.iter_unpack("<QQq", raw)
+                if info & 0xFFFFFFFF == 8}
+    # the three columns straight from the bytes (Elf64_Rela: r_offset, r_info, r_addend)
+    offs, infos = memoryview(raw).cast("Q")[0::3].tolist(), memoryview(raw).cast("Q")[1::3]
+    adds = memoryview(raw).cast("q")[2::3].tolist()
+    if infos.tolist().count(8) == len(offs):      # a Go PIE's: all of them RELATIVE
+        return dict(zip(offs, adds))
+    return {o: a for o, info, a in zip(offs, infos.tolist(), adds) if info & 0xFFFFFFFF == 8}
 
 
 def _name(rd: _Reader, addr: int) -> tuple[str, int] | None:
