@@ -644,14 +644,12 @@ def go_type_ranges(img: ElfImage, pcln: Pclntab, pkgs: list[str] | None = None):
         if pkgs is None:
             pkgs = [package_of(n) for n in pcln.names]
         mask = (1 << 22) - 1
-        refs = sorted(pcln.fd_refs)
-        starts, owners, last = [], [], -1
-        for r in refs:
-            t = r >> 22
-            if t != last:
-                starts.append(t)
-                owners.append(r & mask)
-                last = t
+        # each blob to its first user: refs in descending order, so the lowest function
+        # index of an offset is the last one the dict keeps
+        first = {r >> 22: r & mask for r in sorted(pcln.fd_refs, reverse=True)}
+        starts = sorted(first)
+        owners = list(map(first.__getitem__, starts))
+        del first
         ends = starts[1:] + [starts[-1] + 8]
         out += [(gofunc + a, gofunc + b, pkgs[i], "funcdata")
                 for a, b, i in zip(starts, ends, owners)]
