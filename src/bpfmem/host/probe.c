@@ -1122,7 +1122,7 @@ static void run_progprobe(const char *obj)
         close(pipefd[1]);
         char *argv[] = {"/progprobe", (char *)obj, (char *)(strcmp(cg_kind, "v1") ? "--cgroup-v2"
                                                              : "--cgroup-v1"),
-                        cg_dir, "--flush-cgroup", flush_dir, NULL};
+                        cg_base, "--flush-cgroup", flush_dir, NULL};
         execv("/progprobe", argv);
         _exit(127);
     }
