@@ -13,8 +13,6 @@ import bisect
 import functools
 import operator
 import re
-import struct
-import sys
 from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
@@ -28,6 +26,7 @@ from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBIT
 from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, guess_module,
                            module_of, moduledata_words, package_of)
 from ..parse import dwarf
+from ..parse.x86 import INSN_LEN, rip_relative_refs
 from ..parse.gotypes import type_ranges as _type_ranges
 
 _START = operator.itemgetter(0)
@@ -510,14 +509,6 @@ def _untouched(img: ElfImage, pieces: list, pkgs: set[str]) -> list[tuple[str, i
     return []
 
 
-#: x86-64 LEA and MOV with a RIP-relative operand (REX.W, optionally REX.R): 48/4c 8d/8b, a
-#: ModRM of mod 00, r/m 101; then a 32-bit displacement from the next instruction. One
-#: pattern per two-byte opcode prefix: a literal prefix is searched for in C (a character
-#: class first makes the engine try every byte); two matches can never overlap (a match's
-#: second and third bytes are no REX prefix), so the four scans find what one would.
-_RIP_MODRM = rb"[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]"
-_RIP_REFS = tuple(re.compile(re.escape(bytes((rex, op))) + _RIP_MODRM)
-                  for rex in (0x48, 0x4C) for op in (0x8D, 0x8B))
 _REF_SECTIONS = (".rodata", ".noptrdata", ".data", ".bss", ".noptrbss", ".data.rel.ro",
                  ".go.func", ".go.type")
 
@@ -533,19 +524,14 @@ def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
     secs = [s for s in img.sections if s.name in _REF_SECTIONS and s.size]
     if not secs:
         return []
-    data = img.data
-    a, b = text.offset, text.offset + text.size - 7
-    at = sorted(m.start() for pat in _RIP_REFS for m in pat.finditer(data, a, b))
-    if not at:
-        return []
-    base = text.addr - text.offset + 7
     lo = min(s.addr for s in secs)
     hi = max(s.addr + s.size for s in secs)
-    # target -> the first instruction (in address order) that refers to it: a dict built
-    # from the last reference back keeps the first one's value
-    disp = struct.Struct("<i").unpack_from
-    first = {t: o for o in reversed(at) if lo <= (t := base + o + disp(data, o + 3)[0]) < hi}
-    del at
+    # target -> the file offset of the first instruction (in address order) referring to it
+    first = rip_relative_refs(img.data, text.offset, text.offset + text.size, text.addr,
+                              lo, hi)
+    if not first:
+        return []
+    base = text.addr - text.offset + INSN_LEN
     keys = sorted(first)
     starts = [f[0] for f in funcs]
     bis = bisect.bisect_right
@@ -556,7 +542,7 @@ def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
         i0, i1 = lower(keys, lo), lower(keys, hi)
         for k in range(i0, i1):
             t = keys[k]
-            i = bis(starts, base + first[t] - 7) - 1
+            i = bis(starts, base + first[t] - INSN_LEN) - 1
             if i < 0:
                 continue
             end = keys[k + 1] if k + 1 < i1 else hi
@@ -568,12 +554,10 @@ def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
 def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
     """A PIE's dynamic relocations, each entry to the package of the place it relocates
     (the first layer that names it); the rest to the section's bucket."""
-    ent = 24 if img.is64 else 8 if sec.type == 9 else 12
-    if sec.entsize not in (0, ent) or not img.is64 or sec.type != 4:
+    ent = 24
+    offs = img.rela_offsets(sec)
+    if not offs:
         return []
-    raw = img.data[sec.offset:sec.offset + sec.size - sec.size % ent]
-    offs = sorted(memoryview(raw).cast("Q")[0::3].tolist() if sys.byteorder == "little"
-                  else [o for (o,) in struct.iter_unpack("<Q16x", raw)])
     acc: dict[str, int] = {}
     left = offs
     for layer in layers:
