@@ -6,7 +6,9 @@ contract of tests/test_layers.py):
   may name flags (they document, they are never shown); every other string may not.
 - every renderer of the one renderer table (report/formats.RENDERERS) takes the typed result:
   it never draws from the result's JSON document, except the JSON renderers themselves and
-  the pages that also redraw saved JSON (report/formats.REDRAWS_SAVED_JSON)."""
+  the pages that also redraw saved JSON (report/formats.REDRAWS_SAVED_JSON).
+- analysis/ and model/ read no bytes: a format is decoded in parse/ (one reader per format),
+  so neither imports struct nor casts or unpacks a buffer."""
 
 from __future__ import annotations
 
@@ -133,3 +135,28 @@ def typed(result, out):
     table = {("X", "html"): "a:page", ("X", "text"): "a:typed", ("X", "json"): "a:page"}
     assert renderers_drawing_documents(table, set(), source.__getitem__) == ["X html: a:page"]
     assert renderers_drawing_documents(table, {("X", "html")}, source.__getitem__) == []
+
+
+_BYTES = re.compile(r"^\s*(?:import struct|from struct import)|\bstruct\.(?:un)?pack|\bstruct\.Struct|"
+                    r"\bstruct\.iter_unpack|\.cast\(|"
+                    r"\bunpack(?:_from)?\(|int\.from_bytes\(", re.M)
+
+
+def byte_reading(source: str, name: str = "<source>") -> list[str]:
+    """``name:line`` of every line where ``source`` decodes bytes itself."""
+    lines = sorted({source.count("\n", 0, m.start()) + 1 for m in _BYTES.finditer(source)})
+    return [f"{name}:{n}" for n in lines]
+
+
+def test_analysis_and_model_read_no_bytes():
+    found = [hit for layer in ("analysis", "model")
+             for p in sorted((PACKAGE / layer).rglob("*.py"))
+             for hit in byte_reading(p.read_text(), str(p.relative_to(PACKAGE)))]
+    assert found == []
+
+
+def test_the_byte_check_sees_what_it_must():
+    source = ("import struct\nx = struct.unpack_from('<I', b, 0)\n"
+              "y = memoryview(b).cast('Q')\nz = int.from_bytes(b[:4], 'little')\n")
+    assert byte_reading(source + "# a struct.member in a comment\n") == [
+        "<source>:1", "<source>:2", "<source>:3", "<source>:4"]
