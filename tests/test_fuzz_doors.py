@@ -307,3 +307,14 @@ def test_go_list_values_of_the_wrong_type_are_parse_errors(text):
     from bpfmem.errors import ParseError
     with pytest.raises(ParseError):
         parse_go_list(text)
+
+
+def test_a_parse_error_is_one_line_whatever_the_file_names():
+    """The fuzz once made an ELF whose section name held a newline: the error naming it ran
+    over two lines. A ParseError shows a name's control characters as \\xNN."""
+    from bpfmem.errors import ParseError
+    e = ParseError("section a\nb data: 0 bytes run past the end", section="x\x1b[31m",
+                   offset=0x10, path="fuzz.o")
+    assert str(e) == ("fuzz.o: section a\\x0ab data: 0 bytes run past the end "
+                      "(section x\\x1b[31m, offset 0x10)")
+    assert "\n" not in str(e.with_path("other.o"))

@@ -15,6 +15,9 @@ class UsageError(BpfmemError):
     the parser accepted them (the CLI exits 2 with this one line)."""
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
 class ParseError(BpfmemError):
     """An object file (or a part of it) is not what it claims to be.
 
@@ -37,7 +40,9 @@ class ParseError(BpfmemError):
             where.append(f"offset {self.offset:#x}")
         loc = f" ({', '.join(where)})" if where else ""
         prefix = f"{self.path}: " if self.path else ""
-        return f"{prefix}{self.what}{loc}"
+        # one line whatever the file holds: a name read from it (a section's, a map's) may
+        # carry a newline or an escape, shown as \xNN
+        return f"{prefix}{self.what}{loc}".translate(_CONTROL)
 
     def with_path(self, path: str) -> "ParseError":
         """The same error, naming the file it came from."""
