@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,10 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import kernelgen  # noqa: E402
 from bpfmem import api  # noqa: E402
 from bpfmem.units import format_size  # noqa: E402
+from _child import measured  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
@@ -49,30 +49,7 @@ def run(path: Path, limit_gib: float, timeout: float) -> tuple[str, float, int, 
     """(status, wall seconds, peak RSS bytes, first stderr line) of one child."""
     argv = [sys.executable, "-m", "bpfmem", "maps", str(api.example_object_path()),
             "--kernel-btf", str(path)]
-    out = tempfile.NamedTemporaryFile("r", prefix="bpfmem-bench-rss-")
-    limit = int(limit_gib * (1 << 30))
-
-    def cap():
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    t0 = time.perf_counter()
-    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", out.name, *argv],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         env=ENV, preexec_fn=cap)
-    try:
-        _, err = p.communicate(timeout=timeout)
-        status = f"exit {p.returncode}"
-    except subprocess.TimeoutExpired:
-        p.kill()
-        _, err = p.communicate()
-        status = "timeout"
-    wall = time.perf_counter() - t0
-    lines = [ln for ln in out.read().splitlines() if ln.strip()]
-    rss = int(lines[-1]) * 1024 if lines and lines[-1].strip().isdigit() else 0
-    if "MemoryError" in err or "Command terminated by signal" in err:
-        status = "killed"
-    first = next((ln for ln in err.splitlines() if ln.strip() and "Command" not in ln), "")
-    return status, wall, rss, first
+    return measured(argv, limit_gib=limit_gib, timeout=timeout, env=ENV)
 
 
 def main() -> int:

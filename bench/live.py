@@ -32,7 +32,6 @@ import argparse
 import math
 import os
 import re
-import signal
 import socket
 import statistics
 import subprocess
@@ -46,6 +45,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 from mapfarm import MapFarm, uniform_plans  # noqa: E402
 from progfarm import ProgFarm  # noqa: E402
 from scrape import scrape  # noqa: E402 (bench/scrape.py)
+from _child import stop  # noqa: E402 (bench/_child.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 
@@ -190,12 +190,7 @@ def exporter_cpu(scans: int, interval: float, churn=None, entries: bool = False
             rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
         return (c1 - c0) / max(1, n1 - n0), rss, int(n1 - n0)
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p)
 
 
 def exporter_rss(seconds: float) -> tuple[float, float, int, float, float]:
@@ -233,12 +228,7 @@ def exporter_rss(seconds: float) -> tuple[float, float, int, float, float]:
             time.sleep(0.2)
         return first, rss(), n, first_scan, statistics.median(later) if later else math.nan
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p)
 
 
 def main() -> int:

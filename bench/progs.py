@@ -19,7 +19,6 @@ import json
 import math
 import os
 import re
-import signal
 import socket
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from progfarm import ProgFarm  # noqa: E402
+from _child import stop  # noqa: E402 (bench/_child.py)
 
 
 def timed(cmds: list[list[str]], runs: int) -> tuple[list[float], list[str]]:
@@ -77,12 +77,7 @@ def exporter(extra: list[str], seconds: float) -> tuple[float, float, float, int
         progs = len(re.findall(r"^bpfmem_prog_memlock_bytes\{", body, re.M))
         return first, rss(), statistics.median(scans) if scans else math.nan, progs
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop(p)
 
 
 def main() -> int:

@@ -461,45 +461,8 @@ def test_proc_net_tcp():
 
 # ---- bounded fetches against bad endpoints ----
 
-class Server:
-    """A loopback TCP server that answers each connection with ``behave(conn)``."""
-
-    def __init__(self, behave):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.behave = behave
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        self.sock.settimeout(0.1)
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
-
-    def serve(self, conn):
-        try:
-            conn.recv(4096)
-            self.behave(conn, self.stop)
-        except OSError:
-            pass
-        finally:
-            conn.close()
-
-    def close(self):
-        self.stop.set()
-        self.thread.join()
-        self.sock.close()
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}/metrics"
+# the loopback server of the hostile-endpoint tests (tests/hostile.py)
+from hostile import HostileServer as Server  # noqa: E402
 
 
 def silent(conn, stop):

@@ -3,15 +3,11 @@
 
 from __future__ import annotations
 
-from ..units import format_share
-
-from ..units import count
-
 import time
 from typing import Any
 
 from .escape import markup
-from ..units import format_size
+from ..units import count, format_share, format_size
 from .snapshot import SORTS, _cgroup, _entries, _owner_text, _tail, table_rows
 from .snapshot import _pressure as _press
 from ..uapi import map_type_name

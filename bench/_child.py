@@ -1,0 +1,52 @@
+"""What the bench scripts share about a child process: one run under GNU time with an
+address-space cap (status, wall time, peak RSS, its first stderr line), and stopping a
+long-running one (an exporter) by its pid."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import tempfile
+import time
+
+
+def measured(argv: list[str], *, limit_gib: float, timeout: float, env: dict
+             ) -> tuple[str, float, int, str]:
+    """(status, wall seconds, peak RSS bytes, first stderr line) of ``argv`` run under
+    ``/usr/bin/time -f %M`` with RLIMIT_AS at ``limit_gib``; status is ``exit N``,
+    ``timeout`` or ``killed`` (a signal, or a MemoryError at the cap)."""
+    out = tempfile.NamedTemporaryFile("r", prefix="bpfmem-bench-rss-")
+    limit = int(limit_gib * (1 << 30))
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    t0 = time.perf_counter()
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", out.name, *argv],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=env, preexec_fn=cap)
+    try:
+        _, err = p.communicate(timeout=timeout)
+        status = f"exit {p.returncode}"
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        status = "timeout"
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in out.read().splitlines() if ln.strip()]
+    rss = int(lines[-1]) * 1024 if lines and lines[-1].strip().isdigit() else 0
+    if "MemoryError" in err or "Command terminated by signal" in err:
+        status = "killed"
+    first = next((ln for ln in err.splitlines() if ln.strip() and "Command" not in ln), "")
+    return status, wall, rss, first
+
+
+def stop(p: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s: a child this script started, by its pid."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
