@@ -16,7 +16,14 @@ few tens of MiB.
 
 Run against another checkout (say the one before the fix) with ``--src OTHER/src``.
 
+A pod of N hostile processes (--processes, default 16; tests/hostile.py serve_processes: each
+its own loopback listener) is read as `bpfmem pod` reads a pod's Go endpoints: each process
+drips its /metrics, or serves a good one and drips its heap profile; the peer is
+`curl --parallel` of the same N URLs with the same --max-time (what reading them at once
+costs). Goal: one bound for the pod, not one per process.
+
 usage: python bench/hostile.py [--timeout 2] [--cap 30] [--src DIR] [--only NAME]
+                               [--processes N]
 """
 
 from __future__ import annotations
@@ -71,6 +78,19 @@ try:
     elif kind == "gogc":
         from bpfmem.analysis.gosplit import go_settings
         out = "GOGC " + str(go_settings({"GOGC": arg}, "go1.21.3").gogc)
+    elif kind == "procs":
+        # the processes' endpoints read as one `bpfmem pod` reads a pod's (each taken for a
+        # Go program: they are Python processes serving hostile answers)
+        import bpfmem.host.goproc as goproc
+        from bpfmem.parse.gobin import GoBuildInfo
+        from bpfmem.records import ProcMem
+        goproc.read_go_buildinfo = lambda path: GoBuildInfo("go1.21.3", "x", None)
+        procs = [ProcMem(int(x), "x", 1, 1, 1, None, None, None, 0, 1.0)
+                 for x in arg.split(",")]
+        got = goproc.GoProber(timeout=timeout, pprof=True).read_all(procs)
+        failed = sum(1 for d in got.values() if d.top is None)
+        out = (f"{len(got)} read, {failed} with no heap profile; a note: "
+               + (list(got.values())[0].notes or ("none",))[-1])
 except BpfmemError as e:
     out = "error: " + str(e)
 except Exception as e:
@@ -140,6 +160,7 @@ def main() -> int:
     ap.add_argument("--cap", type=float, default=30.0)
     ap.add_argument("--src", default=str(HERE / "src"))
     ap.add_argument("--only")
+    ap.add_argument("--processes", type=int, default=16)
     a = ap.parse_args()
     curl = shutil.which("curl")
     promtool = shutil.which("promtool")
@@ -157,13 +178,25 @@ def main() -> int:
                 kind, name, path = line.split("\t")
                 cases.append((name, kind, path))
         cases.append(("GOGC of 401 digits", "gogc", "9" * 401))
+        n = a.processes
+        cases += [(f"{n} processes: dripped /metrics", "procs", "drip_metrics"),
+                  (f"{n} processes: dripped heap profiles", "procs", "drip_pprof")]
         print(f"{'case':42} {'bpfmem':>16} {'peer':>16} {'ratio':>6}  bpfmem's end")
         for name, kind, what in cases:
             if a.only and a.only not in name:
                 continue
             srv = h.HostileServer(what) if kind == "http" else None
+            pod = None
             try:
                 arg = srv.url if srv else str(what)
+                if kind == "procs":
+                    ready = tmp / f"ready-{what}"
+                    pod = subprocess.Popen([sys.executable, str(HERE / "tests" / "hostile.py"),
+                                            what, str(a.processes), str(ready)])
+                    listening = h.wait_ready(str(ready), a.processes)
+                    arg = ",".join(str(pid) for pid, _ in listening)
+                    path = "/metrics" if what == "drip_metrics" else "/debug/pprof/heap"
+                    urls = [f"http://127.0.0.1:{port}{path}" for _, port in listening]
                 mine = run([sys.executable, "-c", CHILD, a.src, kind, arg, str(a.timeout)],
                            a.cap)
                 peer = None
@@ -173,6 +206,10 @@ def main() -> int:
                 elif kind == "metrics" and promtool:
                     peer = run([promtool, "check", "metrics"], a.cap,
                                stdin=open(arg, "rb"))
+                elif kind == "procs" and curl:
+                    peer = run([curl, "-s", "--parallel", "--parallel-max", str(len(urls)),
+                                "--max-time", str(a.timeout)]
+                               + [x for u in urls for x in ("-o", "/dev/null", u)], a.cap)
                 elif kind == "pprof" and go:
                     peer = run([go, "tool", "pprof", "-top", arg], a.cap,
                                env=dict(os.environ, HOME=str(tmp), GOFLAGS="-mod=mod",
@@ -180,6 +217,9 @@ def main() -> int:
             finally:
                 if srv:
                     srv.close()
+                if pod:
+                    pod.kill()
+                    pod.wait()
             p_txt = (f"{peer[0]:6.2f}s{'!' if peer[2].startswith('killed') else ' '}"
                      f"{fmt_size(peer[1]):>8}" if peer else f"{'-':>16}")
             ratio = f"{mine[0] / peer[0]:6.2f}" if peer and peer[0] > 0 else f"{'-':>6}"

@@ -8,8 +8,11 @@ bench/hostile.py; nothing here is product code.
 from __future__ import annotations
 
 import gzip
+import os
 import socket
+import sys
 import threading
+import time
 
 KiB, MiB = 1 << 10, 1 << 20
 OK = b"HTTP/1.1 200 OK\r\n"
@@ -45,8 +48,11 @@ class HostileServer:
     def _serve(self, conn):
         try:
             conn.settimeout(5)
-            conn.recv(4096)
-            self.behave(conn, self.stop)
+            request = conn.recv(4096)
+            if getattr(self.behave, "takes_request", False):
+                self.behave(conn, self.stop, request)
+            else:
+                self.behave(conn, self.stop)
         except OSError:
             pass
         finally:
@@ -147,6 +153,20 @@ def serve_body(body: bytes, chunked: bool = False):
             conn.sendall(b"0\r\n\r\n")
         else:
             conn.sendall(OK + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    return behave
+
+
+def by_path(routes: dict):
+    """A behaviour answering each request with ``routes[path]`` (404 for other paths)."""
+    def behave(conn, stop, request):
+        parts = request.split(b" ", 2)
+        path = parts[1].decode("latin-1") if len(parts) > 1 else ""
+        route = routes.get(path)
+        if route is None:
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        else:
+            route(conn, stop)
+    behave.takes_request = True
     return behave
 
 
@@ -259,3 +279,52 @@ PPROF_BOMBS = [("33M empty samples", empty_samples), ("location of 2M lines, 4M 
                                                      deep_location),
                ("200k stacks over a 1024-line location", wide_stacks),
                ("30M unread fields", idle_fields)]
+
+
+# ---- hostile processes: each its own loopback listener, as a pod's processes are ----
+
+def process_behaviours() -> dict:
+    """What a hostile process of a pod serves (by name): a dripped /metrics, or a good one
+    and a dripped heap profile (read only once /metrics parsed)."""
+    return {"drip_metrics": drip_headers,
+            "drip_pprof": by_path({"/metrics": serve_body(metrics_body()),
+                                   "/debug/pprof/heap": drip_headers})}
+
+
+def serve_processes(name: str, n: int, ready: str) -> None:
+    """This process and ``n - 1`` children forked from it each serve ``name``'s behaviour on
+    a loopback listener of their own; each appends "pid port" to ``ready``. The children die
+    with this process (PR_SET_PDEATHSIG); it serves until SIGTERM or SIGKILL."""
+    import ctypes
+    import signal
+    behave = process_behaviours()[name]
+    for _ in range(n - 1):
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+            break
+    srv = HostileServer(behave)
+    fd = os.open(ready, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"{os.getpid()} {srv.port}\n".encode())
+    os.close(fd)
+    while True:
+        time.sleep(3600)
+
+
+def wait_ready(path: str, n: int, timeout: float = 30.0) -> list[tuple[int, int]]:
+    """The (pid, port) of the ``n`` processes of :func:`serve_processes` once all listen."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            with open(path) as f:
+                rows = [tuple(map(int, x.split())) for x in f.read().splitlines() if x]
+        except FileNotFoundError:
+            rows = []
+        if len(rows) >= n:
+            return rows
+        if time.monotonic() > end:
+            raise TimeoutError(f"{len(rows)} of {n} hostile processes listening")
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":      # python hostile.py NAME N READY_FILE
+    serve_processes(sys.argv[1], int(sys.argv[2]), sys.argv[3])

@@ -451,3 +451,113 @@ def test_trace_looks_again_soon_for_a_process_not_listening_yet(pretend_go):
     finally:
         pr.close()
     assert out[pid].figures is not None and out[pid].figures.heap_inuse == MiB
+
+
+# ---- a pod of hostile processes: one bound for all of them ----
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture
+def hostile_processes(tmp_path):
+    """Start ``n`` processes (tests/hostile.py), each serving ``name`` on a loopback
+    listener of its own: [(pid, port)]; all killed afterwards (the children die with
+    their parent)."""
+    import subprocess
+    import sys
+    started = []
+
+    def start(name: str, n: int):
+        ready = tmp_path / f"ready-{len(started)}"
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "hostile.py"), name, str(n),
+                              str(ready)])
+        started.append(p)
+        return h.wait_ready(str(ready), n)
+    yield start
+    for p in started:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("name, bound, why", [
+    ("drip_metrics", TIMEOUT, "/metrics: no complete answer within 0.5s"),
+    ("drip_pprof", 2 * TIMEOUT, "/debug/pprof/heap: no complete answer within 1s"),
+])
+def test_a_pods_hostile_processes_cost_one_bound_not_one_each(
+        name, bound, why, pretend_go, hostile_processes):
+    """16 processes, each dripping its /metrics (found on its loopback listener) or its
+    heap profile after a good /metrics: one reading of them asked one after another took
+    16 x 0.5 s (dripped /metrics, probed) or 16 x 1 s (dripped profile); now they are
+    asked at once under one deadline. Each process's failure is its own one-line note."""
+    rows = hostile_processes(name, 16)
+    procs = [ProcMem(pid, "agent", 1, 1, 1, None, None, None, 0, 0.0) for pid, _ in rows]
+    pr = GoProber(timeout=TIMEOUT, pprof=True)
+    t = time.monotonic()
+    out = pr.read_all(procs)
+    took = time.monotonic() - t
+    assert sorted(out) == sorted(pid for pid, _ in rows)
+    for pid, port in rows:
+        d = out[pid]
+        said = [n for n in d.notes if f":{port}/" in n]
+        assert len(said) == 1 and why in said[0] and "\n" not in said[0], d.notes
+        assert d.top is None and (d.figures is None) == (name == "drip_metrics")
+    assert took < bound + SLACK, took
+
+
+def test_the_answers_read_at_once_share_one_byte_budget():
+    """Readers of a pod's endpoints hold their answers' bytes against one budget: a reader
+    finding no room waits for it until its deadline, then fails with a note; a failed
+    reader's bytes are given back."""
+    body = h.metrics_body() * 64
+    budget = httpget.ByteBudget(len(body) + 100)
+    with h.HostileServer(h.serve_body(body)) as srv:
+        got = httpget.http_get(srv.url, timeout=TIMEOUT, budget=budget)
+        assert got == body and budget.held == len(body)
+        t = time.monotonic()
+        with pytest.raises(HostError, match="no room for its answer"):
+            httpget.http_get(srv.url, timeout=TIMEOUT, budget=budget)
+        assert TIMEOUT * 0.9 <= time.monotonic() - t < TIMEOUT + SLACK
+        assert budget.held == len(body)       # the failed one gave its part back
+        import threading
+        threading.Timer(0.2, budget.give, (len(body),)).start()
+        assert httpget.http_get(srv.url, timeout=TIMEOUT, budget=budget) == body
+        assert budget.held == len(body)
+    with h.HostileServer(h.serve_body(body)) as srv:
+        over = httpget.ByteBudget(len(body) + 100)
+        with pytest.raises(HostError, match="cap"):
+            httpget.http_get(srv.url, timeout=TIMEOUT, budget=over, max_bytes=len(body) // 2)
+        assert over.held == 0
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(os.geteuid() != 0, reason="a scratch cgroup needs root")
+def test_pod_of_hostile_processes_ends_in_one_bound_with_a_note_each(
+        pretend_go, tmp_path, capsys):
+    """`bpfmem pod --cgroup` of a pod whose 8 processes each serve a good /metrics and drip
+    their heap profile: it took 8 x 2 s (the profiles read one after another); now one
+    bound, exit 0, each process's failure one line of the JSON (and of the text for the
+    processes drawn in full)."""
+    import subprocess
+    import sys
+    from bpfmem import cli
+    from bpfmem.host.podscan import launched
+    ready = tmp_path / "ready"
+    with launched([sys.executable, os.path.join(HERE, "hostile.py"), "drip_pprof", "8",
+                   str(ready)], stdout=subprocess.DEVNULL) as job:
+        rows = h.wait_ready(str(ready), 8)
+        t = time.monotonic()
+        rc = cli.main(["pod", "--cgroup", job.cgroup.fs_path, "--format", "json"])
+        took = time.monotonic() - t
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        import json
+        go = {g["pid"]: g for g in json.loads(out)["go"]}
+        assert sorted(go) == sorted(pid for pid, _ in rows)
+        for pid, port in rows:
+            said = [n for n in go[pid]["notes"] if f":{port}/debug/pprof/heap" in n]
+            assert len(said) == 1 and "no complete answer within 2s" in said[0], go[pid]
+        assert took < 2 * httpget.TIMEOUT + 2 + SLACK, took
+        rc = cli.main(["pod", "--cgroup", job.cgroup.fs_path])
+        out, err = capsys.readouterr()
+        assert rc == 0 and "Traceback" not in out + err
+        assert out.count("/debug/pprof/heap: no complete answer within 2s") == 3, out

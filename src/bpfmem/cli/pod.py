@@ -36,7 +36,8 @@ what you see:
   top allocation sites of /debug/pprof/heap. Endpoints: the ones named with --metrics-url /
   --pprof-url, else a loopback listener of the process serving /metrics (asked inside its
   network namespace). Nothing else is contacted; an endpoint that is down, slow, garbage or
-  huge is a note after at most 2 s, not an error.
+  huge is a note after at most 2 s, not an error; the pod's processes are asked at once (their
+  /metrics within 2 s, their heap profiles within 2 s more, however many there are).
 
 --trace reads the cgroup's counters at every sample, its processes' smaps_rollup and detail
 (smaps by class, page owners, Go endpoints) in turns within a budget per sample (half the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 import time
 from dataclasses import dataclass, field, replace
 
@@ -37,6 +38,8 @@ _MAX_PROBES = 8             # listeners tried per look
 _PROBE_TIMEOUT = 0.5
 _WORKERS = 2                # endpoints read at once in a trace (threads: they share the
 #                             interpreter with the sampling, so few)
+_POD_WORKERS = 16           # Go processes whose endpoints a one-shot reading asks at once
+_POD_BYTES = 2 * httpget.MAX_BODY   # answers those readers hold together
 
 
 @dataclass(frozen=True)
@@ -137,21 +140,30 @@ class GoProber:
         return exe, self._builds[key]
 
     def _get(self, url: str, *, loopback_only: bool, notes: list[str],
-             timeout: float | None = None, netns_of: int | None = None) -> bytes | None:
+             timeout: float | None = None, netns_of: int | None = None,
+             deadline: float | None = None, budget=None) -> bytes | None:
+        """The body of ``url`` (None: why not, in ``notes``); with ``budget`` (a
+        :class:`~bpfmem.host.httpget.ByteBudget`) the caller gives it back."""
         now = time.monotonic()
         key = (netns_of, url)       # the same loopback URL in two pods is two endpoints
         failed = self._failed.get(key)
         if failed is not None and now - failed[0] < _RETRY_AFTER:
             notes.append(failed[1] + " (not asked again for a few seconds)")
             return None
+        if deadline is not None and deadline - now <= 0.05:
+            notes.append(f"{url}: not asked: the pod's endpoints used up the time they "
+                         "share")
+            return None
         try:
             if netns_of is not None:
                 body = httpget.http_get_in_netns(netns_of, url,
                                                  timeout=timeout or self.timeout,
-                                                 max_bytes=self.max_bytes, root=self.root)
+                                                 max_bytes=self.max_bytes, root=self.root,
+                                                 deadline=deadline, budget=budget)
             else:
                 body = httpget.http_get(url, timeout=timeout or self.timeout,
-                                        max_bytes=self.max_bytes, loopback_only=loopback_only)
+                                        max_bytes=self.max_bytes, loopback_only=loopback_only,
+                                        deadline=deadline, budget=budget)
         except BpfmemError as e:
             self._failed[key] = (time.monotonic(), str(e))
             notes.append(str(e))
@@ -159,8 +171,10 @@ class GoProber:
         self._failed.pop(key, None)
         return body
 
-    def _discover(self, pid: int, notes: list[str]) -> tuple[str | None, bytes | None]:
-        """A loopback /metrics of ``pid`` (and the body it just gave, when asked now)."""
+    def _discover(self, pid: int, notes: list[str], end: float | None = None, budget=None
+                  ) -> tuple[str | None, GoRuntimeFigures | None]:
+        """A loopback /metrics of ``pid`` (and the figures it just gave, when asked now),
+        all its probes ending by ``end`` (default: the timeout from now)."""
         now = time.monotonic()
         if pid in self._found and (self._found[pid] is not None
                                    or now - self._looked.get(pid, 0) < _DISCOVER_EVERY):
@@ -173,8 +187,10 @@ class GoProber:
         except OSError as e:
             notes.append(f"its sockets are unreadable: {e.strerror or e}")
             return None, None
-        end = now + self.timeout        # all probes of one process: the one bound
+        if end is None:
+            end = now + self.timeout    # all probes of one process: the one bound
         tried = 0
+        why = None                      # the last probe's failure
         for s in listeners[:_MAX_PROBES]:
             left = end - time.monotonic()
             if left <= 0.05:
@@ -184,20 +200,27 @@ class GoProber:
             url = f"http://{'[' + host + ']' if ':' in host else host}:{s.port}/metrics"
             quiet: list[str] = []
             body = self._get(url, loopback_only=True, notes=quiet,
-                             timeout=min(_PROBE_TIMEOUT, left), netns_of=inside)
+                             timeout=min(_PROBE_TIMEOUT, left), netns_of=inside,
+                             budget=budget)
             if body is None:
+                why = quiet[-1] if quiet else why
                 continue
             try:
-                parse_go_metrics(body.decode(errors="replace"))
-            except BpfmemError:
+                figures = parse_go_metrics(body.decode(errors="replace"))
+            except BpfmemError as e:
+                why = f"{url}: {e}"
                 continue
+            finally:
+                if budget is not None:
+                    budget.give(len(body))
             self._found[pid] = url
             self._netns[pid] = inside is not None
-            return url, body
+            return url, figures
+        last = f"; the last: {why}" if why else ""
         notes.append("no loopback listener of it serves Go /metrics"
-                     + (f" (tried {tried} of {len(listeners)} within {self.timeout:g}s)"
+                     + (f" (tried {tried} of {len(listeners)} within {self.timeout:g}s{last})"
                         if tried < min(len(listeners), _MAX_PROBES) else
-                        f" (tried {tried})" if listeners else
+                        f" (tried {tried}{last})" if listeners else
                         " (it listens on no loopback TCP port)"))
         return None, None
 
@@ -221,13 +244,53 @@ class GoProber:
                     self.default_pid = p.pid
                     break
         if budget is None:
+            return self._read_together(procs, smaps, inodes)
+        return self._read_in_budget(procs, smaps, inodes, budget)
+
+    def _read_together(self, procs, smaps, inodes) -> dict:
+        """A one-shot reading: the endpoints of every Go process asked at once (a few
+        threads, largest processes first) under one deadline for all of them (/metrics
+        within the timeout of the start, the heap profile within twice it, their answers
+        holding :data:`_POD_BYTES` at most together), while /proc is read here. Any process
+        of a pod serves what it likes there: N dripping or hanging ones cost one bound,
+        not N."""
+        start = time.monotonic()
+        go = []
+        for p in sorted(procs, key=lambda p: -(p.rss or 0)):
+            if self._build(p.pid, [])[1] is not None:
+                go.append(p.pid)
+        pool = None
+        asked: dict = {}
+        if go:
+            from concurrent.futures import ThreadPoolExecutor
+            from concurrent.futures import TimeoutError as FutureTimeout
+            self._parser()
+            budget = httpget.ByteBudget(_POD_BYTES)
+            pool = ThreadPoolExecutor(max_workers=min(_POD_WORKERS, len(go)),
+                                      thread_name_prefix="bpfmem-endpoint")
+        try:
+            for pid in go:
+                asked[pid] = pool.submit(self._runtime, pid, self._build(pid, [])[1],
+                                         start, budget)
             out = {}
             for p in procs:
-                d = self.read(p.pid, smaps=smaps, inodes=inodes)
+                d = self._local(p.pid, smaps, inodes)
                 if d is not None:
                     out[p.pid] = d
+            end = start + 2 * self.timeout + 1.0    # every wait inside ends before
+            for pid, fut in asked.items():
+                if pid not in out or out[pid].go is None:
+                    continue
+                try:
+                    run = fut.result(timeout=max(0.0, end - time.monotonic()))
+                except FutureTimeout:  # every wait inside ends before: a last resort
+                    run = _Runtime(notes=(f"its endpoints gave no answer within "
+                                          f"{2 * self.timeout:g}s",))
+                out[pid] = self._combine(out[pid], run)
             return out
-        return self._read_in_budget(procs, smaps, inodes, budget)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def _read_in_budget(self, procs, smaps, inodes, budget: float) -> dict:
         start = time.monotonic()
@@ -467,8 +530,14 @@ class GoProber:
                           notes=tuple(notes), binary_pages=pages[0], file_pages=pages[1],
                           pages_unread=pages[2])
 
-    def _runtime(self, pid: int, build) -> "_Runtime":
-        """What ``pid``'s runtime says through its endpoints (named, or found on loopback)."""
+    def _runtime(self, pid: int, build, start: float | None = None,
+                 budget=None) -> "_Runtime":
+        """What ``pid``'s runtime says through its endpoints (named, or found on loopback):
+        /metrics by ``start`` + the timeout, the heap profile (fetched and decoded) by
+        ``start`` + twice it (``start``: now); answers charged to ``budget`` while held."""
+        if start is None:
+            start = time.monotonic()
+        metrics_by, pprof_by = start + self.timeout, start + 2 * self.timeout
         notes: list[str] = []
         ep = self.endpoints.get(pid) or (self.default if pid == self.default_pid
                                          else None) or Endpoints()
@@ -481,43 +550,66 @@ class GoProber:
             notes.append(HINT)
             metrics_url = None
         elif metrics_url is None and build is not None and self.discover:
-            metrics_url, body = self._discover(pid, notes)
-        if metrics_url is not None:
+            metrics_url, figures = self._discover(pid, notes, metrics_by, budget)
+        if metrics_url is not None and figures is None:
             inside = pid if not named and self._netns.get(pid) else None
-            if body is None:
-                body = self._get(metrics_url, loopback_only=not named, notes=notes,
-                                 netns_of=inside)
+            body = self._get(metrics_url, loopback_only=not named, notes=notes,
+                             netns_of=inside, deadline=metrics_by, budget=budget)
             if body is not None:
                 try:
                     figures = parse_go_metrics(body.decode(errors="replace"))
                 except BpfmemError as e:
                     notes.append(f"{metrics_url}: {e}")
                     self._failed[(inside, metrics_url)] = (time.monotonic(), notes[-1])
+                finally:
+                    if budget is not None:
+                        budget.give(len(body))
         pprof_url = ep.pprof
         if (pprof_url is None and self.pprof and figures is not None
                 and metrics_url.endswith("/metrics")):
             pprof_url = metrics_url[:-len("/metrics")] + "/debug/pprof/heap"
         if pprof_url is not None:
-            deadline = time.monotonic() + self.timeout   # the fetch and the decoding
+            # the fetch and the decoding: the timeout, ending by pprof_by
+            deadline = min(time.monotonic() + self.timeout, pprof_by)
             body = self._get(pprof_url, loopback_only=ep.pprof is None, notes=notes,
                              netns_of=pid if ep.pprof is None and self._netns.get(pid)
-                             else None)
+                             else None, deadline=deadline, budget=budget)
             if body is not None:
                 try:
-                    prof = parse_pprof(body, deadline=deadline)
-                    kind = ("inuse_space" if ("inuse_space", "bytes") in prof.sample_types
-                            else None)
-                    top = tuple(top_functions(prof, kind, n=10, deadline=deadline))
-                    idx = prof.index_of(kind)
-                    pprof_total = sum(v[idx] for _l, v in prof.samples if idx < len(v))
-                    if not 0 <= pprof_total < MAX_MEMORY or any(
-                            not 0 <= x.flat <= x.cum < MAX_MEMORY for x in top):
-                        top = pprof_total = None
-                        raise ParseError("sample values no heap has (negative, or past "
-                                         "any address space)", section="pprof")
+                    top, pprof_total = _decode_pprof_locked(body, deadline)
                 except BpfmemError as e:
                     notes.append(f"{pprof_url}: {e}")
+                finally:
+                    if budget is not None:
+                        budget.give(len(body))
+                    del body
         return _Runtime(figures, metrics_url, top, pprof_url, pprof_total, tuple(notes))
+
+
+_DECODING = threading.Lock()
+
+
+def _decode_pprof_locked(body: bytes, deadline: float) -> tuple[tuple, int]:
+    """(top functions, inuse total) of a heap profile, decoded by one thread at a time:
+    a profile may cost up to :data:`~bpfmem.parse.pprof.MAX_PROFILE` decompressed and its
+    tables, and threads reading a pod's processes at once must not hold that many times
+    over (decoding is CPU work: taking turns costs no time)."""
+    if not _DECODING.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        raise ParseError("not decoded: the pod's other profiles took the time until the "
+                         "deadline", section="pprof")
+    try:
+        prof = parse_pprof(body, deadline=deadline)
+        kind = "inuse_space" if ("inuse_space", "bytes") in prof.sample_types else None
+        top = tuple(top_functions(prof, kind, n=10, deadline=deadline))
+        idx = prof.index_of(kind)
+        total = sum(v[idx] for _l, v in prof.samples if idx < len(v))
+    finally:
+        _DECODING.release()
+    if not 0 <= total < MAX_MEMORY or any(not 0 <= x.flat <= x.cum < MAX_MEMORY
+                                          for x in top):
+        raise ParseError("sample values no heap has (negative, or past any address space)",
+                         section="pprof")
+    return top, total
 
 
 @dataclass(frozen=True)

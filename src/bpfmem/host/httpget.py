@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 from ..errors import HostError
 from ..units import format_size
 
-__all__ = ["http_get", "http_get_in_netns", "is_loopback_host", "split_url", "TIMEOUT",
-           "MAX_BODY"]
+__all__ = ["http_get", "http_get_in_netns", "is_loopback_host", "split_url", "ByteBudget",
+           "TIMEOUT", "MAX_BODY"]
 
 TIMEOUT = 2.0
 MAX_BODY = 16 << 20
@@ -88,6 +88,35 @@ def split_url(url: str) -> tuple[str, str, int, str]:
 
 class _Timeout(Exception):
     pass
+
+
+class ByteBudget:
+    """Bytes of answers that readers running at once may hold together (the endpoints of one
+    pod, read in threads): each body is charged as it arrives and given back by whoever
+    holds it once it is done with it (:meth:`give`). A reader finding no room waits for it
+    until its own deadline, then fails: concurrency never multiplies what the per-answer cap
+    allows."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.held = 0
+        self._cv = threading.Condition()
+
+    def take(self, n: int, deadline: float) -> bool:
+        """Charge ``n`` bytes, waiting for room until ``deadline``; False when none came."""
+        with self._cv:
+            while self.held + n > self.size:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(left)
+            self.held += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._cv:
+            self.held = max(0, self.held - n)
+            self._cv.notify_all()
 
 
 class _Conn:
@@ -278,9 +307,24 @@ def _head(c: _Conn) -> tuple[int, str, dict]:
     raise HostError(f"over {MAX_INTERIM} interim (1xx) answers")
 
 
-def _body(c: _Conn, headers: dict, max_bytes: int) -> bytes:
+class _Charged(list):
+    """The chunks of a body, each charged to a :class:`ByteBudget` (when there is one)."""
+
+    def __init__(self, budget: ByteBudget | None, deadline: float):
+        super().__init__()
+        self.budget, self.deadline, self.charged = budget, deadline, 0
+
+    def append(self, part: bytes) -> None:
+        if self.budget is not None:
+            if not self.budget.take(len(part), self.deadline):
+                raise HostError(f"no room for its answer within the deadline (the answers "
+                                f"read beside it hold {format_size(self.budget.size)})")
+            self.charged += len(part)
+        super().append(part)
+
+
+def _body(c: _Conn, headers: dict, max_bytes: int, chunks: list) -> bytes:
     over = HostError(f"body over the {format_size(max_bytes)} cap")
-    chunks: list[bytes] = []
     got = 0
     te = headers.get("transfer-encoding", "").lower()
     if te:
@@ -340,9 +384,16 @@ def _body(c: _Conn, headers: dict, max_bytes: int) -> bytes:
 
 
 def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
-             loopback_only: bool = False, accept: str | None = None) -> bytes:
-    """The body of ``url`` (http or https) answered with 200; HostError otherwise."""
-    deadline = time.monotonic() + timeout
+             loopback_only: bool = False, accept: str | None = None,
+             deadline: float | None = None, budget: ByteBudget | None = None) -> bytes:
+    """The body of ``url`` (http or https) answered with 200; HostError otherwise.
+
+    ``deadline`` (time.monotonic()): end by then if that is sooner than ``timeout`` from now
+    (readers sharing one bound). ``budget``: the body is charged to it as it arrives; on
+    success the caller holds it and gives ``len(body)`` back when done (on failure it is
+    given back here)."""
+    deadline = min(time.monotonic() + timeout,
+                   deadline if deadline is not None else float("inf"))
     scheme, host, port, path = split_url(url)
     if loopback_only and not is_loopback_host(host):
         raise HostError(f"{url}: not on loopback (name it with --metrics-url to scrape it)")
@@ -352,13 +403,17 @@ def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
     req = (f"GET {path} HTTP/1.1\r\nHost: {hosthdr}\r\nAccept: {accept or '*/*'}\r\n"
            "Accept-Encoding: identity\r\nUser-Agent: bpfmem\r\nConnection: close\r\n\r\n")
     c = _Conn(deadline)
+    chunks = _Charged(budget, deadline)
+    ok = False
     try:
         c.connect(host, port, scheme == "https")
         c.send(req.encode("ascii", "replace"))
         code, reason, headers = _head(c)
         if code != 200:
             raise HostError(f"{url}: HTTP {code} {reason}".rstrip())
-        return _body(c, headers, max_bytes)
+        body = _body(c, headers, max_bytes, chunks)
+        ok = True
+        return body
     except _Timeout:
         raise HostError(f"{url}: no complete answer within {timeout:g}s") from None
     except HostError as e:
@@ -375,13 +430,17 @@ def http_get(url: str, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BODY,
         raise HostError(f"{url}: {why}") from None
     finally:
         c.close()
+        if not ok and chunks.charged:
+            budget.give(chunks.charged)
 
 
 def http_get_in_netns(pid: int, url: str, *, timeout: float = TIMEOUT,
-                      max_bytes: int = MAX_BODY, root: str = "/") -> bytes:
+                      max_bytes: int = MAX_BODY, root: str = "/",
+                      deadline: float | None = None, budget: ByteBudget | None = None) -> bytes:
     """:func:`http_get` of a loopback ``url`` from inside the network namespace of ``pid``
     (a pod's own loopback): one short-lived thread enters it (setns) and fetches; the rest
-    of this process stays where it is."""
+    of this process stays where it is. ``deadline`` and ``budget`` as for :func:`http_get`."""
+    end = min(time.monotonic() + timeout, deadline if deadline is not None else float("inf"))
     from .bpfsys import setns_thread
     try:
         fd = os.open(os.path.join(root, "proc", str(pid), "ns", "net"), os.O_RDONLY)
@@ -396,7 +455,7 @@ def http_get_in_netns(pid: int, url: str, *, timeout: float = TIMEOUT,
             finally:
                 os.close(fd)
             out["body"] = http_get(url, timeout=timeout, max_bytes=max_bytes,
-                                   loopback_only=True)
+                                   loopback_only=True, deadline=end, budget=budget)
         except Exception as e:      # handed to the caller's thread below
             out["error"] = e
 
@@ -406,7 +465,7 @@ def http_get_in_netns(pid: int, url: str, *, timeout: float = TIMEOUT,
     except RuntimeError as e:
         os.close(fd)
         raise HostError(f"{url}: {e}") from None
-    t.join(timeout + 1.0)
+    t.join(max(0.0, end - time.monotonic()) + 1.0)
     if t.is_alive():
         raise HostError(f"{url}: no complete answer within {timeout:g}s")
     if "error" in out:
