@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Answer", "parse_request_head", "accepts_coding", "BoundedHTTPServer", "serve_http", "tune_malloc",
-           "trim_malloc"]
+__all__ = ["Answer", "AnsweredAlready", "parse_request_head", "accepts_coding",
+           "BoundedHTTPServer", "serve_http", "tune_malloc", "trim_malloc"]
 
 
 @dataclass(frozen=True)
@@ -59,16 +59,91 @@ def tune_malloc() -> None:
         pass
 
 
-def _log(msg: str) -> None:
-    import sys
-    try:
-        print(f"bpfmem export: {msg}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):   # stderr gone: nothing to tell
-        pass
+class _Log:
+    """The server's log lines, written to stderr by a thread of their own: a worker never
+    waits for stderr (a log pipe nobody read for a while, 64 KiB of reset connections,
+    held every worker in print() and the exporter answered nothing). At most ``room``
+    lines wait; past that they are counted, and the count is written when the writer
+    catches up."""
 
+    def __init__(self, room: int = 256):
+        import queue
+        self._q: queue.Queue = queue.Queue(room)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.unlogged = 0
+
+    def __call__(self, msg: str) -> None:
+        import queue
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._write, name="bpfmem-log",
+                                                daemon=True)
+                self._thread.start()
+            try:
+                self._q.put_nowait(msg)
+            except queue.Full:
+                self.unlogged += 1
+
+    def _write(self) -> None:
+        import sys
+        while True:
+            msg = self._q.get()
+            with self._lock:
+                unlogged, self.unlogged = self.unlogged, 0
+            lines = ([f"{unlogged} more line(s) not logged: stderr was not read fast "
+                      "enough"] if unlogged else []) + [msg]
+            try:
+                for line in lines:
+                    print(f"bpfmem export: {line}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):   # stderr gone: nothing to tell
+                pass
+
+    def flush(self, timeout: float = 1.0) -> None:
+        """Wait (a while at most) for the lines waiting to be written."""
+        end = time.monotonic() + timeout
+        while not self._q.empty() and time.monotonic() < end:
+            time.sleep(0.01)
+
+
+_log = _Log()
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            505: "HTTP Version Not Supported"}
+            408: "Request Timeout", 431: "Request Header Fields Too Large",
+            503: "Service Unavailable", 505: "HTTP Version Not Supported"}
+
+
+def _head_of(status: int, ctype: str, length: int, extra: tuple[str, ...] = ()) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_REASONS[status]}", f"Content-Type: {ctype}",
+             f"Content-Length: {length}", "Connection: close",
+             f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime())}", *extra]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _answer_now(conn, status: int, why: str) -> None:
+    """A short answer on a connection the server is giving up on, without waiting (best
+    effort: it fits the socket's buffer), then close it: the client reads why, never a
+    connection closed without a response. What it sent is read first (closing a socket
+    with unread bytes sends a reset, which may discard the answer at the client)."""
+    import socket
+    body = f"{why}\n".encode("utf-8", "replace")
+    try:
+        conn.setblocking(False)
+        for _ in range(16):
+            if not conn.recv(4096):
+                break
+    except OSError:
+        pass
+    try:
+        conn.send(_head_of(status, "text/plain; charset=utf-8", len(body),
+                           ("Retry-After: 1",) if status == 503 else ()) + body)
+        conn.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    try:
+        conn.close()
+    except OSError:
+        pass
 
 
 def parse_request_head(head: bytes) -> tuple[str, str, dict[str, str]] | None:
@@ -123,7 +198,7 @@ def _handler(route: Callable[[str, dict[str, str]], Answer | None]):
     connection's whole life is bounded by the server's deadline, and an idle keep-alive
     connection never pins a worker)."""
 
-    def handle(request, _peer, server) -> None:
+    def handle(request, peer, server) -> None:
         conn, head = request
         parsed = parse_request_head(head)
         encoding = None
@@ -134,23 +209,32 @@ def _handler(route: Callable[[str, dict[str, str]], Answer | None]):
         elif method not in ("GET", "HEAD"):
             status, data = 405, b"GET or HEAD\n"
         else:
-            answer = route(parsed[1], parsed[2]) or Answer(404, b"not found\n")
+            try:
+                answer = route(parsed[1], parsed[2]) or Answer(404, b"not found\n")
+                if answer.status not in _REASONS:
+                    raise ValueError(f"the route answered status {answer.status}")
+            except Exception as e:  # noqa: BLE001 - an answer that says why, not a close
+                why = f"{type(e).__name__}: {e}"[:300].replace("\n", " ")
+                server.failed += 1
+                _log(f"{peer[0]}:{peer[1]}: {parsed[1][:80]} failed: {why}")
+                answer = Answer(503, f"the answer failed: {why}\n".encode("utf-8", "replace"))
             status, data = answer.status, answer.data
             ctype, encoding = answer.content_type, answer.encoding
         server.answering(conn, len(data))
-        lines = [f"HTTP/1.1 {status} {_REASONS[status]}", f"Content-Type: {ctype}",
-                 f"Content-Length: {len(data)}", "Connection: close",
-                 f"Date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime())}"]
-        if encoding:
-            lines.append(f"Content-Encoding: {encoding}")
-        if status == 405:
-            lines.append("Allow: GET, HEAD")
-        conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        extra = ((f"Content-Encoding: {encoding}",) if encoding else ()) + (
+            ("Allow: GET, HEAD",) if status == 405 else ()) + (
+            ("Retry-After: 1",) if status == 503 else ())
+        conn.sendall(_head_of(status, ctype, len(data), extra))
         if method == "HEAD":
             return
         conn.sendall(data)   # sendall: a page is larger than the socket's buffer
 
     return handle
+
+
+class AnsweredAlready(Exception):
+    """The server answered this connection itself (it is stopping): the handler's answer
+    is not sent."""
 
 
 class BoundedHTTPServer:
@@ -163,8 +247,14 @@ class BoundedHTTPServer:
     * a fixed pool of ``workers`` threads answers complete requests; once its answer is ready
       a connection has ``deadline`` seconds to take it (a slow reader is cut);
     * at most ``max_connections`` open at once (default: what RLIMIT_NOFILE leaves, at most
-      4096): beyond that a new connection is closed at once;
-    * one log line per failed connection, never a traceback.
+      4096): beyond that a new connection is answered 503 at once;
+    * a connection it gives up on is answered, never closed without a response: 408 for a
+      head not complete after ``idle`` (read once more first: a loop held up past the
+      deadline does not drop a head that arrived), 431 for a head over 16 KiB, 503 when the
+      route fails (with the exception's one line), when too many are open, or when the
+      server stops before answering; only a reader too slow for its answer is cut;
+    * one log line per failed connection, never a traceback, written by a thread of its
+      own (a worker never waits for stderr; lines beyond 256 waiting are counted).
     """
 
     def __init__(self, address: tuple[str, int], handler, *, workers: int = 16,
@@ -180,6 +270,7 @@ class BoundedHTTPServer:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.socket.bind(address)
             self.socket.listen(backlog)
+            self.socket.setblocking(False)   # accept() never holds up the loop
         except OSError:
             self.socket.close()
             raise
@@ -216,28 +307,32 @@ class BoundedHTTPServer:
             now = _time.monotonic()
             for conn, (due, _, _) in list(self._waiting.items()):
                 if now > due:
-                    self._forget(conn)
+                    self._read_head(conn)    # what arrived while the loop was held up
+                    if conn in self._waiting:
+                        self._forget(conn, 408, f"the request's head was not complete "
+                                                f"after {self.idle:g}s")
             with self._lock:
-                overdue = [c for c, due in self._busy.items() if now > due]
+                overdue = [c for c, due in self._busy.items() if due is not None and now > due]
             for conn in overdue:
                 self._cut(conn)
 
     def _accept(self) -> None:
         import selectors
         import time as _time
-        try:
-            conn, peer = self.socket.accept()
-        except OSError:
-            return
-        with self._lock:
-            open_now = len(self._waiting) + len(self._busy)
-        if open_now >= self.max_connections:
-            self.dropped += 1
-            conn.close()
-            return
-        conn.setblocking(False)
-        self._waiting[conn] = (_time.monotonic() + self.idle, peer, bytearray())
-        self._sel.register(conn, selectors.EVENT_READ, None)
+        for _ in range(64):          # what queued up while the loop was held (then select)
+            try:
+                conn, peer = self.socket.accept()
+            except OSError:          # BlockingIOError: none left; or a client gone
+                return
+            with self._lock:
+                open_now = len(self._waiting) + len(self._busy)
+            if open_now >= self.max_connections:
+                self.dropped += 1
+                _answer_now(conn, 503, f"too many connections ({self.max_connections} open)")
+                continue
+            conn.setblocking(False)
+            self._waiting[conn] = (_time.monotonic() + self.idle, peer, bytearray())
+            self._sel.register(conn, selectors.EVENT_READ, None)
 
     MAX_HEAD = 16 << 10
 
@@ -250,8 +345,11 @@ class BoundedHTTPServer:
             return
         except OSError:
             chunk = b""
-        if not chunk or len(head) + len(chunk) > self.MAX_HEAD:
-            self._forget(conn)
+        if not chunk:
+            self._forget(conn)       # the client left: nobody to answer
+            return
+        if len(head) + len(chunk) > self.MAX_HEAD:
+            self._forget(conn, 431, f"a request head over {self.MAX_HEAD >> 10} KiB")
             return
         head += chunk
         if b"\r\n\r\n" not in head and b"\n\n" not in head:
@@ -265,20 +363,28 @@ class BoundedHTTPServer:
     def answering(self, conn, size: int) -> None:
         """The handler has its answer of ``size`` bytes: from now the connection has
         ``deadline`` seconds, plus one per 256 KiB (a scrape waiting for a long scan is not
-        cut; a reader slower than that is)."""
+        cut; a reader slower than that is). Raises :class:`AnsweredAlready` when the server
+        answered it meanwhile (it is stopping)."""
         import time as _time
         allowed = self.deadline + size / (256 << 10)
+        with self._lock:
+            if conn in self._busy:
+                if self._busy[conn] is None:
+                    raise AnsweredAlready()
+                self._busy[conn] = _time.monotonic() + allowed
         # the socket's own timeout too: sendall's timeout bounds the whole answer (Python
         # 3.5+), and the idle timeout (5 s) would cut a big page to a busy reader
         conn.settimeout(allowed)
-        with self._lock:
-            if conn in self._busy:
-                self._busy[conn] = _time.monotonic() + allowed
 
-    def _forget(self, conn) -> None:
+    def _forget(self, conn, status: int | None = None, why: str = "") -> None:
+        """Stop waiting for ``conn``'s head: answer ``status`` (and ``why``), or just
+        close it when the client has gone."""
         self._sel.unregister(conn)
         del self._waiting[conn]
-        conn.close()
+        if status is None:
+            conn.close()
+        else:
+            _answer_now(conn, status, why)
 
     @staticmethod
     def _cut(conn) -> None:
@@ -293,6 +399,8 @@ class BoundedHTTPServer:
             conn.setblocking(True)
             conn.settimeout(self.idle)
             self.handler((conn, head), peer, self)
+        except AnsweredAlready:
+            pass
         except Exception as e:  # noqa: BLE001 - one line per failed connection
             self.failed += 1
             what = e.strerror if isinstance(e, OSError) and e.strerror else (str(e) or "")
@@ -311,13 +419,23 @@ class BoundedHTTPServer:
         self._stopped.wait(5)
 
     def server_close(self) -> None:
+        """Close every connection: those whose answer is not under way yet are answered
+        503 (the server is stopping), the others cut."""
         self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for conn in list(self._waiting):
-            conn.close()
+            _answer_now(conn, 503, "the exporter is stopping")
+        self._waiting.clear()
         with self._lock:
-            for conn in list(self._busy):
-                self._cut(conn)
+            unanswered = [c for c, due in self._busy.items() if due == math.inf]
+            for conn in unanswered:
+                self._busy[conn] = None     # answering() now refuses
+            answered = [c for c, due in self._busy.items() if due is not None]
+        for conn in unanswered:
+            _answer_now(conn, 503, "the exporter is stopping")
+        for conn in answered:
+            self._cut(conn)
+        _log.flush()
         try:
             self._sel.close()
         except (OSError, ValueError):
