@@ -11,9 +11,84 @@ Algorithm"). Pure.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..parse.golist import ImportGraph
+
+
+class ImportTree:
+    """The shortest chains from the main package, all at once: each package reachable from
+    it -> the package it is first reached from (breadth first, imports in their order), its
+    depth, and the packages in the order they were reached."""
+    __slots__ = ("prev", "depth", "order")
+
+    def __init__(self, graph: ImportGraph):
+        prev: dict[str, str | None] = {graph.main: None}
+        depth = {graph.main: 0}
+        order = [graph.main]
+        q = deque([graph.main])
+        while q:
+            pkg = graph.packages.get(q.popleft())
+            for nxt in (pkg.imports if pkg else ()):
+                if nxt in graph.packages and nxt not in prev:
+                    prev[nxt] = pkg.import_path
+                    depth[nxt] = depth[pkg.import_path] + 1
+                    order.append(nxt)
+                    q.append(nxt)
+        self.prev, self.depth, self.order = prev, depth, order
+
+    def path(self, target: str) -> tuple[str, ...]:
+        """main -> ... -> ``target`` (empty if unreachable)."""
+        prev = self.prev
+        if target not in prev:
+            return ()
+        out = []
+        cur: str | None = target
+        while cur is not None:
+            out.append(cur)
+            cur = prev[cur]
+        return tuple(reversed(out))
+
+
+class Chain:
+    """main -> ... -> importer -> imported along an :class:`ImportTree`, a sequence of names
+    made when first read: a saving carries one per import edge, and on a chain-shaped graph
+    of 6,000 packages those would hold 18 M names; only the printed ones are read. Equal to
+    the tuple of its names."""
+    __slots__ = ("tree", "importer", "imported", "_names")
+
+    def __init__(self, tree: ImportTree, importer: str, imported: str):
+        self.tree, self.importer, self.imported = tree, importer, imported
+        self._names: tuple[str, ...] | None = None
+
+    def names(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = self.tree.path(self.importer) + (self.imported,)
+        return self._names
+
+    def __len__(self) -> int:
+        return self.tree.depth[self.importer] + 2
+
+    def __iter__(self):
+        return iter(self.names())
+
+    def __getitem__(self, i):
+        return self.names()[i]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Chain):
+            other = other.names()
+        return self.names() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.names())
+
+    def __add__(self, other: tuple) -> tuple[str, ...]:
+        return self.names() + tuple(other)
+
+    def __repr__(self) -> str:
+        return f"Chain({self.names()!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +98,8 @@ class ImportSaving:
     saves: int                      # bytes of the packages only this import brings in
     packages: tuple[str, ...]       # those packages (with bytes), largest first: at most
                                     # TOP_PACKAGES of them
-    chain: tuple[str, ...]          # main -> ... -> importer -> imported (a shortest one)
+    chain: Sequence[str]            # main -> ... -> importer -> imported (a shortest one;
+                                    # a Chain from import_savings, made when read)
     package_count: int = -1         # how many there are (-1: len(packages))
 
     @property
@@ -35,34 +111,9 @@ class ImportSaving:
 TOP_PACKAGES = 64
 
 
-def _bfs_parents(graph: ImportGraph) -> dict[str, str | None]:
-    """Each package reachable from the main one -> the package it is first reached from
-    (breadth first, imports in their order): the shortest chains, all of them at once."""
-    prev: dict[str, str | None] = {graph.main: None}
-    q = deque([graph.main])
-    while q:
-        pkg = graph.packages.get(q.popleft())
-        for nxt in (pkg.imports if pkg else ()):
-            if nxt in graph.packages and nxt not in prev:
-                prev[nxt] = pkg.import_path
-                q.append(nxt)
-    return prev
-
-
-def _chain(prev: dict[str, str | None], target: str) -> tuple[str, ...]:
-    if target not in prev:
-        return ()
-    out = []
-    cur: str | None = target
-    while cur is not None:
-        out.append(cur)
-        cur = prev[cur]
-    return tuple(reversed(out))
-
-
 def chain_to(graph: ImportGraph, target: str) -> tuple[str, ...]:
     """A shortest import chain from the main package to ``target`` (empty if unreachable)."""
-    return _chain(_bfs_parents(graph), target)
+    return ImportTree(graph).path(target)
 
 
 def _dominators(succ: list[list[int]], root: int) -> list[int]:
@@ -155,17 +206,17 @@ def import_savings(graph: ImportGraph, weights: dict[str, int]) -> list[ImportSa
         merged = own + [x for c in kids for x in top[c]]
         merged.sort()
         top[v] = merged[:TOP_PACKAGES]
-    prev = _bfs_parents(graph)
-    chains: dict[str, tuple[str, ...]] = {}
+        for c in kids:
+            if c < n_pkg:             # an edge's list is its saving's; a package's is done
+                top[c] = []
+    tree = ImportTree(graph)
     out = []
     for k, (a, b) in enumerate(edges):
         e = n_pkg + k
         if idom[e] == -1 or total[e] <= 0:
             continue
-        if a not in chains:
-            chains[a] = _chain(prev, a)
-        out.append(ImportSaving(a, b, total[e], tuple(p for _w, p in top[e]), chains[a] + (b,),
-                                count[e]))
+        out.append(ImportSaving(a, b, total[e], tuple(p for _w, p in top[e]),
+                                Chain(tree, a, b), count[e]))
     out.sort(key=lambda s: (-s.saves, s.importer, s.imported))
     return out
 
@@ -176,9 +227,38 @@ def deepest(savings: list[ImportSaving], share: float = 0.95) -> list[ImportSavi
     net/http through types; the deeper one is the import to cut.
 
     The chains are shortest ones from one breadth-first walk, so an import lies on another's
-    chain exactly when its chain is a prefix of the other's: the chains are put in a trie
-    and each saving compared with the largest one below its node (linear in the chains'
-    length; comparing every pair was quadratic: 6,000 packages took 48 s)."""
+    chain exactly when its chain is a prefix of the other's, and each saving is compared
+    with the largest one below it in the tree of chains (comparing every pair was
+    quadratic: 6,000 packages took 48 s). Savings of :func:`import_savings` (their chains
+    along one :class:`ImportTree`) are placed in that tree without a chain being made: the
+    import a -> b is the tree's node b when b is first reached from a, else a leaf under a
+    (nothing lies below it); other chains go into a trie of their names."""
+    trees = {id(s.chain.tree) for s in savings if isinstance(s.chain, Chain)}
+    if len(trees) != 1 or not all(isinstance(s.chain, Chain) for s in savings):
+        return _deepest_trie(savings, share)
+    tree = savings[0].chain.tree
+    prev = tree.prev
+    best: dict = {}                      # tree node or (a, b) leaf -> the largest saving there
+    for s in savings:
+        node = s.imported if prev.get(s.imported) == s.importer else (s.importer, s.imported)
+        if best.get(node, -1) < s.saves:
+            best[node] = s.saves
+    below: dict[str, int] = {}           # package -> the largest saving strictly below it
+    for node, saves in best.items():
+        if type(node) is tuple and below.get(node[0], -1) < saves:
+            below[node[0]] = saves
+    for v in reversed(tree.order):        # deepest first: children before their parent
+        up = max(best.get(v, -1), below.get(v, -1))
+        p = prev[v]
+        if up >= 0 and p is not None and below.get(p, -1) < up:
+            below[p] = up
+    return [s for s in savings
+            if (below.get(s.imported, -1) if prev.get(s.imported) == s.importer else -1)
+            < share * s.saves]
+
+
+def _deepest_trie(savings: list[ImportSaving], share: float) -> list[ImportSaving]:
+    """:func:`deepest` over chains given as names: a trie of them (linear in their length)."""
     node_of: list[int] = []
     kids: list[list[int]] = [[]]
     step: dict[tuple[int, str], int] = {}
@@ -239,8 +319,10 @@ def why_linked(graph: ImportGraph, savings: list[ImportSaving], weights: dict[st
         savings = sorted(savings, key=lambda s: (not (set(s.packages) & g), -s.saves))
     heavy = [p for p, _w in sorted(weights.items(), key=lambda t: -t[1])
              if p in graph.packages and p != graph.main][:limit]
+    tree = next((s.chain.tree for s in savings if isinstance(s.chain, Chain)), None) \
+        or ImportTree(graph)
     return WhyLinked(graph.main, tuple(savings[:limit]),
-                     tuple(ImportChain(p, weights[p], chain_to(graph, p))
+                     tuple(ImportChain(p, weights[p], tree.path(p))
                            for p in (grown or heavy)[:limit] if p in graph.packages),
                      tuple(notes))
 
