@@ -94,9 +94,12 @@ MAPS_JSON_FORBIDDEN = (COMMAND_MODULES - {"bpfmem.cli.maps"}) | {
     # when a config file is found, glob only for a pattern, shutil's terminal width is
     # read from os, and threading is not needed to install signal handlers
     "pathlib", "urllib.parse", "ipaddress", "glob", "shutil", "threading",
-    # the value classes are bpfmem.values' (dataclasses brings inspect, ast, dis, tokenize),
-    # and the live node's records are for the commands that scan one
-    "dataclasses", "inspect", "ast", "dis", "tokenize", "bpfmem.records",
+    # the value classes are bpfmem.values' (dataclasses brings inspect, ast, dis, tokenize;
+    # typing.NamedTuple and annotations need typing), and the live node's records are for
+    # the commands that scan one
+    "dataclasses", "inspect", "ast", "dis", "tokenize", "typing", "bpfmem.records",
+    # SIGTERM's handler is installed through the C module (signal's import makes enums)
+    "signal",
     "bpfmem.api.export", "bpfmem.host.httpd", "bpfmem.host.live", "bpfmem.host.bpfsys", "bpfmem.host.owner_iter",
     "bpfmem.host.procfs", "bpfmem.host.cgroup", "bpfmem.host.vm", "bpfmem.host.probe",
     "bpfmem.host.podscan", "bpfmem.report.html", "bpfmem.report.gate",
@@ -159,7 +162,7 @@ def test_check_builds_only_its_own_parser(tmp_path):
     # for a binary; the standard dataclasses, Decimal for '1Gi', datetime for a timestamp
     # not (a CI job's JSON; the table brings rich, which has its own)
     heavy = {"subprocess", "threading", "dataclasses", "inspect", "decimal", "datetime",
-             "bpfmem.analysis.size", "bpfmem.api.size", "bpfmem.host.gotool",
+             "typing", "signal", "bpfmem.analysis.size", "bpfmem.api.size", "bpfmem.host.gotool",
              "bpfmem.parse.gobin", "bpfmem.analysis.diff", "bpfmem.records"}
     code, _out, mods = imported(["check", "--format", "json", "--limit", "1Gi", str(OBJ)],
                                 tmp_path)
@@ -171,7 +174,8 @@ def test_diff_of_objects_reads_no_snapshot_machinery(tmp_path):
     snapshot readers or the live records (a .json file would bring them)."""
     code, out, mods = imported(["diff", "--format", "json", str(OBJ), str(OBJ)], tmp_path)
     assert code == 0 and json.loads(out)["schema"].startswith("bpfmem/diff/")
-    heavy = {"dataclasses", "inspect", "datetime", "subprocess", "bpfmem.records",
+    heavy = {"dataclasses", "inspect", "datetime", "subprocess", "typing", "signal",
+             "bpfmem.records",
              "bpfmem.parse.snapshot", "bpfmem.api.snapshots", "bpfmem.analysis.live"}
     assert not mods & heavy, sorted(mods & heavy)
 
@@ -194,7 +198,7 @@ def test_help_imports_only_the_cli(tmp_path):
     code, out, mods = imported(["--help"], tmp_path)
     assert code == 0 and "bpfmem maps" in out
     assert ours(mods) <= HELP_ALLOWED, sorted(ours(mods) - HELP_ALLOWED)
-    for heavy in ("dataclasses", "json", "tomllib", "rich"):
+    for heavy in ("dataclasses", "json", "tomllib", "rich", "typing"):
         assert heavy not in mods, heavy
 
 

@@ -4,9 +4,12 @@ asdict, pickle), before and after its __init__ is compiled."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
+import enum
 import inspect
+import json
 import pickle
 
 import pytest
@@ -133,3 +136,118 @@ def test_non_default_after_default_refused():
         class Bad:
             a: int = 1
             b: int
+
+
+# -- Record against collections.namedtuple ----------------------------------------------------
+class _Rec(values.Record):
+    __slots__ = ()
+    _fields = ("name", "type", "size")
+    name, type, size = values.items(_fields)
+
+    def __new__(cls, name: str, type: int, size: int = 8):
+        return tuple.__new__(cls, (name, type, size))
+
+    @property
+    def twice(self) -> int:
+        return self.size * 2
+
+
+_StdRec = collections.namedtuple("_Rec", "name type size", defaults=(8,))
+
+
+def test_record_reads_as_a_namedtuple():
+    a, b = _Rec("x", 1), _StdRec("x", 1)
+    assert a == b == ("x", 1, 8) and hash(a) == hash(b) and repr(a) == repr(b)
+    assert (a.name, a.type, a.size, a.twice) == ("x", 1, 8, 16) and a[1] == 1
+    assert a._fields == b._fields and a._asdict() == b._asdict()
+    assert a._replace(size=4) == b._replace(size=4) == ("x", 1, 4)
+    assert type(a._replace(size=4)) is _Rec and type(_Rec._make(["y", 2, 3])) is _Rec
+    with pytest.raises(ValueError):
+        a._replace(nope=1)
+    with pytest.raises(TypeError):
+        _Rec("x")
+    with pytest.raises(AttributeError):
+        a.name = "y"
+    with pytest.raises(AttributeError):
+        a.other = 1                      # __slots__: no instance dict
+    for c in (copy.copy, copy.deepcopy, lambda r: pickle.loads(pickle.dumps(r))):
+        assert c(a) == a and type(c(a)) is _Rec
+    assert sorted([_Rec("b", 1), _Rec("a", 2)]) == [("a", 2, 8), ("b", 1, 8)]
+
+
+def test_parse_records_are_records():
+    """The parser's records (BTF types, ELF sections and symbols, instructions) are the cheap
+    kind: no typing.NamedTuple on the start-up path."""
+    from bpfmem.parse import btf, elf, insn
+    for cls in (btf.Member, btf.EnumValue, btf.Param, btf.VarSecinfo, btf.BtfType,
+                elf.Section, elf.Segment, elf.Symbol, elf.ImageSymbol, elf.Relocation,
+                elf.SymbolColumns, insn.Insn, insn.Jump, insn.Label):
+        assert issubclass(cls, values.Record) and cls.__slots__ == (), cls
+        assert len(cls._fields) == len(set(cls._fields))
+        for i, f in enumerate(cls._fields):
+            assert getattr(cls, f).__get__(tuple(range(len(cls._fields)))) == i, (cls, f)
+
+
+# -- IntEnum and IntFlag against the standard library's ----------------------------------------
+def _enums(base_enum, base_flag):
+    class Color(base_enum):
+        RED = 1
+        GREEN = 2
+        CRIMSON = 1        # an alias
+        BLUE = 4
+
+        @property
+        def lower(self) -> str:
+            return self.name.lower()
+
+    class Perm(base_flag):
+        NONE = 0
+        R = 1
+        W = 2
+        RW = 3             # a named combination
+        X = 4
+    return Color, Perm
+
+
+def test_int_enum_behaves_as_the_standard_one():
+    (C, P), (SC, SP) = _enums(values.IntEnum, values.IntFlag), _enums(enum.IntEnum, enum.IntFlag)
+    assert [m.name for m in C] == [m.name for m in SC] == ["RED", "GREEN", "BLUE"]
+    assert len(C) == len(SC) and list(C.__members__) == list(SC.__members__)
+    assert C.CRIMSON is C.RED and C(1) is C.RED and C["BLUE"] is C.BLUE
+    assert C(C.GREEN) is C.GREEN and C.RED.lower == "red"
+    for ours, std in ((C.RED, SC.RED), (C.BLUE, SC.BLUE)):
+        assert ours == std == int(std) and hash(ours) == hash(std)
+        assert (repr(ours), str(ours), f"{ours}", f"{ours:>4}", ours.name, ours.value) == \
+            (repr(std), str(std), f"{std}", f"{std:>4}", std.name, std.value)
+        assert json.dumps([ours]) == json.dumps([std])
+        assert type(ours + 1) is int and ours + 1 == std + 1
+    for bad in (3, 99, "RED", None, [1]):
+        with pytest.raises(ValueError) as ours_err:
+            C(bad)
+        with pytest.raises(ValueError) as std_err:
+            SC(bad)
+        assert str(ours_err.value).replace("Color", "C") == \
+            str(std_err.value).replace("Color", "C")
+    assert copy.copy(C.BLUE) is C.BLUE and copy.deepcopy(C.BLUE) is C.BLUE
+    from bpfmem.uapi import MapFlag, MapType
+    for c in (copy.copy, copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m))):
+        assert c(MapType.HASH) is MapType.HASH
+        assert c(MapFlag.RDONLY | MapFlag.CLONE) == MapFlag.RDONLY | MapFlag.CLONE
+    assert 1 in C._value2member_map_ and 3 not in C._value2member_map_
+
+
+def test_int_flag_behaves_as_the_standard_one():
+    (C, P), (SC, SP) = _enums(values.IntEnum, values.IntFlag), _enums(enum.IntEnum, enum.IntFlag)
+    assert [m.name for m in P] == [m.name for m in SP] == ["R", "W", "X"]
+    assert len(P) == len(SP) and list(P.__members__) == list(SP.__members__)
+    cases = [(P.R | P.W, SP.R | SP.W), (P.R | P.X, SP.R | SP.X), (P.R & 1, SP.R & 1),
+             (P.RW & P.W, SP.RW & SP.W), (P.R ^ P.RW, SP.R ^ SP.RW), (5 | P.R, 5 | SP.R),
+             (P.R | 64, SP.R | 64), (P(0), SP(0)), (P(7), SP(7)), (~P.R, ~SP.R),
+             (P.NONE, SP.NONE)]
+    for ours, std in cases:
+        assert type(ours) is P and ours == std
+        assert (repr(ours), str(ours), ours.name, bool(ours)) == \
+            (repr(std), str(std), std.name, bool(std))
+    assert P(3) is P.RW and (P.R | P.W) is P.RW and P(5) is P(5)
+    with pytest.raises(TypeError):
+        P.R | "x"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 from .values import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
+    from typing import Any
     from pathlib import Path
 
 from .errors import BpfmemError, InputError

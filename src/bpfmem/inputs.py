@@ -20,10 +20,13 @@ import mmap
 import os
 import stat
 from contextlib import contextmanager
-from typing import Any, Iterator
 
 from .errors import InputError
 from .parse.document import parse_json, parse_toml
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 __all__ = ["InputError", "LIMITS", "MAP_ABOVE", "check_input", "read_input",
            "read_input_text", "mapped_input", "load_json", "load_toml", "input_lines",

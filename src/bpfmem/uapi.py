@@ -19,9 +19,13 @@ fall back to ``"unknown(N)"`` / ``"0x..."`` strings.
 
 from __future__ import annotations
 
-import enum
 from functools import lru_cache
-from typing import Iterable
+
+from .values import IntEnum, IntFlag
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 __all__ = [
     "BPF_OBJ_NAME_LEN",
@@ -41,7 +45,7 @@ __all__ = [
 BPF_OBJ_NAME_LEN = 16
 
 
-class _KernelNamedEnum(enum.IntEnum):
+class _KernelNamedEnum(IntEnum):
     """Shared behaviour of the UAPI enums (no members of its own).
 
     Subclasses provide ``_c_prefix()`` returning the C identifier prefix,
@@ -289,7 +293,7 @@ class AttachType(_KernelNamedEnum):
         return "attach type"
 
 
-class PinningType(enum.IntEnum):
+class PinningType(IntEnum):
     """libbpf's ``enum libbpf_pin_type`` (``__uint(pinning, ...)`` in maps)."""
 
     NONE = 0      # LIBBPF_PIN_NONE
@@ -300,7 +304,7 @@ class PinningType(enum.IntEnum):
         return "LIBBPF_PIN_" + self.name
 
 
-class MapFlag(enum.IntFlag):
+class MapFlag(IntFlag):
     """``BPF_F_*`` flags accepted in ``map_flags`` of ``BPF_MAP_CREATE``.
 
     This is the anonymous "flags for BPF_MAP_CREATE command" enum of the

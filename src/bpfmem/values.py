@@ -12,13 +12,29 @@ and ``__hash__`` values. The classes are dataclasses for the standard library to
 ``__dataclass_fields__`` is built on first use. :func:`replace` and :func:`fields` here work on
 both kinds without importing ``dataclasses``. Anything else asked of the decorator (a base
 with fields, ``order``, ``kw_only``...) is handed to the standard one.
+
+Beside it, two more standard kinds of value class, made cheaply for the same reason:
+
+- :class:`Record`, a named tuple declared as a plain class (``typing.NamedTuple`` imports
+  ``typing``, resolves every annotation and compiles a ``__new__`` per class);
+- :class:`IntEnum` and :class:`IntFlag`, the parts of ``enum``'s that bpfmem uses (the
+  standard ones cost about 100,000 instructions a member to make: the kernel's UAPI enums
+  alone were 15 M).
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import attrgetter, itemgetter
+from types import MappingProxyType
 
-__all__ = ["dataclass", "field", "fields", "replace", "MISSING"]
+try:                    # the fields' reader collections.namedtuple uses (C)
+    from _collections import _tuplegetter
+except ImportError:     # pragma: no cover - another interpreter: a property
+    def _tuplegetter(index, doc):
+        return property(itemgetter(index), doc=doc)
+
+__all__ = ["dataclass", "field", "fields", "replace", "MISSING", "Record", "items",
+           "IntEnum", "IntFlag"]
 
 
 class _Missing:
@@ -311,3 +327,204 @@ def _compiled_init(fs, post_init: bool):
            + ("\n    ".join(body) or "pass") + "\n")
     exec(src, glob)
     return glob["__init__"]
+
+
+class Record(tuple):
+    """A named tuple declared as a plain class: what ``typing.NamedTuple`` gives a reader
+    (fields by name and by index, a tuple's equality, hash and order, ``_fields``,
+    ``_replace``, ``_asdict``, its repr, pickling) with nothing made at import. A subclass
+    lists its fields, reads them with :func:`items` and writes its ``__new__`` (as fast as
+    the one ``collections.namedtuple`` compiles)::
+
+        class Member(Record):
+            __slots__ = ()
+            _fields = ("name", "type")
+            name, type = items(_fields)
+
+            def __new__(cls, name: str, type: int = 0):
+                return tuple.__new__(cls, (name, type))
+    """
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return (self.__class__.__name__ + "("
+                + ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self)) + ")")
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    def _asdict(self) -> dict:
+        return dict(zip(self._fields, self))
+
+    def _replace(self, **changes):
+        new = tuple.__new__(self.__class__, map(changes.pop, self._fields, self))
+        if changes:
+            raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+        return new
+
+    @classmethod
+    def _make(cls, iterable):
+        return tuple.__new__(cls, iterable)
+
+
+def items(names: tuple[str, ...]) -> tuple:
+    """The readers of a :class:`Record`'s fields ``names``, in order."""
+    return tuple(_tuplegetter(i, f"Alias for field number {i}") for i in range(len(names)))
+
+
+class _EnumType(type):
+    """The class of :class:`IntEnum` and :class:`IntFlag` classes: the members (the class's
+    public ``int`` attributes) made once with the class; a value given twice names one
+    member (the first name; the others are its aliases)."""
+
+    def __new__(mcls, name, bases, ns):
+        ns = dict(ns)
+        named = {k: v for k, v in ns.items() if type(v) is int and not k.startswith("_")}
+        for k in named:
+            del ns[k]
+        cls = super().__new__(mcls, name, bases, ns)
+        by_value: dict[int, IntEnum] = {}
+        listed = []
+        for k, v in named.items():
+            m = by_value.get(v)
+            if m is None:
+                m = int.__new__(cls, v)
+                m._name_ = k
+                by_value[v] = m
+                if cls._listed(v):
+                    listed.append(m)
+            type.__setattr__(cls, k, m)
+        cls._member_map_ = {k: by_value[v] for k, v in named.items()}
+        cls._value2member_map_ = by_value
+        cls._member_list_ = tuple(listed)
+        return cls
+
+    def _listed(cls, value: int) -> bool:
+        return True
+
+    @property
+    def __members__(cls):
+        """Every name, aliases included, to its member."""
+        return MappingProxyType(cls._member_map_)
+
+    def __iter__(cls):
+        return iter(cls._member_list_)
+
+    def __len__(cls) -> int:
+        return len(cls._member_list_)
+
+    def __getitem__(cls, name: str):
+        return cls._member_map_[name]
+
+    def __contains__(cls, value) -> bool:
+        return value in cls._value2member_map_
+
+
+class IntEnum(int, metaclass=_EnumType):
+    """``enum.IntEnum`` for what bpfmem asks of it: members are ints with a ``name``
+    and a ``value``, ``Cls(value)`` is the member (``ValueError`` if none), ``Cls[name]``,
+    ``Cls.__members__`` and ``_value2member_map_``, iteration in definition order without
+    aliases, ``repr`` ``<Cls.NAME: value>``, ``str`` and ``format`` the number's,
+    pickled and copied as themselves."""
+
+    def __new__(cls, value):
+        try:
+            return cls._value2member_map_[value]
+        except (KeyError, TypeError):
+            pass
+        found = cls._missing_(value)
+        if found is None:
+            raise ValueError(f"{value!r} is not a valid {cls.__qualname__}")
+        return found
+
+    @classmethod
+    def _missing_(cls, value):
+        return None
+
+    @property
+    def name(self) -> str | None:
+        return self._name_
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+    def __repr__(self) -> str:
+        if self._name_ is None:
+            return f"<{self.__class__.__name__}: {int(self)}>"
+        return f"<{self.__class__.__name__}.{self._name_}: {int(self)}>"
+
+    __str__ = int.__repr__
+    __format__ = int.__format__
+
+    def __reduce_ex__(self, protocol):
+        return self.__class__, (int(self),)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class IntFlag(IntEnum):
+    """``enum.IntFlag`` the same way: ``|``, ``&`` and ``^`` of members (or of a member and
+    an int) and ``~`` give the class's member for the result, one made for a value no name
+    has (named after its bits, unknown bits kept: ``NO_PREALLOC|MMAPABLE``,
+    ``NO_PREALLOC|1073741824``); iteration gives the single-bit members."""
+
+    @classmethod
+    def _listed(cls, value: int) -> bool:
+        return value > 0 and value & (value - 1) == 0
+
+    @classmethod
+    def _missing_(cls, value):
+        if not isinstance(value, int):
+            return None
+        value = int(value)
+        pseudo = cls.__dict__.get("_pseudo_")
+        if pseudo is None:
+            pseudo = {}
+            type.__setattr__(cls, "_pseudo_", pseudo)
+        m = pseudo.get(value)
+        if m is None:
+            m = int.__new__(cls, value)
+            rest = value
+            names = []
+            for one in cls._member_list_:
+                if rest & int(one):
+                    names.append(one._name_)
+                    rest &= ~int(one)
+            if rest:
+                names.append(str(rest))
+            m._name_ = "|".join(names) if names else None
+            pseudo[value] = m
+        return m
+
+    def _mask(self) -> int:
+        out = 0
+        for one in self.__class__._member_list_:
+            out |= int(one)
+        return out
+
+    def __or__(self, other):
+        if not isinstance(other, int):
+            return NotImplemented
+        return self.__class__(int(self) | int(other))
+
+    def __and__(self, other):
+        if not isinstance(other, int):
+            return NotImplemented
+        return self.__class__(int(self) & int(other))
+
+    def __xor__(self, other):
+        if not isinstance(other, int):
+            return NotImplemented
+        return self.__class__(int(self) ^ int(other))
+
+    __ror__, __rand__, __rxor__ = __or__, __and__, __xor__
+
+    def __invert__(self):
+        return self.__class__(self._mask() & ~int(self))

@@ -4,11 +4,11 @@ given is evaluated; the verdict fails when any one fails."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..values import dataclass, field
 
 from .budget import CheckResult
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 
 if TYPE_CHECKING:    # the binary gate's result: its module only when a binary is judged
     from .size import BinaryCheck

@@ -5,11 +5,14 @@ costs on it (after what-if changes, and the totals before them). :func:`inventor
 from __future__ import annotations
 
 from ..values import dataclass, replace
-from typing import Iterable
 
 from ..model.kernel import KernelProfile
 from ..parse.objspec import MapSpec, ObjectSpec
 from .placeholders import placeholder_note
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 FIELDS = ("memlock_at_create", "memlock_full", "charged_at_create", "charged_full")
 

@@ -4,7 +4,10 @@ in order."""
 from __future__ import annotations
 
 from ..values import dataclass
-from typing import Any
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

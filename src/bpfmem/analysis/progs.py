@@ -9,9 +9,9 @@ a tc filter, has no holder: cgroup None).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..values import dataclass
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 
 if TYPE_CHECKING:    # the live records name types here only (maps' start-up needs none)
     from ..records import LiveBtf, LiveProg, Owner

@@ -3,9 +3,9 @@ gate must not pass over in silence."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
-
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
+    from typing import Iterable
     from .whatif import WhatIf
 
 

@@ -3,8 +3,6 @@ and the what-if settings both apply."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..analysis.budget import Budget, CheckResult, check
 from ..analysis.gate import GateResult, GateSettings, gate_inputs
 from ..analysis.typos import unmatched
@@ -12,6 +10,7 @@ from ..analysis.whatif import WhatIf, whatif_from
 from ..values import replace
 from .objects import load_all
 
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
     from ..analysis.diff import DiffResult
 

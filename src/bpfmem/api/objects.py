@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from ..values import dataclass
-from typing import TYPE_CHECKING
 
 from ..errors import BpfmemError, ParseError
 from ..inputs import is_image, read_input  # noqa: F401  (is_image: re-exported)
 from ..parse.loader import get_loader
 from ..parse.objspec import ObjectCode, ObjectSpec, parse_object, parse_object_code
 
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
     from pathlib import Path
 

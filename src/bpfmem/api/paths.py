@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 from ..values import dataclass
-from typing import Sequence
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 @dataclass(frozen=True)

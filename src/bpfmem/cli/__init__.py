@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 from importlib import import_module
-from typing import TYPE_CHECKING
 
 from .. import __version__
 from .command import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Command, HelpFormatter
 
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import Sequence
 

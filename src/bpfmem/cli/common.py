@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from ..errors import UsageError
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Iterator, Sequence
 
 
 @contextmanager

@@ -12,11 +12,14 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from typing import Callable
 
 from ..errors import BpfmemError, UsageError
 from .command import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from .output import fail
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Callable
 
 EXIT_INTERRUPTED = 130
 

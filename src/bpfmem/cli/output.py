@@ -7,11 +7,14 @@ that fails leaves no file behind, no symlink another user owns is followed)."""
 from __future__ import annotations
 
 import sys
-from typing import IO, Callable
 
 from ..errors import UsageError
 
-Render = Callable[[IO[str]], None]
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO, Callable
+
+    Render = Callable[[IO[str]], None]
 
 
 def emit(output: str | None, render: Render) -> None:

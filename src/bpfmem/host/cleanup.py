@@ -15,12 +15,17 @@ scratch cgroups and probe directory, ``pod --trace -- CMD``'s cgroup and command
 from __future__ import annotations
 
 import os
-import signal
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
 
+try:    # the C module under signal: importing signal makes an enum of every signal, handler
+    import _signal as signal   # and mask (3.5 M instructions, a start-up's tenth)
+except ImportError:  # pragma: no cover - an interpreter without it
+    import signal
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
+    from typing import Iterator
     from pathlib import Path
 
 __all__ = ["scratch_name", "signals_interrupt", "die_with_parent", "sweep_leftovers",
@@ -39,7 +44,8 @@ def scratch_name(kind: str) -> str:
 
 
 def _raise_interrupt(signum, _frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    from signal import Signals
+    raise KeyboardInterrupt(Signals(signum).name)
 
 
 @contextmanager

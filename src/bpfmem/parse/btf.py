@@ -7,9 +7,8 @@ cycle or an absurd chain is an error, never a hang; sizes beyond u32 are errors 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ..errors import ParseError
+from ..values import Record, items
 from .reader import Bytes, packer
 
 BTF_MAGIC = 0xEB9F
@@ -33,50 +32,66 @@ _MODS = frozenset((TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG))
 _SIZED = frozenset((INT, STRUCT, UNION, ENUM, ENUM64, DATASEC, FLOAT, PTR))
 
 
-class Member(NamedTuple):
-    name: str
-    type: int
-    bit_offset: int
-    bitfield_size: int
+class Member(Record):
+    __slots__ = ()
+    _fields = ("name", "type", "bit_offset", "bitfield_size")
+    name, type, bit_offset, bitfield_size = items(_fields)
+
+    def __new__(cls, name: str, type: int, bit_offset: int, bitfield_size: int):
+        return tuple.__new__(cls, (name, type, bit_offset, bitfield_size))
 
 
-class EnumValue(NamedTuple):
-    name: str
-    value: int
+class EnumValue(Record):
+    __slots__ = ()
+    _fields = ("name", "value")
+    name, value = items(_fields)
+
+    def __new__(cls, name: str, value: int):
+        return tuple.__new__(cls, (name, value))
 
 
-class Param(NamedTuple):
-    name: str
-    type: int
+class Param(Record):
+    __slots__ = ()
+    _fields = ("name", "type")
+    name, type = items(_fields)
+
+    def __new__(cls, name: str, type: int):
+        return tuple.__new__(cls, (name, type))
 
 
-class VarSecinfo(NamedTuple):
-    type: int
-    offset: int
-    size: int
+class VarSecinfo(Record):
+    __slots__ = ()
+    _fields = ("type", "offset", "size")
+    type, offset, size = items(_fields)
+
+    def __new__(cls, type: int, offset: int, size: int):
+        return tuple.__new__(cls, (type, offset, size))
 
 
-class BtfType(NamedTuple):
+class BtfType(Record):
     """One decoded BTF type. ``size_or_type`` is the size for sized kinds, else a type id.
 
-    An immutable record like :class:`Member`: a NamedTuple because a large object or a
-    kernel decodes thousands of them (a frozen dataclass costs ~30x more to make)."""
+    An immutable record like :class:`Member`: a named tuple because a large object or a
+    kernel decodes thousands of them (a frozen dataclass costs ~30x more to make). The
+    kind-specific payload: ``int_encoding`` for INT (the raw u32: encoding<<24 | offset<<16
+    | bits); ``array`` for ARRAY (elem type, index type, nelems); ``members`` for STRUCT and
+    UNION; ``enum_values`` for ENUM and ENUM64; ``params`` for FUNC_PROTO; ``linkage`` for
+    VAR (and FUNC: its vlen); ``secinfos`` for DATASEC; ``component_idx`` for DECL_TAG."""
 
-    id: int
-    kind: int
-    name: str
-    vlen: int
-    kflag: bool
-    size_or_type: int
-    # kind-specific payload
-    int_encoding: int = 0          # INT: the raw u32 (encoding<<24 | offset<<16 | bits)
-    array: tuple[int, int, int] | None = None   # ARRAY: (elem type, index type, nelems)
-    members: tuple[Member, ...] = ()            # STRUCT, UNION
-    enum_values: tuple[EnumValue, ...] = ()     # ENUM, ENUM64
-    params: tuple[Param, ...] = ()              # FUNC_PROTO
-    linkage: int = 0                            # VAR (and FUNC: vlen)
-    secinfos: tuple[VarSecinfo, ...] = ()       # DATASEC
-    component_idx: int = -1                     # DECL_TAG
+    __slots__ = ()
+    _fields = ("id", "kind", "name", "vlen", "kflag", "size_or_type", "int_encoding", "array",
+               "members", "enum_values", "params", "linkage", "secinfos", "component_idx")
+    (id, kind, name, vlen, kflag, size_or_type, int_encoding, array, members, enum_values,
+     params, linkage, secinfos, component_idx) = items(_fields)
+
+    def __new__(cls, id: int, kind: int, name: str, vlen: int, kflag: bool, size_or_type: int,
+                int_encoding: int = 0, array: tuple[int, int, int] | None = None,
+                members: tuple[Member, ...] = (), enum_values: tuple[EnumValue, ...] = (),
+                params: tuple[Param, ...] = (), linkage: int = 0,
+                secinfos: tuple[VarSecinfo, ...] = (), component_idx: int = -1):
+        return tuple.__new__(cls, (id, kind, name, vlen, kflag, size_or_type, int_encoding,
+                                  array, members, enum_values, params, linkage, secinfos,
+                                  component_idx))
 
     @property
     def kind_name(self) -> str:

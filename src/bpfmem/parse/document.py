@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from ..errors import InputError
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Fields", "parse_json", "parse_toml"]
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import sys
 from itertools import accumulate, repeat
-from typing import NamedTuple
-
 from ..errors import ParseError
+from ..values import Record, items
 from .reader import Bytes, decoding
 
 EM_NONE = 0
@@ -92,20 +91,19 @@ _LOW_NIBBLE = bytes(b & 0xF for b in range(256))
 _LOW_TWO_BITS = bytes(b & 0x3 for b in range(256))
 
 
-class Section(NamedTuple):
-    """One section header (an immutable record; a NamedTuple so that the thousand sections
+class Section(Record):
+    """One section header (an immutable record; a named tuple so that the thousand sections
     of a large object are made at C speed)."""
 
-    index: int
-    name: str
-    type: int
-    flags: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    entsize: int
-    addr: int = 0
+    __slots__ = ()
+    _fields = ("index", "name", "type", "flags", "offset", "size", "link", "info", "entsize",
+               "addr")
+    index, name, type, flags, offset, size, link, info, entsize, addr = items(_fields)
+
+    def __new__(cls, index: int, name: str, type: int, flags: int, offset: int, size: int,
+                link: int, info: int, entsize: int, addr: int = 0):
+        return tuple.__new__(cls, (index, name, type, flags, offset, size, link, info, entsize,
+                                  addr))
 
     @property
     def is_exec(self) -> bool:
@@ -127,48 +125,53 @@ class Section(NamedTuple):
         return self.size if self.in_file else 0
 
 
-class Segment(NamedTuple):
-    type: int
-    flags: int
-    offset: int
-    vaddr: int
-    filesz: int
-    memsz: int
+class Segment(Record):
+    __slots__ = ()
+    _fields = ("type", "flags", "offset", "vaddr", "filesz", "memsz")
+    type, flags, offset, vaddr, filesz, memsz = items(_fields)
+
+    def __new__(cls, type: int, flags: int, offset: int, vaddr: int, filesz: int, memsz: int):
+        return tuple.__new__(cls, (type, flags, offset, vaddr, filesz, memsz))
 
 
-class Symbol(NamedTuple):
-    index: int
-    name: str
-    value: int
-    size: int
-    bind: int
-    type: int
-    visibility: int
-    shndx: int
+class Symbol(Record):
+    __slots__ = ()
+    _fields = ("index", "name", "value", "size", "bind", "type", "visibility", "shndx")
+    index, name, value, size, bind, type, visibility, shndx = items(_fields)
+
+    def __new__(cls, index: int, name: str, value: int, size: int, bind: int, type: int,
+                visibility: int, shndx: int):
+        return tuple.__new__(cls, (index, name, value, size, bind, type, visibility, shndx))
 
 
-class ImageSymbol(NamedTuple):
-    name: str
-    value: int
-    size: int
-    type: int
-    section: int     # section index (st_shndx)
+class ImageSymbol(Record):
+    """A symbol of a binary's image; ``section`` is its section index (st_shndx)."""
+    __slots__ = ()
+    _fields = ("name", "value", "size", "type", "section")
+    name, value, size, type, section = items(_fields)
+
+    def __new__(cls, name: str, value: int, size: int, type: int, section: int):
+        return tuple.__new__(cls, (name, value, size, type, section))
 
 
-class Relocation(NamedTuple):
-    offset: int
-    symbol: int
-    type: int
+class Relocation(Record):
+    __slots__ = ()
+    _fields = ("offset", "symbol", "type")
+    offset, symbol, type = items(_fields)
+
+    def __new__(cls, offset: int, symbol: int, type: int):
+        return tuple.__new__(cls, (offset, symbol, type))
 
 
-class SymbolColumns(NamedTuple):
+class SymbolColumns(Record):
     """A symbol table read in bulk: one list (or byte string) per field, in table order."""
-    name_offsets: list[int]
-    infos: bytes
-    others: bytes
-    shndxs: list[int]
-    values: list[int]
-    sizes: list[int]
+    __slots__ = ()
+    _fields = ("name_offsets", "infos", "others", "shndxs", "values", "sizes")
+    name_offsets, infos, others, shndxs, values, sizes = items(_fields)
+
+    def __new__(cls, name_offsets: list[int], infos: bytes, others: bytes, shndxs: list[int],
+                values: list[int], sizes: list[int]):
+        return tuple.__new__(cls, (name_offsets, infos, others, shndxs, values, sizes))
 
 
 class Elf:

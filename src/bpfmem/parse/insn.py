@@ -9,10 +9,14 @@ imm). In a big-endian object the two register nibbles are swapped.
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Iterator, NamedTuple
 
 from ..errors import ParseError
+from ..values import Record, items
 from .reader import packer
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, Iterator
 
 # instruction classes (code & 0x07)
 LD, LDX, ST, STX, ALU, JMP, JMP32, ALU64 = range(8)
@@ -46,17 +50,16 @@ LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
 _MAX_REG = 10
 
 
-class Insn(NamedTuple):
+class Insn(Record):
     """One instruction. ``index`` counts 8-byte slots (an ld_imm64 takes two); ``imm64`` is
     the 64-bit immediate of an ld_imm64, else ``imm``."""
 
-    index: int
-    code: int
-    dst: int
-    src: int
-    off: int
-    imm: int
-    imm64: int
+    __slots__ = ()
+    _fields = ("index", "code", "dst", "src", "off", "imm", "imm64")
+    index, code, dst, src, off, imm, imm64 = items(_fields)
+
+    def __new__(cls, index: int, code: int, dst: int, src: int, off: int, imm: int, imm64: int):
+        return tuple.__new__(cls, (index, code, dst, src, off, imm, imm64))
 
     @property
     def cls(self) -> int:
@@ -301,18 +304,24 @@ def exit_insn() -> bytes:
     return encode(EXIT)
 
 
-class Jump(NamedTuple):
+class Jump(Record):
     """A conditional jump to a :class:`Label` of the same :func:`assemble` list: ``if dst
     <op> src`` (a register) or ``imm``."""
-    op: str
-    dst: int
-    to: str
-    src: int | None = None
-    imm: int = 0
+    __slots__ = ()
+    _fields = ("op", "dst", "to", "src", "imm")
+    op, dst, to, src, imm = items(_fields)
+
+    def __new__(cls, op: str, dst: int, to: str, src: int | None = None, imm: int = 0):
+        return tuple.__new__(cls, (op, dst, to, src, imm))
 
 
-class Label(NamedTuple):
-    name: str
+class Label(Record):
+    __slots__ = ()
+    _fields = ("name",)
+    name, = items(_fields)
+
+    def __new__(cls, name: str):
+        return tuple.__new__(cls, (name,))
 
 
 def assemble(items: Iterable[bytes | Jump | Label]) -> bytes:

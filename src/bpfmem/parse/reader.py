@@ -12,9 +12,12 @@ from __future__ import annotations
 import struct
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Iterator
 
 from ..errors import ParseError
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Iterator
 
 #: the low-level errors a decoder over untrusted bytes can raise: every one means "these
 #: bytes are not what they claim", never a bug of the caller

@@ -42,9 +42,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import enum
-from ..values import dataclass
-from typing import Optional, Union
+from ..values import IntFlag, dataclass
 
 from bpfmem.uapi import AttachType, ProgType
 
@@ -63,7 +61,7 @@ __all__ = [
 LIBBPF_VERSION = "1.7.0"
 
 
-class SecFlag(enum.IntFlag):
+class SecFlag(IntFlag):
     """libbpf's ``enum sec_def_flags`` (stored as the sec_def cookie)."""
 
     NONE = 0
@@ -95,7 +93,7 @@ class SectionDef:
 
     prefix: str
     prog_type: ProgType
-    expected_attach_type: Union[AttachType, int]
+    expected_attach_type: AttachType | int
     flags: SecFlag = SecFlag.NONE
 
     @property
@@ -274,7 +272,7 @@ def sec_def_matches(sec_def: SectionDef, sec_name: str) -> bool:
     return sec_name == spec
 
 
-def find_sec_def(sec_name: str) -> Optional[SectionDef]:
+def find_sec_def(sec_name: str) -> SectionDef | None:
     """Raw ``find_sec_def()``: first matching entry, no ``?`` handling.
 
     Equivalent to ``libbpf_prog_type_by_name()`` (which also does not strip
@@ -308,7 +306,7 @@ def _strip_autoload_marker(sec_name: str) -> tuple[str, bool]:
     return sec_name, True
 
 
-def match_section(sec_name: str) -> Optional[SectionDef]:
+def match_section(sec_name: str) -> SectionDef | None:
     """The :class:`SectionDef` libbpf uses for a program in ``sec_name``.
 
     A single leading ``?`` (autoload off) is ignored, as libbpf does when it
@@ -321,7 +319,7 @@ def match_section(sec_name: str) -> Optional[SectionDef]:
 @lru_cache(maxsize=4096)
 def program_type_for_section(
     sec_name: str,
-) -> tuple[Optional[ProgType], int, bool, bool]:
+) -> tuple[ProgType | None, int, bool, bool]:
     """``(prog_type, expected_attach_type, autoload, sleepable)``.
 
     ``prog_type`` is ``None`` (libbpf: ``BPF_PROG_TYPE_UNSPEC``) and

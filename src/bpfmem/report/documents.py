@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Callable
 
 from .. import uapi
 from .hints import words
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 # every schema bpfmem writes (a document says which in its "schema" key)
 MAPS = "bpfmem/maps/v1"

@@ -10,7 +10,10 @@ only the renderer it runs (JSON output never imports rich or plotly).
 from __future__ import annotations
 
 from importlib import import_module
-from typing import IO, Any
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 # (result type name, format) -> "module:function" of report/
 RENDERERS: dict[tuple[str, str], str] = {

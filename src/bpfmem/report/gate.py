@@ -5,9 +5,12 @@ gate's result is."""
 from __future__ import annotations
 
 import io
-from typing import IO, Any
 
 from .formats import render
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 
 def _parts(r, fmt: str, out: IO[str], options: dict[str, Any]) -> None:

@@ -3,9 +3,11 @@ command line's spelling of it (analysis/ names no flag)."""
 
 from __future__ import annotations
 
-from typing import Iterable
-
 from ..analysis.hints import MEASURE_PROGRAMS, RESIZE, SAMPLE_FASTER, Hinted
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 # remedy -> how bpfmem's command line says it ({arg}: what the note names)
 WORDS = {

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Callable
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO, Callable
 
 
 def emit(path: str | os.PathLike[str] | None, render: Callable[[IO[str]], None]) -> None:
