@@ -47,8 +47,11 @@ BTF_MAGIC_BE = b"\xeb\x9f"
 #: bytes unpacked from one file, all layers and candidates together: a kernel image unpacks to
 #: its vmlinux (Debian's: 40-70 MiB), a BTFHub archive to a few MiB
 BUDGET = 256 << 20
-_CHUNK = 8 << 20              # each codec is asked for at most this much at a time
-_ZSTD_SLICE = 1 << 10         # zstd is fed this much at a time (it has no output limit)
+_CHUNK = 1 << 20              # each codec is asked for at most this much at a time: a bomb
+#                               peaks at the budget plus one chunk (8 MiB chunks: +28 MiB)
+_ZSTD_SLICE = 1 << 7          # zstd is fed this much at a time (it has no output limit): 4 MiB
+#                               out at most (1 KiB slices: 32 MiB, and the bomb peaked 100 MiB
+#                               past the budget); a 50 MiB vmlinux takes 20 ms more
 MAX_TAR_MEMBERS = 4096        # a BTFHub archive has one member
 _NAME_MAX = 255               # the release patterns run on at most this much of a name
 MAX_BTF_CANDIDATES = 1024     # BTF magics looked at in an arm64 Image (Debian 6.1's has 3)
@@ -307,8 +310,8 @@ def _inflate(dec, src: memoryview, offset: int, budget: Budget) -> bytearray:
 
 def _unzstd(zstd, src: memoryview, offset: int, budget: Budget) -> bytearray:
     """One zstd frame (what follows it ignored: a bzImage's size word), fed to the
-    decompressor 1 KiB at a time, each slice's output charged: a zstd RLE block of 4 bytes
-    is 128 KiB, so one slice unpacks to 32 MiB at most, whatever the frame says of its size
+    decompressor 128 bytes at a time, each slice's output charged: a zstd RLE block of 4
+    bytes is 128 KiB, so one slice unpacks to 4 MiB at most, whatever the frame says of its size
     (the library's stream reader would stop at the output limit too, but reads past the
     frame's end into what follows)."""
     out = bytearray()
