@@ -307,12 +307,16 @@ def _head(c: _Conn) -> tuple[int, str, dict]:
     raise HostError(f"over {MAX_INTERIM} interim (1xx) answers")
 
 
-class _Charged(list):
-    """The chunks of a body, each charged to a :class:`ByteBudget` (when there is one)."""
+class _Charged:
+    """A body as it arrives, in one buffer (a stream of one-byte chunks kept as a list of
+    2 s of them held 76 MiB: an object per byte), each part charged to a
+    :class:`ByteBudget` (when there is one)."""
+
+    __slots__ = ("budget", "deadline", "charged", "buf")
 
     def __init__(self, budget: ByteBudget | None, deadline: float):
-        super().__init__()
         self.budget, self.deadline, self.charged = budget, deadline, 0
+        self.buf = bytearray()
 
     def append(self, part: bytes) -> None:
         if self.budget is not None:
@@ -320,10 +324,15 @@ class _Charged(list):
                 raise HostError(f"no room for its answer within the deadline (the answers "
                                 f"read beside it hold {format_size(self.budget.size)})")
             self.charged += len(part)
-        super().append(part)
+        self.buf += part
+
+    def joined(self) -> bytes:
+        out = bytes(self.buf)
+        self.buf = bytearray()
+        return out
 
 
-def _body(c: _Conn, headers: dict, max_bytes: int, chunks: list) -> bytes:
+def _body(c: _Conn, headers: dict, max_bytes: int, chunks: _Charged) -> bytes:
     over = HostError(f"body over the {format_size(max_bytes)} cap")
     got = 0
     te = headers.get("transfer-encoding", "").lower()
@@ -343,7 +352,7 @@ def _body(c: _Conn, headers: dict, max_bytes: int, chunks: list) -> bytes:
             if size == 0:
                 for _ in range(MAX_HEADERS + 1):      # trailers
                     if not c.line(MAX_LINE, "trailer line"):
-                        return b"".join(chunks)
+                        return chunks.joined()
                 raise HostError(f"over {MAX_HEADERS} trailer lines")
             if got + size > max_bytes:
                 raise over
@@ -372,11 +381,11 @@ def _body(c: _Conn, headers: dict, max_bytes: int, chunks: list) -> bytes:
                 raise HostError(f"the connection closed after {got} of {want} bytes")
             got += len(part)
             chunks.append(part)
-        return b"".join(chunks)
+        return chunks.joined()
     while True:                      # until the server closes
         part = c.take(_CHUNK)
         if not part:
-            return b"".join(chunks)
+            return chunks.joined()
         got += len(part)
         if got > max_bytes:
             raise over
