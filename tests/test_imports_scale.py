@@ -169,3 +169,29 @@ def test_deepest_on_a_chain_with_side_imports_is_the_old_rules(seed):
     got = import_savings(g, weights)
     assert deepest(got, 0.5) == _old_deepest(got, 0.5) == deepest(_plain(got), 0.5)
     assert deepest(got) == _old_deepest(got) == deepest(_plain(got))
+
+
+def test_a_long_chain_prints_its_ends_and_counts_the_rest():
+    """Text, markdown and HTML show a chain of 6,000 names as its first and last
+    CHAIN_ENDS names and the count between (one line of 6,000 names before); JSON keeps
+    every name; a short chain is printed whole."""
+    from bpfmem.report.size import CHAIN_ENDS, _why_lines, chain_words
+    from bpfmem.report.documents import _why_linked
+    g, weights = _graph(6000, 1, 3, chain=True)
+    why = why_linked(g, import_savings(g, weights), weights)
+    deep = max(why.savings, key=lambda s: len(s.chain))
+    words = chain_words(deep.chain)
+    names = list(deep.chain)
+    assert words.split(" -> ") == (names[:CHAIN_ENDS]
+                                   + [f"... ({len(names) - 2 * CHAIN_ENDS} more) ..."]
+                                   + names[-CHAIN_ENDS:])
+    text = _why_lines(why, None)
+    assert f"    chain: {words}" in text and max(len(line) for line in text) < 400
+    md = _why_lines(why, None, md=True)
+    assert any(f"chain: `{words}`" in line for line in md)
+    assert _why_linked(why)["savings"][[s is deep for s in why.savings].index(True)][
+        "chain"] == names
+    short = ("main", "a", "b")
+    assert chain_words(short) == "main -> a -> b"
+    nine = tuple(f"p{i}" for i in range(2 * CHAIN_ENDS + 1))
+    assert chain_words(nine) == " -> ".join(nine)

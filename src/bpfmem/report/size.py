@@ -35,13 +35,27 @@ def why_note(why, rep) -> str | None:
     return NEEDS_GO_SRC if why is None and rep is not None and rep.kind == "go" else None
 
 
+CHAIN_ENDS = 4   # names shown at each end of a long import chain in text and markdown
+
+
+def chain_words(chain, arrow: str = " -> ") -> str:
+    """An import chain as ``a -> b -> c``; one longer than twice CHAIN_ENDS names keeps its
+    first and last CHAIN_ENDS with the count of those between (a chain-shaped graph of 6,000
+    packages made a line of 6,000 names). JSON keeps every name."""
+    n = len(chain)
+    if n <= 2 * CHAIN_ENDS + 1:
+        return arrow.join(chain)
+    head, tail = chain[:CHAIN_ENDS], chain[n - CHAIN_ENDS:]
+    return arrow.join((*head, f"... ({n - 2 * CHAIN_ENDS} more) ...", *tail))
+
+
 def _why_lines(why, note: str | None, md: bool = False) -> list[str]:
     if why is None:
         return [f"_{note}_" if md else note] if note else []
     out = [f"> note: {n}" if md else f"note: {n}" for n in why.notes]
     for s in why.savings:
         imp = f"{s.importer} -> {s.imported}"
-        chain = " -> ".join(s.chain)
+        chain = chain_words(s.chain)
         n = s.count
         pk = ", ".join(s.packages[:5]) + (" ..." if n > 5 else "")
         npk = f"{n} package{'s' if n != 1 else ''}"

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..units import format_delta, format_size
 from .html import _esc, _layout, _plot_div, _plotly, page
-from .size import shown_deltas, treemap_rows, why_note
+from .size import chain_words, shown_deltas, treemap_rows, why_note
 
 __all__ = ["render_size_diff_html", "SIZE_TREEMAP_ID"]
 
@@ -83,7 +83,7 @@ def render_size_diff_html(diff, *, title: str = "bpfmem: binary size diff") -> s
         items = "".join(
             f"<li>dropping the import <code>{_esc(s.importer)} → {_esc(s.imported)}"
             f"</code> saves <b>{format_size(s.saves)}</b> ({count(s.count, 'package')}); "
-            f"chain <code>{_esc(' → '.join(s.chain))}</code></li>" for s in diff.why.savings)
+            f"chain <code>{_esc(chain_words(s.chain, ' → '))}</code></li>" for s in diff.why.savings)
         why_html = f'<ul class="offenders">{items}</ul>'
     else:
         why_html = f'<p class="note">{_esc(why_note(diff.why, diff.new) or "")}</p>'
