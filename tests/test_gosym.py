@@ -65,3 +65,29 @@ from bpfmem.parse.gosym import C_CODE, FUNC_DATA, RUNTIME_DATA, TYPES, UNNAMED, 
 ])
 def test_package_of(name, pkg):
     assert package_of(name) == pkg
+
+
+def test_packages_of_is_package_of_name_by_name():
+    """The batch reader (patterns for the usual forms, a package carried from one name to
+    the next) gives what package_of gives, on the forms above and on names built at random
+    from the grammar's pieces, in order and shuffled."""
+    import random
+    from bpfmem.parse.gosym import packages_of
+    rnd = random.Random(29)
+    parts = ["a", "Foo", "b.c", "go-jose.v2", "github.com", "cloud.google.com", "vendor",
+             "main", "type", "go", "_", "x%2ey", "k8s.io", "a+b", "", "(*T)",
+             "[go.shape.int]", "T", "F", "*", "[2]", "eq", "hash", "itab", "struct {", ",",
+             " ", "func(", "map[", "\u00b7", ".", "/"]
+    names = set()
+    for _ in range(20000):
+        n = "".join(rnd.choice(parts) + rnd.choice(["/", ".", "", ".", "/", ",", "["])
+                    for _ in range(rnd.randint(1, 7)))
+        names.update({n, "type..eq." + n, "go.itab.*" + n, "go:itab." + n, "type." + n})
+    # the forms of the table above, and a package's functions one after another
+    names = sorted(names) + [
+        "net/http.(*Client).Do", "net/http.(*Client).Get", "net/http.x/y.z",
+        "net/http.T[a/b.c]", "github.com/a/b.F", "github.com/a/b.G.func1",
+        "github.com/a/b.c/d.e", "gopkg.in/yaml%2ev2.Marshal", "type.r+29J2dQ", "type..eq.a.b",
+        "type..eq.*[2]github.com/a/b.T", "go.itab.*github.com/a/b.T,io.Writer"]
+    for order in (names, rnd.sample(names, len(names))):
+        assert packages_of(order) == [package_of(n) for n in order]

@@ -16,20 +16,24 @@ import re
 from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
+from itertools import accumulate, compress, repeat
 from typing import Callable, Iterable, NamedTuple
 
 from ..errors import ParseError
 from .imports import WhyLinked, why_linked
 from ..units import format_size
-from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
-                         SHT_PROGBITS, STT_FILE, STT_SECTION, ElfImage, Section)
+from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE,
+                         SHT_NOBITS, SHT_PROGBITS, STT_FILE, STT_FUNC, STT_SECTION, ElfImage,
+                         ImageSymbols, Section)
 from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, guess_module,
                            module_of, moduledata_words, package_of)
+from ..parse.gosym import packages_of
 from ..parse import dwarf
 from ..parse.x86 import INSN_LEN, rip_relative_refs
 from ..parse.gotypes import type_ranges as _type_ranges
 
 _START = operator.itemgetter(0)
+_END = operator.itemgetter(1)
 #: hosts whose module paths are host/owner/repo: an internal/ there is a repository's
 _CODE_HOSTS = frozenset({"github.com", "gitlab.com", "bitbucket.org", "golang.org",
                          "gitea.com", "git.sr.ht", "codeberg.org"})
@@ -160,16 +164,15 @@ class SizeReport:
 
 
 def _labels_in(start: int, end: int, layers: Iterable[list[tuple[int, int, str, str]]],
-               default: tuple[str, str]) -> list[tuple[int, str, str]]:
-    """Cover [start, end) with labelled runs: each layer fills only what earlier ones left;
-    what no layer covers gets ``default``. Returns (size, package, symbol) runs."""
+               default: tuple[str, str], runs: dict[tuple[str, str], int]) -> None:
+    """Cover [start, end) with labelled runs: each layer (sorted by start) fills only what
+    earlier ones left; what no layer covers gets ``default``. Adds each run's size to
+    ``runs`` by (package, symbol)."""
     gaps = [(start, end)] if end > start else []
-    out: list[tuple[int, str, str]] = []
-    add = out.append
+    get = runs.get
     for layer in layers:
         if not gaps:
             break
-        layer = sorted(layer, key=_START)
         n = len(layer)
         new_gaps = []
         for gs, ge in gaps:
@@ -189,14 +192,14 @@ def _labels_in(start: int, end: int, layers: Iterable[list[tuple[int, int, str, 
                     cur = s
                 if e > ge:
                     e = ge
-                add((e - cur, pkg, sym))
+                key = (pkg, sym)
+                runs[key] = get(key, 0) + e - cur
                 cur = e
             if cur < ge:
                 new_gaps.append((cur, ge))
         gaps = new_gaps
     for gs, ge in gaps:
-        add((ge - gs, default[0], default[1]))
-    return out
+        runs[default] = get(default, 0) + ge - gs
 
 
 def _section_default(name: str, is_go: bool, flags: int) -> tuple[str, str]:
@@ -230,85 +233,73 @@ def limit_for(path: str, max_size: int | None, file_limits: dict[str, int]) -> i
     return limit
 
 
-def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = False,
-                  pcln: Pclntab | None = None, buildinfo: BuildInfo | None = None,
+def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
+                  buildinfo: BuildInfo | None = None,
                   demangle: Callable[[list[str]], list[str]] | None = None,
                   package_of_native: Callable[[str], str] | None = None) -> SizeReport:
-    """Label every byte of ``img`` (see the module docstring), parsed before: its
-    ``symbols`` (:meth:`ElfImage.symbol_tuples` of .symtab, or of .dynsym with ``dynamic``
-    when .symtab has none), its pclntab and build info (a Go binary)."""
+    """Label every byte of ``img`` (see the module docstring), parsed before: its pclntab
+    and build info (a Go binary). Its symbols are those of .symtab, or of .dynsym when
+    .symtab has none (stripped): taken from ``img`` (which keeps no copy) and let go once
+    labelled."""
     is_go = pcln is not None
-    syms = symbols
-    stripped = dynamic or not syms
+    has_symtab = img.symbol_count() > 0
+    dynamic = not has_symtab and img.symbol_count(dynamic=True) > 0
+    stripped = dynamic or not has_symtab
     pkg_of_native = package_of_native or native_package
 
     func_ranges: list[tuple[int, int, str, str]] = []
     pcln_pkgs: list[str] = []
     cache: dict[str, str] = {}
     if pcln is not None:
-        for name, a, b in zip(pcln.names, pcln.entries, pcln.ends):
-            pkg = cache.get(name)
-            if pkg is None:
-                pkg = cache[name] = package_of(name)
-            pcln_pkgs.append(pkg)
-            func_ranges.append((a, b, pkg, name))
+        pcln_pkgs = packages_of(pcln.names)
+        func_ranges = list(zip(pcln.entries, pcln.ends, pcln_pkgs, pcln.names))
+        cache = dict(zip(pcln.names, pcln_pkgs))
 
-    # symbols by address (functions and objects with a size), their package; in a Go
-    # binary the pclntab already has the Go functions
-    sym_ranges: list[tuple[int, int, str, str]] = []
-    add_sym = sym_ranges.append
-    typed: list[tuple[int, str]] = []   # (value, name) of dynamic symbols of TYPES, in order
-    if is_go:
-        get = cache.get
-        for name, value, size, typ, _shndx, _no in syms:
-            if not name:
-                continue
-            pkg = get(name)
-            if pkg is not None:          # a function of the pclntab (or a repeated name)
-                if dynamic and pkg == TYPES:
-                    typed.append((value, name))
-                continue
-            pkg = cache[name] = package_of(name)
-            if dynamic and pkg == TYPES:
-                typed.append((value, name))
-            if size > 0 and typ != STT_SECTION and typ != STT_FILE:
-                add_sym((value, value + size, pkg, name))
-    else:
-        sized = [t for t in syms if t[2] > 0 and t[3] not in (STT_SECTION, STT_FILE) and t[0]]
-        names = [t[0] for t in sized]
-        if demangle is not None and names:
-            names = demangle(names)
-        for t, name in zip(sized, names):
-            pkg = cache.get(name)
-            if pkg is None:
-                pkg = cache[name] = pkg_of_native(name)
-            cache[t[0]] = pkg
-            add_sym((t[1], t[1] + t[2], pkg, name))
-        del sized, names
-    if is_go and syms and not dynamic:
-        sym_ranges += _go_markers(syms)
-    sym_ranges.sort(key=_START)
     # stripped Go: type descriptors and itabs to packages by the moduledata's links
     type_ranges: list[tuple[int, int, str, str]] = []
     if is_go and stripped and pcln is not None:
         type_ranges = sorted(go_type_ranges(img, pcln, pcln_pkgs) or (), key=_START)
-        if type_ranges and dynamic:
-            # the dynamic symbols of type descriptors have hashed names: their package is
-            # the type's
-            starts = [r[0] for r in type_ranges]
-            bis = bisect.bisect_right
-            for value, name in typed:
-                if cache[name] == TYPES:     # the first of a name's symbols in a range wins
-                    i = bis(starts, value) - 1
-                    if i >= 0 and value < type_ranges[i][1]:
-                        cache[name] = type_ranges[i][2]
-            sym_ranges = [(a, b, TYPES if pkg == TYPES else pkg, nm)
-                          for a, b, pkg, nm in sym_ranges if pkg != TYPES]
-    # what is left of the data (strings, globals, GC bitmaps): to the package of the first
-    # function whose code refers to it (x86-64 RIP-relative LEA/MOV), to the next reference
-    ref_ranges: list[tuple[int, int, str, str]] = []
-    if is_go and stripped and pcln is not None and img.machine == 62:
-        ref_ranges = _code_ref_ranges(img, func_ranges)
+    # the dynamic symbols of type descriptors have hashed names: their package is the
+    # type's (below), they get no range of their own
+    by_type = bool(dynamic and type_ranges)
+
+    # symbols by address (functions and objects with a size), their package; in a Go
+    # binary the pclntab already has the Go functions
+    syms = img.image_symbols(dynamic)
+    img.forget_symbols()
+    sym_ranges: list[tuple[int, int, str, str]]
+    names, values, sizes, types = syms.names, syms.values, syms.sizes, syms.types
+    if is_go:
+        sym_ranges = _go_symbols(syms, cache, TYPES if by_type else None)
+    else:
+        sized = [k for k, (nm, size, typ) in enumerate(zip(names, sizes, types))
+                 if size > 0 and typ != STT_SECTION and typ != STT_FILE and nm]
+        raw = [names[k] for k in sized]
+        demangled = demangle(raw) if demangle is not None and raw else raw
+        sym_ranges = []
+        for k, raw_name, name in zip(sized, raw, demangled):
+            pkg = cache.get(name)
+            if pkg is None:
+                pkg = cache[name] = pkg_of_native(name)
+            cache[raw_name] = pkg
+            sym_ranges.append((values[k], values[k] + sizes[k], pkg, name))
+        del sized, raw, demangled
+    if is_go and syms and not dynamic:
+        sym_ranges += _go_markers(syms)
+    sym_ranges.sort(key=_START)
+    if by_type:
+        # the first of a name's symbols in a type's range says which package
+        typed = [k for k, pkg in enumerate(map(cache.get, names)) if pkg == TYPES]
+        starts = [r[0] for r in type_ranges]
+        tv = [values[k] for k in typed]
+        got: dict[str, str] = {}
+        for k, v, i in zip(typed, tv, map(bisect.bisect_right, repeat(starts), tv)):
+            if i and v < type_ranges[i - 1][1]:
+                pkg = type_ranges[i - 1][2]
+                if pkg != TYPES:
+                    got.setdefault(names[k], pkg)
+        cache.update(got)
+        del typed, starts, tv, got
 
     pieces: list[Piece] = []
     covered: list[tuple[int, int]] = []
@@ -333,8 +324,14 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                         sym_ranges[k] = (a, b, cu_ranges[i][2], nm)
     table = img.symbol_table(dynamic) if syms else None
     table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go) if table else {}
-    n_functions = pcln.nfunc if pcln else sum(1 for t in syms if t[3] == 2 and t[2])
-    del syms, cache
+    n_functions = pcln.nfunc if pcln else sum(
+        1 for size, typ in zip(sizes, types) if typ == STT_FUNC and size)
+    del syms, cache, names, values, sizes, types
+    # what is left of the data (strings, globals, GC bitmaps): to the package of the first
+    # function whose code refers to it (x86-64 RIP-relative LEA/MOV), to the next reference
+    ref_ranges: list[tuple[int, int, str, str]] = []
+    if is_go and stripped and pcln is not None and img.machine == 62:
+        ref_ranges = _code_ref_ranges(img, func_ranges, pcln_pkgs)
     sections = img.sections
     if not sections:
         sections = _segment_sections(img)
@@ -407,13 +404,9 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
                     pieces += _split(name, sec.file_size, shares)
                     continue
             runs: dict[tuple[str, str], int] = {}      # one piece per label and section
-            rget = runs.get
-            for size, pkg, sym in _labels_in(lo, hi, layers, default):
-                if sym is _PCLN:
-                    pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
-                    continue
-                key = (pkg, sym)
-                runs[key] = rget(key, 0) + size
+            _labels_in(lo, hi, layers, default, runs)
+            if runs.pop((PCLNTAB, _PCLN), None) is not None:
+                pieces += _pclntab_pieces(pcln, pcln_pkgs, name, alloc)
             for (pkg, sym), size in runs.items():
                 add((name, pkg, sym, size if in_file else 0, size if alloc else 0))
             del runs
@@ -431,9 +424,11 @@ def analyse_image(img: ElfImage, *, path: str, symbols: list, dynamic: bool = Fa
         cur = max(cur, ce)
     if cur < img.file_size:
         gaps.append((cur, img.file_size))
+    extra.sort(key=_START)
     for gs, ge in gaps:
-        for size, pkg, sym in _labels_in(gs, ge, [extra], (PADDING, "(between sections)")):
-            pieces.append(("(none)", pkg, sym, size, 0))
+        runs = {}
+        _labels_in(gs, ge, [extra], (PADDING, "(between sections)"), runs)
+        pieces += [("(none)", pkg, sym, size, 0) for (pkg, sym), size in runs.items()]
 
     untouched = _untouched(img, pieces, set(pcln_pkgs)) if is_go else []
     if untouched:
@@ -513,11 +508,12 @@ _REF_SECTIONS = (".rodata", ".noptrdata", ".data", ".bss", ".noptrbss", ".data.r
                  ".go.func", ".go.type")
 
 
-def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
-                     ) -> list[tuple[int, int, str, str]]:
+def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]],
+                     pkgs: list[str]) -> list[tuple[int, int, str, str]]:
     """Data the Go code refers to, each referenced place to the package of the first
-    function referring to it, up to the next referenced place (a lower layer than the
-    descriptors and symbols: it only fills what they leave)."""
+    function referring to it (``funcs``: the functions' ranges, ``pkgs`` their packages),
+    up to the next referenced place (a lower layer than the descriptors and symbols: it
+    only fills what they leave)."""
     text = img.section(".text")
     if text is None or not text.in_file or not funcs:
         return []
@@ -531,24 +527,26 @@ def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]]
                               lo, hi)
     if not first:
         return []
-    base = text.addr - text.offset + INSN_LEN
+    shift = text.addr - text.offset
     keys = sorted(first)
     starts = [f[0] for f in funcs]
-    bis = bisect.bisect_right
     lower = bisect.bisect_left
     out = []
     for sec in secs:
         lo, hi = sec.addr, sec.addr + sec.size
-        i0, i1 = lower(keys, lo), lower(keys, hi)
-        for k in range(i0, i1):
-            t = keys[k]
-            i = bis(starts, base + first[t] - INSN_LEN) - 1
-            if i < 0:
-                continue
-            end = keys[k + 1] if k + 1 < i1 else hi
-            out.append((t, end, funcs[i][2], "referenced by code"))
+        mine = keys[lower(keys, lo):lower(keys, hi)]
+        if not mine:
+            continue
+        ends = mine[1:]
+        ends.append(hi)
+        # the function of each first reference (0: before the first function)
+        owners = map(bisect.bisect_right, repeat(starts), [first[t] + shift for t in mine])
+        out += [(t, e, pkgs[i - 1], _REF) for t, e, i in zip(mine, ends, owners) if i]
     out.sort(key=_START)
     return out
+
+
+_REF = "referenced by code"
 
 
 def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
@@ -558,23 +556,25 @@ def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
     offs = img.rela_offsets(sec)
     if not offs:
         return []
-    acc: dict[str, int] = {}
+    acc: Counter = Counter()
     left = offs
     for layer in layers:
         if not left or not layer:
             continue
+        # each place to the last range starting at or before it, if that holds it; only
+        # the places between the layer's first start and its last end can be
+        lo = bisect.bisect_left(left, layer[0][0])
+        hi = bisect.bisect_left(left, max(map(_END, layer)))
+        if lo == hi:
+            continue
+        mine = left[lo:hi]
         starts = [r[0] for r in layer]
-        rest = []
-        k, n = 0, len(layer)
-        for o in left:               # both sorted: one merge walk
-            while k + 1 < n and starts[k + 1] <= o:
-                k += 1
-            if starts[k] <= o < layer[k][1]:
-                pkg = layer[k][2]
-                acc[pkg] = acc.get(pkg, 0) + ent
-            else:
-                rest.append(o)
-        left = rest
+        at = list(map(bisect.bisect_right, repeat(starts), mine))
+        hit = [o < layer[i - 1][1] for o, i in zip(mine, at)]     # i > 0: o >= starts[0]
+        acc.update(layer[i - 1][2] for i in compress(at, hit))
+        left[lo:hi] = compress(mine, map(operator.not_, hit))
+        del starts, at, hit, mine
+    acc = {pkg: n * ent for pkg, n in acc.items()}
     if not acc:
         return []
     out = [(sec.name, pkg, sec.name, n, n if alloc else 0) for pkg, n in acc.items()]
@@ -624,23 +624,31 @@ def go_type_ranges(img: ElfImage, pcln: Pclntab, pkgs: list[str] | None = None):
     # Go 1.18-1.19: each function's funcdata (stack maps, ...) in go.func.*, from
     # moduledata.gofunc (word 38), to the first function that uses it
     gofunc = words[38]
-    if pcln.fd_refs and gofunc and img.addr_to_offset(gofunc) is not None:
+    if pcln.fd_starts and gofunc and img.addr_to_offset(gofunc) is not None:
         if pkgs is None:
             pkgs = [package_of(n) for n in pcln.names]
-        mask = (1 << 22) - 1
-        # each blob to its first user: refs in descending order, so the lowest function
-        # index of an offset is the last one the dict keeps
-        first = {r >> 22: r & mask for r in sorted(pcln.fd_refs, reverse=True)}
-        starts = sorted(first)
-        owners = list(map(first.__getitem__, starts))
-        del first
-        ends = starts[1:] + [starts[-1] + 8]
-        out += [(gofunc + a, gofunc + b, pkgs[i], "funcdata")
-                for a, b, i in zip(starts, ends, owners)]
+        starts = pcln.fd_starts
+        ends = list(starts[1:])
+        ends.append(starts[-1] + 8)
+        out += zip(map(gofunc.__add__, starts), map(gofunc.__add__, ends),
+                   map(pkgs.__getitem__, pcln.fd_owners), repeat("funcdata"))
     return out
 
 
 _PCLN = "(the pclntab)"
+
+
+def _own_by_part(own: list[int], starts: list[int], offsets, sizes) -> None:
+    """Add each of ``sizes`` to the part of the pclntab its offset lies in."""
+    if not offsets:
+        return
+    lo = bisect.bisect_right(starts, min(offsets)) - 1
+    if lo == bisect.bisect_right(starts, max(offsets)) - 1:   # all in one part, as usual
+        own[lo] += sum(sizes)
+        return
+    bis = bisect.bisect_right
+    for o, n in zip(offsets, sizes):
+        own[bis(starts, o) - 1] += n
 
 
 def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
@@ -651,27 +659,26 @@ def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
     table's index) as named buckets."""
     starts = [p.offset for p in pcln.parts]
     own = [0] * len(starts)
-    out = []
-    bis = bisect.bisect_right
     pc_part = next((k for k, p in enumerate(pcln.parts) if p.name == "pctab"), 0)
     fd_part = next((k for k, p in enumerate(pcln.parts) if p.name == "funcdata"), 0)
-    pc_bytes = pcln.pc_bytes or (0,) * len(pcln.names)
-    fd_bytes = pcln.fd_bytes or (0,) * len(pcln.names)
     # each function's entry in the function table's index: (entry, record offset)
     ft_part = next((k for k, p in enumerate(pcln.parts) if p.name == "functab"), None)
     idx = 0 if ft_part is None else 2 * pcln.ptr_size if pcln.layout == "1.16" else 8
-    for name, pkg, (no, nl), rec, pcb, fdb in zip(pcln.names, pkgs, pcln.name_spans,
-                                                  pcln.records, pc_bytes, fd_bytes):
-        own[bis(starts, no) - 1] += nl
-        own[pc_part] += pcb
-        own[fd_part] += fdb
-        n = nl + pcb + fdb + idx
-        if rec is not None:
-            own[bis(starts, rec[0]) - 1] += rec[1]
-            n += rec[1]
-        out.append((section, pkg, name, n, n if alloc else 0))
+    # a function's bytes: its name, pc-value tables, funcdata, index entry and record
+    n = list(pcln.name_sizes)
+    _own_by_part(own, starts, pcln.name_offsets, pcln.name_sizes)
+    for col, part in ((pcln.pc_bytes, pc_part), (pcln.fd_bytes, fd_part)):
+        if col:
+            n = list(map(operator.add, n, col))
+            own[part] += sum(col)
     if idx:
+        n = list(map(idx.__add__, n))
         own[ft_part] += idx * len(pcln.names)
+    if pcln.rec_sizes:
+        n = list(map(operator.add, n, pcln.rec_sizes))
+        _own_by_part(own, starts, pcln.rec_offsets, pcln.rec_sizes)
+    out = list(zip(repeat(section), pkgs, pcln.names, n, n if alloc else repeat(0)))
+    del n
     for part, mine in zip(pcln.parts, own):
         rest = part.size - mine
         if rest < 0:
@@ -690,8 +697,11 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
     if strtab.type == 8 or table.type == 8:
         return {}
     entsize = 24 if img.is64 else 16
-    named = [t for t in syms if t[0]]
-    names = [t[0] for t in named]
+    names, offs = syms.names, list(syms.name_offsets)
+    if "" in names:             # unnamed symbols: only their entries, in the bucket
+        keep = list(map(bool, names))
+        names, offs = list(compress(names, keep)), list(compress(offs, keep))
+        del keep
     try:                        # every name is in the cache after the labelling
         pkgs = list(map(cache.__getitem__, names))
     except KeyError:
@@ -704,8 +714,6 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
             pkgs.append(pkg)
     counts = Counter(pkgs)
     ent = {k: v * entsize for k, v in counts.items()}
-    offs = [t[5] for t in named]
-    del named
     if all(map(str.isascii, names)):
         lens = list(map(len, names))
     else:
@@ -730,13 +738,13 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
         for pkg, n in zip(pkgs_s, lens):
             strs[pkg] = sget(pkg, 0) + n + 1
     else:
-        # a name may be the tail of another (linkers merge them): count each byte once
-        cur = 0
-        for a, b, pkg in zip(offs, ends, pkgs_s):
-            n = b - (a if a > cur else cur)
+        # a name may be the tail of another (linkers merge them): count each byte once, a
+        # name's bytes from where the names before it end
+        ends_before = list(accumulate(ends, max, initial=0))
+        for pkg, n in zip(pkgs_s, map(operator.sub, ends, map(max, offs, ends_before))):
             if n > 0:
                 strs[pkg] = sget(pkg, 0) + n
-                cur = b
+        del ends_before
     del nxt, ends, lens, offs, pkgs_s
     out = {}
     tables = [(table, ent), (strtab, strs)]
@@ -816,6 +824,32 @@ def _split(section: str, file_size: int, shares) -> list[tuple[str, str, str, in
     return out
 
 
+def _go_symbols(syms: ImageSymbols, cache: dict[str, str],
+                skip: str | None = None) -> list[tuple[int, int, str, str]]:
+    """The Go symbols that are no pclntab function (``cache``: the functions' packages by
+    name) to ``cache``, and the ranges of those with a size: (start, end, package, name),
+    the first symbol of a name only, none of package ``skip``."""
+    names = syms.names
+    # the symbols whose name is new, in table order
+    new = list(compress(range(len(names)), map(operator.not_, map(cache.get, names))))
+    new_names = [names[k] for k in new]
+    if "" in cache or "" in new_names:       # unnamed symbols are no one's
+        keep = [nm != "" for nm in new_names]
+        new = list(compress(new, keep))
+        new_names = list(compress(new_names, keep))
+    first = dict(zip(reversed(new_names), reversed(new)))
+    if len(first) < len(new):     # a name twice: its first symbol only
+        new = sorted(first.values())
+    del first
+    cache.update(zip(new_names, packages_of(new_names)))
+    del new_names
+    values, sizes, types = syms.values, syms.sizes, syms.types
+    return [(values[k], values[k] + sizes[k], pkg, names[k])
+            for k, pkg in zip(new, map(cache.__getitem__, map(names.__getitem__, new)))
+            if sizes[k] > 0 and types[k] != STT_SECTION and types[k] != STT_FILE
+            and pkg != skip]
+
+
 #: Go's linker lists aggregates (all type descriptors, all strings, ...) as one zero-size
 #: symbol at their start; they run to the next symbol
 _MARKERS = {"type.*": TYPES, "type:*": TYPES, "go.string.*": "(Go strings)",
@@ -824,16 +858,19 @@ _MARKERS = {"type.*": TYPES, "type:*": TYPES, "go.string.*": "(Go strings)",
             "runtime.gcbits.": "(Go GC bitmaps)"}
 
 
-def _go_markers(syms) -> list[tuple[int, int, str, str]]:
-    addrs = sorted({t[1] for t in syms if t[1] and t[3] != STT_FILE})
+def _go_markers(syms: ImageSymbols) -> list[tuple[int, int, str, str]]:
+    names, values = syms.names, syms.values
+    marked = [k for k in compress(range(len(names)), map(_MARKERS.__contains__, names))
+              if syms.sizes[k] == 0]
+    if not marked:
+        return []
+    addrs = sorted(set(compress(values, [v and t != STT_FILE
+                                         for v, t in zip(values, syms.types)])))
     out = []
-    for name, value, size, _typ, _shndx, _no in syms:
-        bucket = _MARKERS.get(name) if size == 0 else None
-        if bucket is None:
-            continue
-        i = bisect.bisect_right(addrs, value)
+    for k in marked:
+        i = bisect.bisect_right(addrs, values[k])
         if i < len(addrs):
-            out.append((value, addrs[i], bucket, name))
+            out.append((values[k], addrs[i], _MARKERS[names[k]], names[k]))
     return out
 
 

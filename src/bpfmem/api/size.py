@@ -34,13 +34,8 @@ def size_report(data, *, path: str, demangle=None) -> SizeReport:
                 not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
             pcln = parse_pclntab(img) if is_go else None
             info = parse_buildinfo(img) if is_go else None
-        syms, dynamic = img.symbol_tuples(), False
-        if not syms:
-            syms = img.symbol_tuples(dynamic=True)
-            dynamic = bool(syms)
-        img.forget_symbols()    # the list handed over is the only copy (10^5 tuples)
-        return analyse_image(img, path=path, symbols=syms, dynamic=dynamic, pcln=pcln,
-                             buildinfo=info, demangle=None if is_go else demangle)
+        return analyse_image(img, path=path, pcln=pcln, buildinfo=info,
+                             demangle=None if is_go else demangle)
     except ParseError as e:
         raise e.with_path(path) from None
     except UnsupportedError as e:

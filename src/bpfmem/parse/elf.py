@@ -19,11 +19,17 @@ or :meth:`Elf.at`; section offsets are then the inner file's, error offsets the 
 
 from __future__ import annotations
 
+import array
 import sys
 from itertools import accumulate, repeat
+
 from ..errors import ParseError
 from ..values import Record, items
 from .reader import Bytes, decoding
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 EM_NONE = 0
 EM_BPF = 247
@@ -152,6 +158,32 @@ class ImageSymbol(Record):
 
     def __new__(cls, name: str, value: int, size: int, type: int, section: int):
         return tuple.__new__(cls, (name, value, size, type, section))
+
+
+class ImageSymbols:
+    """A symbol table of an image as columns, in table order: a large binary has 10^5
+    symbols, and a column of machine integers (``array``) costs 2 to 8 bytes a symbol where
+    a record costs a tuple and an int object a field. ``types`` holds each st_type (the low
+    nibble of st_info)."""
+
+    __slots__ = ("names", "values", "sizes", "types", "shndxs", "name_offsets")
+
+    def __init__(self, names: list[str], values: Sequence[int], sizes: Sequence[int],
+                 types: bytes, shndxs: Sequence[int], name_offsets: Sequence[int]):
+        self.names, self.values, self.sizes = names, values, sizes
+        self.types, self.shndxs, self.name_offsets = types, shndxs, name_offsets
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def tuples(self) -> list[tuple[str, int, int, int, int, int]]:
+        """(name, value, size, type, section index, name offset) of each symbol."""
+        return list(zip(self.names, self.values, self.sizes, self.types, self.shndxs,
+                        self.name_offsets))
+
+
+EMPTY_SYMBOLS = ImageSymbols([], array.array("Q"), array.array("Q"), b"", array.array("H"),
+                             array.array("I"))
 
 
 class Relocation(Record):
@@ -553,12 +585,24 @@ class ElfImage(Elf):
 
     def symbol_tuples(self, dynamic: bool = False) -> list[tuple[str, int, int, int, int, int]]:
         """(name, value, size, type, section index, name offset) of each symbol of .symtab
-        (or .dynsym), in table order: plain tuples, as a large binary has 10^5 of them.
-        Read once per table (the list is shared: do not change it)."""
+        (or .dynsym), in table order: plain tuples (:meth:`image_symbols` holds them as
+        columns)."""
+        return self.image_symbols(dynamic).tuples()
+
+    def symbol_count(self, dynamic: bool = False) -> int:
+        """How many entries .symtab (or .dynsym) has (0: no table), without reading it."""
+        sec = self.symbol_table(dynamic)
+        if sec is None or not 0 < sec.link < len(self.sections) or not sec.in_file:
+            return 0
+        return sec.size // _SYM[self.is64]
+
+    def image_symbols(self, dynamic: bool = False) -> ImageSymbols:
+        """The symbols of .symtab (or .dynsym) as columns, in table order; none when the
+        file has no such table. Read once per table (shared: do not change them)."""
         got = self._symbols.get(dynamic)
         if got is None:
             with decoding(".dynsym" if dynamic else ".symtab"):
-                got = self._symbols[dynamic] = self._read_symbol_tuples(dynamic)
+                got = self._symbols[dynamic] = self._read_image_symbols(dynamic)
         return got
 
     def rela_offsets(self, sec: Section) -> list[int]:
@@ -578,14 +622,83 @@ class ElfImage(Elf):
         """Drop the symbols read so far (their memory), once the caller is done with them."""
         self._symbols.clear()
 
-    def _read_symbol_tuples(self, dynamic: bool) -> list[tuple[str, int, int, int, int, int]]:
+    def _read_image_symbols(self, dynamic: bool) -> ImageSymbols:
+        sec = self.symbol_table(dynamic)
+        if sec is None or not 0 < sec.link < len(self.sections):
+            return EMPTY_SYMBOLS
+        entsize = _SYM[self.is64]
+        if self.is64 and self.little_endian == (sys.byteorder == "little") and \
+                sec.size // entsize <= _MAX_SYMBOLS:
+            # Elf64_Sym columns straight from the bytes into arrays: st_name (u32 0 of 6),
+            # st_info (byte 4 of 24), st_shndx (u16 3 of 12), st_value, st_size (u64 1, 2 of 3)
+            strs = self.data_of(self.section_at(sec.link, "symbol string table index"))
+            data = self.data_of(sec)
+            raw = data.data[:entsize * (len(data) // entsize)]
+            with memoryview(raw) as mv, mv.cast("I") as w, mv.cast("H") as h, \
+                    mv.cast("Q") as q:
+                offs = array.array("I", w[0::6].tobytes())
+                shndxs = array.array("H", h[3::12].tobytes())
+                values = array.array("Q", q[1::3].tobytes())
+                sizes = array.array("Q", q[2::3].tobytes())
+                infos = bytes(mv[4::24])
+            del raw
+            return ImageSymbols(self.symbol_names(strs, offs), values, sizes,
+                                infos.translate(_LOW_NIBBLE), shndxs, offs)
+        cols, strs = self.symbol_columns(sec)
+        names = self.symbol_names(strs, cols.name_offsets)
+        return ImageSymbols(names, array.array("Q", cols.values), array.array("Q", cols.sizes),
+                            cols.infos.translate(_LOW_NIBBLE), array.array("H", cols.shndxs),
+                            array.array("I", cols.name_offsets))
+
+    def symbol_values(self, wanted: tuple[str, ...], dynamic: bool = False
+                      ) -> list[tuple[str, int]]:
+        """(name, value) of each symbol of .symtab (or .dynsym) named one of ``wanted``, in
+        table order, found by the names' bytes in the string table: no other name is
+        read."""
         sec = self.symbol_table(dynamic)
         if sec is None or not 0 < sec.link < len(self.sections):
             return []
-        cols, strs = self.symbol_columns(sec)
-        names = self.symbol_names(strs, cols.name_offsets)
-        return list(zip(names, cols.values, cols.sizes, cols.infos.translate(_LOW_NIBBLE),
-                        cols.shndxs, cols.name_offsets))
+        entsize = _SYM[self.is64]
+        count = sec.size // entsize
+        if count > _MAX_SYMBOLS:
+            raise self._file.error(f"{sec.name}: {count} symbols is more than any real "
+                                   f"binary has (at most {_MAX_SYMBOLS})", sec.offset)
+        strs = self.data_of(self.section_at(sec.link, "symbol string table index")).data
+        at: dict[int, str] = {}          # string table offset -> the name there
+        for name in wanted:
+            needle = name.encode() + b"\0"
+            p = strs.find(needle, 1)
+            while p >= 0:
+                at[p] = name
+                p = strs.find(needle, p + 1)
+        if not at:
+            return []
+        data = self.data_of(sec)
+        if self.little_endian == (sys.byteorder == "little"):
+            with memoryview(data.data[:entsize * count]) as mv, mv.cast("I") as w:
+                offs = w[0::entsize // 4].tolist()          # st_name, the first field
+        else:
+            offs = [o for (o,) in data.iter_unpack(f"I{entsize - 4}x", 0, count, sec.name)]
+        found = sorted(k for p in at for k in _indices(offs, p))
+        value = "Q" if self.is64 else "I"
+        out = []
+        for k in found:
+            v = data.unpack(("8x" if self.is64 else "4x") + value, k * entsize,
+                            "symbol value")[0]
+            out.append((at[offs[k]], v))
+        return out
+
+
+def _indices(values: list, value) -> list[int]:
+    """Every index of ``value`` in ``values``."""
+    out = []
+    k = -1
+    while True:
+        try:
+            k = values.index(value, k + 1)
+        except ValueError:
+            return out
+        out.append(k)
 
 
 def parse_image(data, *, path: str | None = None) -> ElfImage:

@@ -15,14 +15,23 @@ that validates.
 
 from __future__ import annotations
 
+import array
+import bisect
+import operator
 import re
 import struct
+import sys
 from dataclasses import dataclass, field
+from itertools import accumulate, chain, repeat
 
 from ..errors import ParseError, UnsupportedError
 from .elf import ElfImage
 from .gosym import C_CODE, RUNTIME_DATA, TYPES, UNNAMED, package_of  # noqa: F401
 from .reader import Bytes
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 MAGICS = {0xFFFFFFFB: "1.2", 0xFFFFFFFA: "1.16", 0xFFFFFFF0: "1.18", 0xFFFFFFF1: "1.20"}
 #: the fixed part of a _func record, after its leading entry field, per layout
@@ -47,7 +56,10 @@ class Pclntab:
 
     ``entries[i]`` is function i's first address, ``ends[i]`` where the next one starts (so
     sizes include the alignment padding after a function: every text byte belongs to one);
-    ``records[i]`` is (offset, size) of its ``_func`` record in the table, or None.
+    its name is ``name_sizes[i]`` bytes (with its NUL) at ``name_offsets[i]`` in the table,
+    its ``_func`` record ``rec_sizes[i]`` bytes at ``rec_offsets[i]`` (both empty for the
+    Go 1.2 layout, whose records bpfmem does not size). Columns of machine integers
+    (``array``), not a record per function: a large binary has 10^5 functions.
     """
     layout: str                # "1.2", "1.16", "1.18", "1.20": the first Go release of it
     magic: int
@@ -57,18 +69,21 @@ class Pclntab:
     ptr_size: int
     found_by: str              # "section .gopclntab" or "scan of <section>"
     names: tuple[str, ...]
-    entries: tuple[int, ...]
-    ends: tuple[int, ...]
-    name_spans: tuple[tuple[int, int], ...]   # (offset from header, length incl. NUL)
-    records: tuple[tuple[int, int] | None, ...]
+    entries: Sequence[int]
+    ends: Sequence[int]
+    name_offsets: Sequence[int]
+    name_sizes: Sequence[int]
+    rec_offsets: Sequence[int]
+    rec_sizes: Sequence[int]
     parts: tuple[PclnPart, ...]
-    pc_bytes: tuple[int, ...] = ()   # per function: its pc-value tables in pctab
+    pc_bytes: Sequence[int] = ()   # per function: its pc-value tables in pctab
     # per function: its funcdata (stack maps, ...) when the linker put that inside the table
-    # (Go 1.26+: moduledata.gofunc points past the _func records), else ()
-    fd_bytes: tuple[int, ...] = ()
-    #: otherwise (Go 1.18-1.25: funcdata in go:func.*, outside the table) each function's
-    #: funcdata offsets from moduledata.gofunc, as offset << 22 | function index
-    fd_refs: tuple[int, ...] = ()
+    # (Go 1.26+: moduledata.gofunc points past the _func records), else empty
+    fd_bytes: Sequence[int] = ()
+    #: otherwise (Go 1.18-1.25: funcdata in go:func.*, outside the table) the funcdata
+    #: blobs' offsets from moduledata.gofunc (ascending) and the first function to use each
+    fd_starts: Sequence[int] = ()
+    fd_owners: Sequence[int] = ()
 
     @property
     def nfunc(self) -> int:
@@ -150,20 +165,18 @@ def find_pclntab(img: ElfImage) -> tuple[int, int | None, int, str]:
 def _by_symbol(img: ElfImage) -> tuple[int, int | None, int, str] | None:
     for dynamic in (False, True):
         try:
-            syms = img.symbol_tuples(dynamic)
+            syms = img.symbol_values(("runtime.pcheader", "runtime.firstmoduledata"), dynamic)
         except ParseError:
             return None
-        for name, value, *_ in syms:
+        for name, value in syms:
             if name == "runtime.pcheader":
                 addr = value
-            elif name == "runtime.firstmoduledata":
+            else:
                 off = img.addr_to_offset(value)
                 if off is None or off + img.ptr_size > img.file_size:
                     continue
                 addr = struct.unpack_from(img.endian + ("Q" if img.is64 else "I"),
                                           img.data, off)[0]
-            else:
-                continue
             pos = img.addr_to_offset(addr)
             if pos is not None and _header_ok(img.data, pos) and _plausible(
                     img.data, pos, img.file_size):
@@ -231,118 +244,116 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     if not 0 <= nfunc < _MAX_FUNCS:
         raise ParseError(f"pclntab claims {nfunc} functions", section=where, offset=off + 8)
     # functab: nfunc (entry, funcoff) pairs, then the end address of the last function
-    pfmt = "II" if pair == 8 else w * 2
     tab_end = ftab + nfunc * pair + (4 if pair == 8 else ptr)
     if tab_end > limit:
         raise ParseError(f"pclntab function table ({nfunc} functions) runs past the table",
                          section=where, offset=off + ftab)
-    pairs = list(struct.iter_unpack(e + pfmt, data[off + ftab:off + ftab + nfunc * pair]))
-    last = unpack("I" if pair == 8 else w, ftab + nfunc * pair, "functab end")[0]
+    # the function table in two columns, straight from its bytes
+    cols = _words(data, off + ftab, 2 * nfunc + 1, e, 4 if pair == 8 else ptr)
+    last = cols[2 * nfunc]
     if text_start == 0 and pair == 8:      # Go 1.20+ no longer fills it in
         text_start = _moduledata_text(img, addr, addr + nametab_base, ptr, e) if addr else 0
         if not text_start:
             text = img.section(".text")
             text_start = text.addr if text is not None else _text_segment(img)
-    starts = [text_start + p[0] for p in pairs] if pair == 8 else [p[0] for p in pairs]
-    ends = starts[1:] + [text_start + last if pair == 8 else last]
-    names, spans, records = [], [], []
+    if pair == 8:
+        starts = [text_start + a for a in cols[0:2 * nfunc:2]]
+        last += text_start
+    else:
+        starts = cols[0:2 * nfunc:2]
+    recs = [func_base + f for f in cols[1:2 * nfunc:2]]
+    del cols
+    ends = starts[1:]
+    ends.append(last)
     fixed = _FUNC_FIXED.get(layout)
     entry_size = 4 if pair == 8 else ptr
+    rec_size = entry_size + (fixed if fixed is not None else 4)
+    # The checks of each function, in the order a reader of one function after another
+    # makes them; each looks only at the functions before the first one found wrong so
+    # far, so that the error raised is that of the first wrong function.
+    n = nfunc
+    error = None
+
+    def found(k: int, what: str, at: int) -> None:
+        nonlocal n, error
+        n, error = k, ParseError(f"pclntab function {k}{what}", section=where,
+                                 offset=off + at)
+
+    if recs and max(recs) > limit - rec_size:
+        k = _first([r > limit - rec_size for r in recs])
+        found(k, f": record at {recs[k]:#x} is outside the table", ftab + k * pair)
+        del recs[n:]
+    gather = _Gather(data, off, limit, e, recs)
+    # names: offsets (signed) into the name table, each name read once from the table split
+    # at its NULs
+    nstarts = gather.words(recs, entry_size)
+    if nstarts and max(nstarts) >= 1 << 31:          # negative
+        k = _first([o >= 1 << 31 for o in nstarts])
+        found(k, f": name offset {nstarts[k] - (1 << 32):#x} is outside the table",
+              recs[k] + entry_size)
+        del nstarts[n:]
+    nstarts = [nametab_base + o for o in nstarts]
+    if nstarts and max(nstarts) >= limit:
+        k = _first([o >= limit for o in nstarts])
+        found(k, f": name offset {nstarts[k] - nametab_base:#x} is outside the table",
+              recs[k] + entry_size)
+        del nstarts[n:]
+    names, sizes, k = _names(data, off, limit, nametab_base,
+                             parts_offsets[2][1] if layout != "1.2" else None, nstarts)
+    if k is not None:
+        found(k, ": name is not NUL-terminated", nstarts[k])
+    records: list[int] | tuple = ()
+    rec_sizes: list[int] | tuple = ()
+    pc_first: tuple[list[int], list[int]] = ([], [])
+    fd_first: tuple[list[int], list[int]] = ([], [])
     max_end = tab_end
-    find = data.find
-    name_fmt = struct.Struct(e + "i")
-    names_at: dict[int, bytes] = {}
-    if layout != "1.2" and 0 <= nametab_base <= limit:
-        # the name table is NUL-separated names: split it once instead of a search per name
-        pos = nametab_base
-        blob = bytes(data[off + nametab_base:off + min(parts_offsets[2][1], limit)])
-        for nm in blob.split(b"\0"):
-            names_at[pos] = nm
-            pos += len(nm) + 1
     if fixed is not None:
-        # name offset, npcdata and nfuncdata of a record, in one read
-        skip_tail = 7 if layout != "1.20" else 11
-        # nameoff, (args, deferreturn), pcsp, pcfile, pcln, npcdata, ..., nfuncdata
-        rec_fmt = struct.Struct(f"{e}{entry_size}xi8xIIII{skip_tail}xB")
-        rec_size = rec_fmt.size
-    else:
-        rec_fmt = struct.Struct(f"{e}{entry_size}xi")
-        rec_size = rec_fmt.size
-    unpack_rec = rec_fmt.unpack_from
-    names_get = names_at.get
-    add_name, add_span, add_rec = names.append, spans.append, records.append
-    pc_refs: list[int] = []
-    add_pc = pc_refs.append
-    fd_refs: list[int] = []
-    add_fd = fd_refs.append
-    pcdata_fmt: dict[int, struct.Struct] = {}
-    for i, (_entry, funcoff) in enumerate(pairs):
-        rec = func_base + funcoff
-        if rec < 0 or rec + rec_size > limit:
-            raise ParseError(f"pclntab function {i}: record at {rec:#x} is outside the table",
-                             section=where, offset=off + ftab + i * pair)
-        fields = unpack_rec(data, off + rec)
-        nameoff = fields[0]
-        nstart = nametab_base + nameoff
-        if nameoff < 0 or nstart >= limit:
-            raise ParseError(f"pclntab function {i}: name offset {nameoff:#x} is outside the "
-                             "table", section=where, offset=off + rec + entry_size)
-        nm = names_get(nstart)
-        if nm is None or nstart + len(nm) >= limit:
-            nend = find(b"\0", off + nstart, off + limit)
-            if nend < 0:
-                raise ParseError(f"pclntab function {i}: name is not NUL-terminated",
-                                 section=where, offset=off + nstart)
-            nm = bytes(data[off + nstart:nend])
-        add_name(nm.decode("utf-8", "replace"))
-        add_span((nstart, len(nm) + 1))
-        if fixed is not None:
-            npcdata, nfuncdata = fields[4], fields[5]
-            if layout == "1.16":
-                body = rec_size + 4 * npcdata
-                if nfuncdata:       # the funcdata pointers are pointer-aligned
-                    body = (body + ptr - 1) // ptr * ptr + nfuncdata * ptr
-            else:
-                body = rec_size + 4 * (npcdata + nfuncdata)
-            if npcdata > 1 << 12 or rec + body > limit:
-                raise ParseError(f"pclntab function {i}: {npcdata} pcdata entries run past "
-                                 "the table", section=where, offset=off + rec)
-            add_rec((rec, body))
-            if rec + body > max_end:
-                max_end = rec + body
-            # the function's pc-value tables in pctab (0: none), as table << 22 | function
-            for t in fields[1:4]:
-                if t:
-                    add_pc(t << 22 | i)
-            if npcdata:
-                st = pcdata_fmt.get(npcdata)
-                if st is None:
-                    st = pcdata_fmt[npcdata] = struct.Struct(f"{e}{npcdata}I")
-                for t in st.unpack_from(data, off + rec + rec_size):
-                    if t:
-                        add_pc(t << 22 | i)
-            if nfuncdata and layout != "1.16":
-                for t in struct.unpack_from(f"{e}{nfuncdata}I", data,
-                                            off + rec + rec_size + 4 * npcdata):
-                    if t != 0xFFFFFFFF:
-                        add_fd(t << 22 | i)
+        del recs[n:]
+        npcdata = gather.words(recs, entry_size + 24)
+        nfuncdata = gather.bytes_at(recs, rec_size - 1)
+        if layout == "1.16":     # the funcdata pointers are pointer-aligned
+            bodies = [rec_size + 4 * p + (-(rec_size + 4 * p) % ptr + f * ptr if f else 0)
+                      for p, f in zip(npcdata, nfuncdata)]
         else:
-            add_rec(None)
-    for i in range(len(starts)):
-        if ends[i] < starts[i]:
-            raise ParseError(f"pclntab function {i} ({names[i]}) ends before it starts: "
-                             "the function table is not sorted", section=where,
-                             offset=off + ftab + i * pair)
+            bodies = [rec_size + 4 * (p + f) for p, f in zip(npcdata, nfuncdata)]
+        rec_ends = list(map(operator.add, recs, bodies))
+        if recs and (max(npcdata) > 1 << 12 or max(rec_ends) > limit):
+            k = _first([p > 1 << 12 or r > limit for p, r in zip(npcdata, rec_ends)])
+            found(k, f": {npcdata[k]} pcdata entries run past the table", recs[k])
+        if error is None:
+            records, rec_sizes = recs, bodies
+            max_end = max(tab_end, max(rec_ends, default=0))
+            # the functions' pc-value tables in pctab (0: none): pcsp, pcfile, pcln and the
+            # pcdata, function by function
+            first = [r + rec_size for r in recs]
+            pc_first = _first_users(
+                gather.runs(list(chain.from_iterable(zip([r + entry_size + 12 for r in recs],
+                                                         first))),
+                            list(chain.from_iterable(zip(repeat(3, n), npcdata)))),
+                [p + 3 for p in npcdata], 0)
+            if layout != "1.16":     # from Go 1.18: funcdata offsets (~0: none)
+                first = [f + 4 * p for f, p in zip(first, npcdata)]
+                fd_first = _first_users(gather.runs(first, nfuncdata), nfuncdata, 0xFFFFFFFF)
+            del first
+        del npcdata, nfuncdata, rec_ends
+    if error is not None:
+        raise error
+    if any(map(operator.lt, ends, starts)):
+        k = _first(map(operator.lt, ends, starts))
+        raise ParseError(f"pclntab function {k} ({names[k]}) ends before it starts: "
+                         "the function table is not sorted", section=where,
+                         offset=off + ftab + k * pair)
+    fd_starts, fd_owners = fd_first
     gofunc = _gofunc_in_table(img, addr, nametab_base, ptr, e, max_end,
-                              size if size is not None else limit, fd_refs) \
-        if layout == "1.20" and fd_refs else None
+                              size if size is not None else limit, fd_starts[-1]) \
+        if layout == "1.20" and fd_starts else None
     if gofunc is not None:
         gofunc, findfunc = gofunc
         parts_offsets.append(("funcdata", gofunc))
         if findfunc is not None:
             parts_offsets.append(("findfunctab", findfunc))
         if size is None:
-            max_end = max(max_end, gofunc + (max(fd_refs) >> 22) + 1)
+            max_end = max(max_end, gofunc + fd_starts[-1] + 1)
     total = size if size is not None else max_end
     parts = []
     po = sorted(parts_offsets, key=lambda t: t[1])
@@ -351,17 +362,27 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
         parts.append(PclnPart(name, o, max(0, min(nxt, total) - o)))
     if not parts:
         parts = [PclnPart("table", 0, total)]
-    pc_bytes = _pc_table_bytes(pc_refs, len(names), parts)
-    fd_bytes = _pc_table_bytes(fd_refs, len(names), parts, "funcdata") \
+    pc_bytes = _pc_table_bytes(pc_first, len(names), parts)
+    fd_bytes = _pc_table_bytes(fd_first, len(names), parts, "funcdata") \
         if gofunc is not None else ()
-    return Pclntab(layout, magic, off, addr, total, ptr, how, tuple(names), tuple(starts),
-                   tuple(ends), tuple(spans), tuple(records), tuple(parts), pc_bytes,
-                   fd_bytes, tuple(fd_refs) if gofunc is None else ())
+    outside = gofunc is None and bool(fd_starts)
+    return Pclntab(layout, magic, off, addr, total, ptr, how, tuple(names),
+                   _column(starts), _column(ends), _column(nstarts), _column(sizes),
+                   _column(records), _column(rec_sizes), tuple(parts), pc_bytes, fd_bytes,
+                   _column(fd_starts if outside else ()), _column(fd_owners if outside else ()))
+
+
+def _column(values) -> array.array:
+    """``values`` (non-negative integers) as an array of the smallest of 32 or 64 bits."""
+    try:
+        return array.array("I", values)
+    except OverflowError:
+        return array.array("Q", values)
 
 
 def _gofunc_in_table(img: ElfImage, addr: int, funcnametab: int, ptr: int, e: str,
                      records_end: int, limit: int,
-                     refs: list[int]) -> tuple[int, int | None] | None:
+                     last_ref: int) -> tuple[int, int | None] | None:
     """The offsets in the table of the funcdata (``moduledata.gofunc``) and of the
     pc-to-function index (``moduledata.findfunctab``, its 20th word) when the linker put them
     after the _func records (Go 1.26+), else None: the moduledata must hold the funcdata's
@@ -369,44 +390,163 @@ def _gofunc_in_table(img: ElfImage, addr: int, funcnametab: int, ptr: int, e: st
     if not addr:
         return None
     g = (records_end + 7) & ~7
-    if g >= limit or g + (max(refs) >> 22) >= limit:
+    if g >= limit or g + last_ref >= limit:
         return None
     words = moduledata_words(img, addr, addr + funcnametab, ptr, e, 64)
     if not words or addr + g not in words:
         return None
     ff = words[19] - addr
-    last = g + (max(refs) >> 22)
+    last = g + last_ref
     return g, (ff if last < ff < limit else None)
 
 
-def _pc_table_bytes(refs: list[int], nfunc: int, parts: list[PclnPart],
-                    part: str = "pctab") -> tuple[int, ...]:
+def _first_users(values: list[int], counts: list[int],
+                 skip: int) -> tuple[list[int], list[int]]:
+    """The distinct ``values`` (table offsets, in ascending order) but ``skip``, and the first
+    function to use each: ``values`` come function by function, ``counts[i]`` of function i.
+    Read backwards into a dict, so that the lowest function of a value is the one kept."""
+    owners = list(chain.from_iterable(map(repeat, range(len(counts)), counts)))
+    first = dict(zip(reversed(values), reversed(owners)))
+    del owners
+    first.pop(skip, None)
+    starts = sorted(first)
+    return starts, list(map(first.__getitem__, starts))
+
+
+def _pc_table_bytes(first: tuple[list[int], list[int]], nfunc: int, parts: list[PclnPart],
+                    part: str = "pctab") -> array.array:
     """Per function, the bytes of the pctab tables (or funcdata blobs) it is the first to
-    use. They lie back to back (the linker dedups equal ones), so each runs to the next
-    one's start. ``refs`` are offset << 22 | function index (_MAX_FUNCS is 1 << 22)."""
+    use (``first``: :func:`_first_users`). They lie back to back (the linker dedups equal
+    ones), so each runs to the next one's start."""
     pctab = next((p for p in parts if p.name == part), None)
     out = [0] * nfunc
-    if pctab is None or not refs:
-        return tuple(out)
-    refs.sort()
-    starts = []
-    owner = []
-    last = -1
-    mask = (1 << 22) - 1
-    for r in refs:
-        t, i = r >> 22, r & mask
-        if t != last:
-            if t >= pctab.size:
-                raise ParseError(f"pclntab function {i}: a table at {t:#x} is outside "
-                                 f"{part} ({pctab.size:#x} bytes)", section=".gopclntab",
-                                 offset=pctab.offset + t)
-            starts.append(t)
-            owner.append(i)       # sorted: the first function to use it has the lowest index
-            last = t
-    starts.append(pctab.size)
-    for k, i in enumerate(owner):
-        out[i] += starts[k + 1] - starts[k]
-    return tuple(out)
+    starts, owners = first
+    if pctab is None or not starts:
+        return _column(out)
+    if starts[-1] >= pctab.size:
+        k = bisect.bisect_left(starts, pctab.size)
+        raise ParseError(f"pclntab function {owners[k]}: a table at {starts[k]:#x} is "
+                         f"outside {part} ({pctab.size:#x} bytes)", section=".gopclntab",
+                         offset=pctab.offset + starts[k])
+    ends = starts[1:]
+    ends.append(pctab.size)
+    for i, n in zip(owners, map(operator.sub, ends, starts)):
+        out[i] += n
+    return _column(out)
+
+
+def _first(flags) -> int | None:
+    """The index of the first true one of ``flags`` (an iterable of bools), or None."""
+    flags = list(flags)
+    try:
+        return flags.index(True)
+    except ValueError:
+        return None
+
+
+def _words(data, start: int, count: int, e: str, size: int = 4) -> list[int]:
+    """``count`` unsigned integers of ``size`` bytes at ``start``, in byte order ``e``."""
+    code = "I" if size == 4 else "Q"
+    raw = data[start:start + count * size]
+    if (e == "<") == (sys.byteorder == "little"):
+        with memoryview(raw) as mv, mv.cast(code) as words:
+            return words.tolist()
+    return [v for (v,) in struct.iter_unpack(e + code, raw)]
+
+
+class _Gather:
+    """Fields of the functions' ``_func`` records, a column at a time: 32-bit words read
+    from one array of the records' part of the table (in the host's byte order) when the
+    records share their alignment, as a real table's do; else one unpack each."""
+
+    def __init__(self, data, off: int, limit: int, e: str, recs: list[int]):
+        self.data, self.off, self.e = data, off, e
+        self.words_of = None
+        if len(set(r & 3 for r in recs)) == 1:
+            self.base = lo = min(recs)
+            hi = lo + (limit - lo) // 4 * 4
+            self.words_of = array.array("I", data[off + lo:off + hi])
+            if (e == "<") != (sys.byteorder == "little"):
+                self.words_of.byteswap()
+
+    def words(self, recs: list[int], field: int) -> list[int]:
+        """The 32-bit word ``field`` bytes into each record at ``recs`` (table offsets)."""
+        a = self.words_of
+        if a is not None:
+            d = field - self.base
+            return [a[(r + d) >> 2] for r in recs]
+        st = struct.Struct(self.e + "I").unpack_from
+        base = self.off + field
+        return [st(self.data, base + r)[0] for r in recs]
+
+    def bytes_at(self, recs: list[int], field: int) -> list[int]:
+        data = self.data
+        d = self.off + field
+        return [data[r + d] for r in recs]
+
+    def runs(self, firsts: list[int], counts: list[int]) -> list[int]:
+        """The ``counts[i]`` words from table offset ``firsts[i]`` on, for each i, in one
+        list."""
+        a = self.words_of
+        if a is not None:
+            base = self.base
+            lo = [(f - base) >> 2 for f in firsts]
+            return list(chain.from_iterable(map(operator.getitem, repeat(a),
+                                                map(slice, lo, map(operator.add, lo, counts)))))
+        st = struct.Struct(self.e + "I").unpack_from
+        return [st(self.data, self.off + f + 4 * j)[0]
+                for f, c in zip(firsts, counts) for j in range(c)]
+
+
+def _names(data, off: int, limit: int, base: int, blob_end: int | None,
+           nstarts: list[int]) -> tuple[list[str], list[int], int | None]:
+    """The function names at table offsets ``nstarts`` and their sizes with the NUL, from the
+    name table (``base`` up to ``blob_end``: split at its NULs once); a name no split gives
+    is looked for in the table. The index of the first one with no NUL before the table's
+    end, or None."""
+    n = len(nstarts)
+    got: list = [None] * n
+    sizes: list = [None] * n
+    if blob_end is not None and 0 <= base <= limit:
+        end = min(blob_end, limit)
+        blob = bytes(data[off + base:off + end])
+        raw = blob.split(b"\0")
+        if blob.isascii():
+            parts = blob.decode("ascii").split("\0")
+        else:
+            try:            # valid UTF-8: a NUL is never inside a character
+                parts = blob.decode("utf-8").split("\0")
+            except UnicodeDecodeError:
+                parts = [p.decode("utf-8", "replace") for p in raw]
+        del blob
+        starts = list(accumulate(map((1).__add__, map(len, raw)), initial=base))
+        del raw
+        # the last part has no NUL in the table when the table ends there: not trusted
+        at = dict(zip(starts, range(len(parts) - (end == limit))))
+        idx = list(map(at.get, nstarts))
+        del at
+        if None not in idx:
+            got = list(map(parts.__getitem__, idx))
+            sizes = list(map(operator.sub, map(starts.__getitem__, map((1).__add__, idx)),
+                             nstarts))
+        else:
+            for i, k in enumerate(idx):
+                if k is not None:
+                    got[i], sizes[i] = parts[k], starts[k + 1] - starts[k]
+        del parts, starts, idx
+    bad = None
+    if None in got:
+        find = data.find
+        for i, (nm, nstart) in enumerate(zip(got, nstarts)):
+            if nm is None:
+                nend = find(b"\0", off + nstart, off + limit)
+                if nend < 0:
+                    bad = i
+                    del got[i:], sizes[i:]
+                    break
+                got[i] = bytes(data[off + nstart:nend]).decode("utf-8", "replace")
+                sizes[i] = nend - off - nstart + 1
+    return got, sizes, bad
 
 
 def _moduledata_text(img: ElfImage, pcln_addr: int, funcnametab: int, ptr: int,

@@ -183,3 +183,53 @@ def _first_type(s: str) -> str:
         elif ch == "," and depth == 0:
             return s[:k]
     return s
+
+
+#: what :func:`package_of` gives, by a pattern, for the forms most names of a large binary
+#: have: a function, variable, type function (``type..eq.``) or itab whose import path is
+#: plain elements (a host or a dotless first one, then dotless ones, ones of one dot between
+#: letters such as go-jose.v2, a host after vendor/; no escapes) and whose rest has no slash
+#: before its type arguments (an itab's type: no brackets before its comma); and a type
+#: descriptor's hashed name (``type.r+29J2dQ``, Go 1.19's stripped binaries), which names
+#: no type: TYPES. The rest goes to :func:`package_of`.
+_ELEM = r"[A-Za-z0-9_~+-]+"
+_TAIL = r"[A-Za-z0-9_~-]+"
+_HOSTNAME = r"[a-z0-9-]+(?:\.[a-z0-9-]+)+"
+_PATH = (rf"(?!type[.:]|go[.:]|_\.|main\.)((?>(?>{_HOSTNAME}/|{_ELEM}/)"
+         rf"(?>(?:{_TAIL}\.{_TAIL}|(?<=/vendor/){_HOSTNAME}|{_ELEM})/)*)?{_ELEM})\.")
+_PLAIN = re.compile(rf"(?:type[.:]\.(?:eq|hash)\.\**(?:\[[^\]]*\])*)?{_PATH}[^/\[]*+(?:\[|\Z)")
+_ITAB = re.compile(rf"go[.:]itab\.\**{_PATH}[^/\[\](){{}},]*+,")
+_HASHED = re.compile(r"type[.:](?:\.(?!eq\.|hash\.)|[A-Za-z0-9+/]*\Z)")
+
+
+def packages_of(names) -> list[str]:
+    """:func:`package_of` of each of ``names``, in one pass: the usual forms by a pattern,
+    and a name that starts with the plain package the one before it had, then has no slash
+    before its type arguments, in that package (a binary lists a package's functions
+    together). Equal packages are one string."""
+    out: list[str] = []
+    add = out.append
+    one: dict[str, str] = {}
+    intern = one.setdefault
+    plain, itab, hashed = _PLAIN.match, _ITAB.match, _HASHED.match
+    pfx = "\0"          # no name starts with it
+    n = 1
+    pkg = ""
+    for name in names:
+        if name.startswith(pfx):
+            s = name.find("/", n)
+            if s < 0 or 0 <= name.find("[", n) < s:
+                add(pkg)
+                continue
+        m = plain(name) or itab(name)
+        if m is not None:
+            pkg = intern(m[1], m[1])
+            pfx = pkg + "."
+            n = len(pfx)
+            add(pkg)
+        elif hashed(name) is not None:
+            add(TYPES)
+        else:
+            p = package_of(name)
+            add(intern(p, p))
+    return out

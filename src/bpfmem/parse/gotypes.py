@@ -12,9 +12,12 @@ Pure: it takes the parsed image and the pclntab's moduledata words.
 
 from __future__ import annotations
 
+import array
 import bisect
+import operator
 import struct
 import sys
+from itertools import compress, islice, repeat
 
 from .gosym import TYPES
 
@@ -29,13 +32,14 @@ _PAIR = struct.Struct("<iI").unpack_from
 #: a _type's tflag, kind, str (nameOff) and ptrToThis (typeOff)
 _HEAD = struct.Struct("<20xB2xB16xiI").unpack_from
 _UNCOMMON = struct.Struct("<iHHI").unpack_from
+_KIND_PTRS = frozenset((_PTR, _SLICE, _ARRAY, _CHAN))
 
 
 class _Reader:
     """Pointers and integers at virtual addresses of the image; in a PIE, a pointer the file
     holds as 0 is the addend of its R_X86_64_RELATIVE relocation."""
 
-    def __init__(self, img, relative: dict[int, int]):
+    def __init__(self, img, relative):
         self.img = img
         self.data = img.data
         self.rel = relative
@@ -84,21 +88,61 @@ class _Reader:
         return None if o is None else bytes(self.data[o:o + n])
 
 
-def relative_relocations(img) -> dict[int, int]:
-    """r_offset -> addend of the R_X86_64_RELATIVE entries of a PIE's .rela.dyn."""
+class RelativeRelocations:
+    """The R_X86_64_RELATIVE entries of a PIE's .rela.dyn: ``get(r_offset, default)`` is
+    its addend. Asked only where the file holds 0 (GNU ld writes each value in place as
+    well: then seldom), so kept as two sorted columns (16 bytes an entry) looked up by
+    bisection, and made a dict once looked up often (Go's own linker leaves the places 0)."""
+
+    _DICT_AFTER = 1024
+
+    def __init__(self, offsets: list[int], addends: list[int]):
+        if not all(map(operator.le, offsets, islice(offsets, 1, None))):
+            order = sorted(range(len(offsets)), key=offsets.__getitem__)
+            offsets = [offsets[i] for i in order]
+            addends = [addends[i] for i in order]
+        self.offsets = array.array("Q", offsets)
+        self.addends = array.array("q", addends)
+        self.found = 0
+        self.map: dict[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def get(self, addr: int, default: int = 0) -> int:
+        if self.map is not None:
+            return self.map.get(addr, default)
+        offs = self.offsets
+        i = bisect.bisect_left(offs, addr)
+        if i == len(offs) or offs[i] != addr:
+            return default
+        self.found += 1
+        if self.found > self._DICT_AFTER:
+            self.map = dict(zip(offs, self.addends))
+        return self.addends[i]
+
+
+def relative_relocations(img) -> RelativeRelocations | dict:
+    """r_offset -> addend of the R_X86_64_RELATIVE entries of a PIE's .rela.dyn ({} for
+    anything else)."""
     sec = img.section(".rela.dyn")
     if sec is None or not sec.in_file or img.e_type != 3 or not img.is64:
         return {}
     raw = img.data[sec.offset:sec.offset + sec.size - sec.size % 24]
     if sys.byteorder != "little":
-        return {o: a for o, info, a in struct.iter_unpack("<QQq", raw)
-                if info & 0xFFFFFFFF == 8}
-    # the three columns straight from the bytes (Elf64_Rela: r_offset, r_info, r_addend)
-    offs, infos = memoryview(raw).cast("Q")[0::3].tolist(), memoryview(raw).cast("Q")[1::3]
-    adds = memoryview(raw).cast("q")[2::3].tolist()
-    if infos.tolist().count(8) == len(offs):      # a Go PIE's: all of them RELATIVE
-        return dict(zip(offs, adds))
-    return {o: a for o, info, a in zip(offs, infos.tolist(), adds) if info & 0xFFFFFFFF == 8}
+        rel = [(o, a) for o, info, a in struct.iter_unpack("<QQq", raw)
+               if info & 0xFFFFFFFF == 8]
+        return RelativeRelocations([o for o, _a in rel], [a for _o, a in rel])
+    # the columns straight from the bytes (Elf64_Rela: r_offset, r_info, r_addend; the
+    # type is r_info's low 32 bits)
+    with memoryview(raw) as mv, mv.cast("Q") as q, mv.cast("q") as sq, mv.cast("I") as w:
+        offs, adds = q[0::3].tolist(), sq[2::3].tolist()
+        types = w[2::6].tolist()
+    del raw
+    if types.count(8) != len(types):      # a Go PIE's are all RELATIVE
+        keep = list(map(operator.eq, types, repeat(8)))
+        offs, adds = list(compress(offs, keep)), list(compress(adds, keep))
+    return RelativeRelocations(offs, adds)
 
 
 def _name(rd: _Reader, addr: int) -> tuple[str, int] | None:
@@ -146,7 +190,50 @@ def _decode_name(rd: _Reader, addr: int) -> tuple[str, int] | None:
     return text.decode("utf-8", "replace"), size
 
 
-def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = None
+def _name_size(rd: _Reader, addr: int) -> int | None:
+    """The bytes of the encoded name at ``addr`` (:func:`_decode_name`'s size, without
+    decoding its text), or None where that gives None."""
+    head = rd.raw(addr, 11)
+    if not head:
+        return None
+    n, shift, k = 0, 0, 1
+    while k < 11:
+        b = head[k]
+        k += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            break
+    if rd.off(addr + k, n) is None:
+        return None
+    size = k + n
+    flags = head[0]
+    if flags & 2:               # a tag: another varint-prefixed string
+        tag = rd.raw(addr + size, 10) or b""
+        m, shift, j = 0, 0, 0
+        while j < len(tag):
+            b = tag[j]
+            j += 1
+            m |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        size += j + m
+    if flags & 4:
+        size += 4
+    return size
+
+
+def _words(rd: _Reader, addr: int, count: int, code: str) -> tuple | None:
+    """``count`` integers of struct ``code`` (Q: 8 bytes, i: 4) at ``addr`` in one read, or
+    None when they are not all in one loaded piece of the file."""
+    o = rd.off(addr, count * (8 if code == "Q" else 4))
+    if o is None:
+        return None
+    return struct.unpack_from(f"<{count}{code}", rd.data, o)
+
+
+def type_ranges(img, words: tuple[int, ...], relative=None
                 ) -> list[tuple[int, int, str, str]] | None:
     """(start, end, package, what) of each type descriptor (with its uncommon part, methods,
     struct fields, interface methods, func parameters and names) and each itab of a Go
@@ -161,6 +248,7 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
         return None
     rd = _Reader(img, relative if relative is not None else relative_relocations(img))
     data = img.data
+    rel = rd.rel
     raw = rd.raw(tl, 4 * tl_n)
     if raw is None:
         return None
@@ -173,48 +261,55 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
             pending += [rd.ptr(itab), rd.ptr(itab + 8)]
     seen: dict[int, tuple] = {}
     parent: dict[int, int] = {}             # the first type found to refer to a type
-    out: list[tuple[int, int, str, str]] = []
-    names: list[tuple[int, int]] = []       # (address, owner type) of names to size later
-
-    def in_types(a: int) -> bool:
-        return types <= a < etypes
+    # names to size later: their addresses, and the type each belongs to
+    name_at: list[int] = []
+    name_of: list[int] = []
+    ptr = rd.ptr
+    head = _HEAD
+    ptrs = _KIND_PTRS
 
     # first pass: every type reachable from the links, with its own parts
     while pending:
         t = pending.pop()
-        if t in seen or not in_types(t):
+        if t in seen or not types <= t < etypes:
             continue
         o = rd.off(t, 48)
         if o is None:
             continue
-        tflag, kind, str_off, ptr_to = _HEAD(data, o)
+        tflag, kind, str_off, ptr_to = head(data, o)
         kind &= 0x1F
-        extra = _EXTRA.get(kind, 0)
-        end = t + 48 + extra
+        end = t + 48 + _EXTRA.get(kind, 0)
         elem = 0
-        refs = []
+        refs: list[int] = []
         parts = []
-        if kind in (_PTR, _SLICE, _ARRAY, _CHAN):
-            elem = rd.ptr(t + 48)
+        if kind in ptrs:                # pointer, slice, array, chan: the element type
+            elem = ptr(t + 48)
             refs.append(elem)
         elif kind == _MAP:
-            refs += [rd.ptr(t + 48), rd.ptr(t + 56)]
+            refs += [ptr(t + 48), ptr(t + 56)]
             elem = refs[1]
         elif kind == _STRUCT:
-            fields, nf = rd.ptr(t + 56), rd.ptr(t + 64)
+            fields, nf = ptr(t + 56), ptr(t + 64)
             if fields and nf < 1 << 16:
                 parts.append((fields, fields + 24 * nf))
-                for j in range(nf):
-                    names.append((rd.ptr(fields + 24 * j), t))
-                    refs.append(rd.ptr(fields + 24 * j + 8))
+                # each field: name, type, offset
+                got = _words(rd, fields, 3 * nf, "Q") if nf else ()
+                if got is None or 0 in got[0::3] or 0 in got[1::3]:
+                    got = [ptr(fields + 8 * k) if k % 3 < 2 else 0 for k in range(3 * nf)]
+                name_at += got[0::3]
+                name_of += repeat(t, nf)
+                refs += got[1::3]
         elif kind == _IFACE:
-            ms, nm = rd.ptr(t + 56), rd.ptr(t + 64)
+            ms, nm = ptr(t + 56), ptr(t + 64)
             if ms and nm < 1 << 16:
                 parts.append((ms, ms + 8 * nm))
-                for j in range(nm):
-                    no, to = rd.pair(ms + 8 * j)
-                    names.append((types + no, t))
-                    refs.append(types + to)
+                # each method: name (nameOff), type (typeOff)
+                got = _words(rd, ms, 2 * nm, "i") if nm else ()
+                if got is None:
+                    got = [v for j in range(nm) for v in rd.pair(ms + 8 * j)]
+                name_at += [types + no for no in got[0::2]]
+                name_of += repeat(t, nm)
+                refs += [types + (to & 0xFFFFFFFF) for to in got[1::2]]
         pkg_off = 0
         if tflag & _TFLAG_UNCOMMON:
             u = rd.off(end, 16)
@@ -224,66 +319,86 @@ def type_ranges(img, words: tuple[int, ...], relative: dict[int, int] | None = N
                 if mcount and moff < 1 << 20:
                     m0 = end - 16 + moff
                     parts.append((m0, m0 + 16 * mcount))
-                    for j in range(mcount):
-                        no, mt = rd.pair(m0 + 16 * j)
-                        names.append((types + no, t))
-                        if mt != 0xFFFFFFFF:
-                            refs.append(types + mt)
+                    # each method: name (nameOff), type (typeOff), two text offsets
+                    got = _words(rd, m0, 4 * mcount, "i")
+                    if got is None:
+                        got = [v for j in range(mcount) for v in (*rd.pair(m0 + 16 * j), 0, 0)]
+                    name_at += [types + no for no in got[0::4]]
+                    name_of += repeat(t, mcount)
+                    refs += [types + (mt & 0xFFFFFFFF) for mt in got[1::4] if mt != -1 and
+                             mt != 0xFFFFFFFF]
         if kind == _FUNC:
             cnt = struct.unpack("<HH", rd.raw(t + 48, 4) or bytes(4))
             n = cnt[0] + (cnt[1] & 0x7FFF)
-            p0 = end if not tflag & _TFLAG_UNCOMMON else end
             if n < 1 << 12:
-                parts.append((p0, p0 + 8 * n))
-                refs += [rd.ptr(p0 + 8 * j) for j in range(n)]
+                parts.append((end, end + 8 * n))
+                got = _words(rd, end, n, "Q") if n else ()
+                if got is None or 0 in got:
+                    got = [ptr(end + 8 * j) for j in range(n)]
+                refs += got
         if ptr_to:
             refs.append(types + ptr_to)
-        names.append((types + str_off, t))
+        name_at.append(types + str_off)
+        name_of.append(t)
         pkgpath = ""
         if pkg_off:
             nm = _name(rd, types + pkg_off)
             pkgpath = nm[0] if nm else ""
-        elif kind in (_STRUCT, _IFACE):
-            pp = rd.ptr(t + 48)
+        elif kind == _STRUCT or kind == _IFACE:
+            pp = ptr(t + 48)
             nm = _name(rd, pp) if pp else None
             pkgpath = nm[0] if nm else ""
         seen[t] = (end, pkgpath, elem, parts)
         for r in refs:
             if r and r not in seen:
                 pending.append(r)
-                parent.setdefault(r, t)
+                if r not in parent:
+                    parent[r] = t
 
-    # packages: a named type's path, else that of what it is made of, else that of the
-    # type that refers to it (a struct field's map type goes with the struct)
-    def own_pkg(t: int, depth: int = 0) -> str:
-        end, pkgpath, elem, _parts = seen[t]
-        if pkgpath and pkgpath != "go.shape":      # generic shapes have no package
-            return pkgpath
-        if elem in seen and depth < 8:
-            return own_pkg(elem, depth + 1)
-        return TYPES
-
-    def pkg_of(t: int) -> str:
+    # packages: a named type's path, else that of what it is made of (8 steps at most),
+    # else that of the type that refers to it (a struct field's map type goes with the
+    # struct; 8 steps at most)
+    own: dict[int, str] = {}
+    for t, (_end, pkgpath, elem, _parts) in seen.items():
+        pkg = TYPES
+        for _ in range(9):
+            if pkgpath and pkgpath != "go.shape":      # generic shapes have no package
+                pkg = pkgpath
+                break
+            if elem not in seen:
+                break
+            _end, pkgpath, elem, _parts = seen[elem]
+        own[t] = pkg
+    pkgs: dict[int, str] = {}
+    for t in seen:
+        u = t
         for _ in range(8):
-            pkg = own_pkg(t)
-            if pkg != TYPES or t not in parent or parent[t] not in seen:
-                return pkg
-            t = parent[t]
-        return TYPES
-    pkgs = {t: pkg_of(t) for t in seen}
+            pkg = own[u]
+            if pkg != TYPES or u not in parent or parent[u] not in seen:
+                break
+            u = parent[u]
+        else:
+            pkg = TYPES
+        pkgs[t] = pkg
+    del own, parent
+    out: list[tuple[int, int, str, str]] = []
+    add = out.append
     for t, (end, _p, _e, parts) in seen.items():
-        out.append((t, end, pkgs[t], "type descriptor"))
+        pkg = pkgs[t]
+        add((t, end, pkg, "type descriptor"))
         for a, b in parts:
             if b > a:
-                out.append((a, b, pkgs[t], "type data"))
-    for a, owner in names:
-        if a and in_types(a):
-            nm = _name(rd, a)
-            if nm:
-                out.append((a, a + nm[1], pkgs[owner], "type name"))
+                add((a, b, pkg, "type data"))
+    # each name's size once (names are shared)
+    sizes = {a: _name_size(rd, a) for a in set(name_at) if a and types <= a < etypes}
+    get = sizes.get
+    out += [(a, a + n, pkgs[t], "type name") for a, t, n in zip(name_at, name_of,
+                                                                 map(get, name_at)) if n]
+    del name_at, name_of, sizes
     for itab in itabs:
-        inter, typ = rd.ptr(itab), rd.ptr(itab + 8)
-        n = rd.ptr(inter + 64) if inter in seen else 1
+        inter, typ = ptr(itab), ptr(itab + 8)
+        n = ptr(inter + 64) if inter in seen else 1
         out.append((itab, itab + 24 + 8 * max(1, min(n, 1 << 12)),
                     pkgs.get(typ, TYPES), "itab"))
+    seen.clear()
     return out

@@ -9,34 +9,54 @@ symbols and descriptors leave unlabelled."""
 
 from __future__ import annotations
 
-import re
+import operator
 import struct
+from itertools import accumulate, repeat
 
 __all__ = ["rip_relative_refs"]
 
 #: x86-64 LEA and MOV with a RIP-relative operand (REX.W, optionally REX.R): 48/4c 8d/8b, a
-#: ModRM of mod 00, r/m 101; then a 32-bit displacement from the next instruction. One
-#: pattern per two-byte opcode prefix: a literal prefix is searched for in C (a character
-#: class first makes the engine try every byte); two matches can never overlap (a match's
-#: second and third bytes are no REX prefix), so the four scans find what one would.
-_RIP_MODRM = rb"[\x05\x0d\x15\x1d\x25\x2d\x35\x3d]"
-_RIP_REFS = tuple(re.compile(re.escape(bytes((rex, op))) + _RIP_MODRM)
-                  for rex in (0x48, 0x4C) for op in (0x8D, 0x8B))
+#: ModRM of mod 00, r/m 101; then a 32-bit displacement from the next instruction. The code
+#: is read through a table that maps each byte to its part (R: the REX prefix, O: the
+#: opcode, M: such a ModRM; the three sets are apart), so that one search for b"ROM" in C
+#: (a split) finds them all; two matches never overlap.
+_PARTS = bytearray(b"." * 256)
+for _b, _part in ((0x48, "R"), (0x4C, "R"), (0x8D, "O"), (0x8B, "O"),
+                  *((m, "M") for m in (0x05, 0x0D, 0x15, 0x1D, 0x25, 0x2D, 0x35, 0x3D))):
+    _PARTS[_b] = ord(_part)
+_PARTS = bytes(_PARTS)
+del _b, _part
 #: the instruction's length: REX, opcode, ModRM and the 32-bit displacement
 INSN_LEN = 7
 _DISP = struct.Struct("<i").unpack_from
+#: bytes of code read at a time (each chunk is copied, mapped and split)
+_CHUNK = 1 << 20
 
 
 def rip_relative_refs(data, start: int, end: int, addr: int, lo: int, hi: int
                       ) -> dict[int, int]:
     """The data addresses in [``lo``, ``hi``) that the RIP-relative LEA/MOV instructions in
     ``data[start:end]`` refer to, each to the file offset of the first (lowest) instruction
-    referring to it; ``addr`` is the virtual address of ``data[start]``."""
+    referring to it; ``addr`` is the virtual address of ``data[start]``. (An instruction
+    whose first three bytes are not before ``end - INSN_LEN`` is not looked at.)"""
     last = end - INSN_LEN
-    if last <= start:
-        return {}
-    at = sorted(m.start() for pat in _RIP_REFS for m in pat.finditer(data, start, last))
+    at: list[int] = []
+    p = start
+    while p < last:
+        q = min(p + _CHUNK, last)
+        # a match starting before q may end 2 bytes after it
+        parts = data[p:min(q + 2, last)].translate(_PARTS).split(b"ROM")
+        parts.pop()                         # after the last match
+        k = len(at)
+        at += accumulate(map(operator.add, map(len, parts), repeat(3)), initial=p - 3)
+        del at[k], parts                    # the initial value
+        while len(at) > k and at[-1] >= q:  # the next chunk's
+            at.pop()
+        p = q
     base = addr - start + INSN_LEN
+    disp = _DISP
+    targets = [base + o + disp(data, o + 3)[0] for o in at]
     # a dict built from the last reference back keeps the first one's value
-    return {t: o for o in reversed(at)
-            if lo <= (t := base + o + _DISP(data, o + 3)[0]) < hi}
+    first = dict(zip(reversed(targets), reversed(at)))
+    del targets, at
+    return {t: o for t, o in first.items() if lo <= t < hi}
