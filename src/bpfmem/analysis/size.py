@@ -29,7 +29,7 @@ from ..parse.gobin import (C_CODE, TYPES, BuildInfo, Module, Pclntab, guess_modu
                            module_of, moduledata_words, package_of)
 from ..parse.gosym import packages_of
 from ..parse import dwarf
-from ..parse.x86 import INSN_LEN, rip_relative_refs
+from ..parse.x86 import rip_relative_refs
 from ..parse.gotypes import type_ranges as _type_ranges
 
 _START = operator.itemgetter(0)
