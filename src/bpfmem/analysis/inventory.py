@@ -4,6 +4,8 @@ costs on it (after what-if changes, and the totals before them). :func:`inventor
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..values import dataclass, replace
 
 from ..model.kernel import KernelProfile
@@ -124,16 +126,18 @@ def map_memory(m: MapSpec, profile: KernelProfile) -> MapMemory:
 
 
 _MEMORY: dict[tuple, MapMemory] = {}
+_FIGURES = None     # model.estimate.spec_figures, imported for the first map with a kernel
 
 
 def _map_memory(m: MapSpec, profile: KernelProfile) -> MapMemory:
-    from ..model.estimate import estimate_spec
-    fp, why = estimate_spec(m, profile)
-    if fp is None:
+    global _FIGURES
+    if _FIGURES is None:
+        from ..model.estimate import spec_figures as _FIGURES
+    figures, why = _FIGURES(m, profile)
+    if figures is None:
         mem = MapMemory(None, None, None, None, unknown=why or "not known from the object")
     else:
-        mem = MapMemory(fp.memlock_at_create, fp.memlock_full, fp.charged_at_create,
-                        fp.charged_full, fp.charged_tolerance, fp.rejected or None)
+        mem = MapMemory(*figures)
     return mem.times(m.instances)
 
 
@@ -146,20 +150,15 @@ def map_entry(m: MapSpec, profile: KernelProfile | None = None, count: int | Non
                     count)
 
 
+_FIGURES_OF = attrgetter(*FIELDS)
+
+
 def totals(maps: Iterable[MapEntry]) -> MemoryTotals:
     created = [m for m in maps if m.spec.autocreate]
-    sums = dict.fromkeys(FIELDS, 0)
-    incomplete = 0
-    for m in created:
-        missing = False
-        for f in FIELDS:
-            v = getattr(m.memory, f)
-            if v is None:
-                missing = True
-            else:
-                sums[f] += v
-        incomplete += missing
-    return MemoryTotals(**sums, incomplete=incomplete,
+    rows = [_FIGURES_OF(m.memory) for m in created]
+    columns = zip(*rows) if rows else [()] * len(FIELDS)
+    sums = {f: sum([v for v in col if v is not None]) for f, col in zip(FIELDS, columns)}
+    return MemoryTotals(**sums, incomplete=sum(None in row for row in rows),
                         refused=tuple(m.spec.name for m in created if m.memory.rejected))
 
 

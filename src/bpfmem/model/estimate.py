@@ -92,6 +92,27 @@ def _linear(sh: MapShape, prof: KernelProfile) -> tuple:
     return (None, cap, ml_create, ml_slope, ch_create, per, tuple(notes), slack, credit)
 
 
+def _memlock_at(ml0: int | None, slope: int, n: int | None) -> int | None:
+    """memlock with ``n`` entries (None: unbounded, full means nothing then unless flat)."""
+    if ml0 is None:
+        return None
+    if n is None:
+        return ml0 if not slope else None
+    return ml0 + slope * n
+
+
+def _charged_at(ch0: int | None, per: float | None, credit: int, n: int | None
+                ) -> int | None:
+    """The charge with ``n`` entries (None: unbounded)."""
+    if ch0 is None or n is None:
+        return None
+    if not n:
+        return ch0
+    if per is None:
+        return None
+    return ch0 + round(per * n) - credit
+
+
 def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
     """The memory ``sh`` costs on ``prof``'s kernel, empty, with ``entries`` and full."""
     reason, cap, ml0, ml_slope, ch0, per, notes, slack, credit = _linear(sh, prof)
@@ -101,20 +122,30 @@ def estimate(sh: MapShape, prof: KernelProfile, entries: int = 0) -> Footprint:
     if cap is not None and entries > cap:
         notes = notes + (f"{entries} entries asked for, but the map holds at most {cap}",)
         entries = cap
-    if ml0 is None:
-        ml_now = ml_full = None
-    else:
-        ml_now = ml0 + ml_slope * entries
-        ml_full = ml0 + ml_slope * cap if cap is not None else (ml0 if not ml_slope else None)
-    if ch0 is None:
-        ch_now = ch_full = None
-    elif per is None:
-        ch_now, ch_full = (ch0 if entries == 0 else None), None
-    else:
-        ch_now = ch0 + round(per * entries) - (credit if entries else 0)
-        ch_full = None if cap is None else ch0 + round(per * cap) - (credit if cap else 0)
-    return Footprint(prof, sh, entries, cap, ml_now, ml0, ml_full, ch_now, ch0, ch_full,
-                     charge_tolerance(prof), None, notes, slack)
+    ch_full = _charged_at(ch0, per, credit, cap) if per is not None else None
+    return Footprint(prof, sh, entries, cap, _memlock_at(ml0, ml_slope, entries), ml0,
+                     _memlock_at(ml0, ml_slope, cap), _charged_at(ch0, per, credit, entries),
+                     ch0, ch_full, charge_tolerance(prof), None, notes, slack)
+
+
+def spec_figures(spec, prof: KernelProfile) -> tuple[tuple | None, str | None]:
+    """What :func:`estimate_spec` says of an object's map with no entries, as the figures an
+    inventory keeps, without making the Footprint (``bpfmem maps`` asks it of every map):
+    ``(memlock_at_create, memlock_full, charged_at_create, charged_full,
+    charged_tolerance, rejection)``, or None and why when the spec leaves a size to load
+    time."""
+    refused = getattr(spec, "refused", None)
+    if refused:
+        return (None, None, None, None, 0, Rejection("", refused, LOADER)), None
+    shape, why = shape_of_spec(spec, prof)
+    if shape is None:
+        return None, why
+    reason, cap, ml0, ml_slope, ch0, per, _notes, _slack, credit = _linear(shape, prof)
+    if reason is not None:
+        return (None, None, None, None, 0, reason), None
+    return (ml0, _memlock_at(ml0, ml_slope, cap), ch0,
+            _charged_at(ch0, per, credit, cap) if per is not None else None,
+            charge_tolerance(prof), None), None
 
 
 def shape_of_spec(spec, prof: KernelProfile) -> tuple[MapShape | None, str | None]:

@@ -14,6 +14,8 @@ All functions are pure.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ..uapi import MapFlag, MapType as T
 from .kernel import (CHARGE_CREATOR, CHARGE_NONE, MEMLOCK_FOOTPRINT, MEMLOCK_RLIMIT,
                      MEMLOCK_USAGE, KernelProfile)
@@ -283,10 +285,8 @@ def kmalloc_size(size: int, minalign: int = 8) -> int:
     classes = _CLASSES.get(minalign)
     if classes is None:
         classes = _CLASSES[minalign] = kmalloc_classes(minalign)
-    for cls in classes:
-        if size <= cls:
-            return cls
-    return p2(size)
+    i = bisect_left(classes, size)      # the first class that holds it
+    return classes[i] if i < len(classes) else p2(size)
 
 
 def slab_charge(size: int, prof: KernelProfile | None = None) -> int:

@@ -3,13 +3,15 @@
 A document is what ``--format json`` prints and what scripts keep: its ``schema`` names it and
 its version. Results (frozen values from ``analysis/``) never carry JSON; this module turns
 each into its document, field by field. To find where a document's key comes from, start at
-its ``*_document`` function here.
+its ``*_document`` function here (or at ``maps_json``: the maps document, a record per map
+of an object, is written as JSON text directly).
 """
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
+from json.encoder import encode_basestring_ascii
 
 from .. import uapi
 from .hints import words
@@ -53,6 +55,19 @@ def document(result: Any) -> dict[str, Any]:
     except KeyError:
         raise TypeError(f"no document for {type(result).__name__}") from None
     return make(result)
+
+
+# result type name -> the function below that writes its document as JSON text directly
+# (one line, as json.dumps would): the documents of many records (the maps of an object)
+_WRITERS: dict[str, Callable[[Any], str | None]] = {}
+
+
+def writer(result_type: str):
+    """Register the decorated function as the JSON text writer of ``result_type``."""
+    def register(fn):
+        _WRITERS[result_type] = fn
+        return fn
+    return register
 
 
 # -- the memory of one map as the gates see it (check, diff) ---------------------------------
@@ -195,46 +210,92 @@ def _advice(a) -> dict[str, Any]:
 
 
 # -- maps -----------------------------------------------------------------------------------
+# The maps document is written as JSON text, field by field, with no dict in between: on an
+# object of 2,000 maps making the dicts and encoding them cost more than the model itself
+# (~160 K instructions a map against ~50 K). The text is what json.dumps gives for the same
+# document (its separators, ASCII escapes, null/true/false); document() reads it back for a
+# caller that wants the dict, and a pretty (indented) rendering comes from that dict.
+_q = encode_basestring_ascii          # a str as JSON (json's C encoder)
+_JSON_BOOL = {True: "true", False: "false"}
+
+
+def _strings(items) -> str:
+    return "[" + ", ".join(map(_q, items)) + "]" if items else "[]"
+
+
+@lru_cache(maxsize=1024)
+def _map_type_json(t: int) -> str:
+    return _q(uapi.map_type_name(t))
+
+
+@lru_cache(maxsize=1024)
+def _flags_json(flags: int) -> str:
+    return _strings(uapi.flag_names(flags))
+
+
+@lru_cache(maxsize=1024)
+def _prog_type_json(t: int) -> str:
+    return _q(uapi.prog_type_name(t)) if t else "null"
+
+
+@lru_cache(maxsize=1024)
+def _attach_type_json(t: int) -> str:
+    return _q(uapi.attach_type_name(t)) if t else "null"
+
+
 @maker("Inventory")
 def maps_document(inv) -> dict[str, Any]:
-    doc: dict[str, Any] = {"schema": MAPS}
+    return json.loads(maps_json(inv))
+
+
+@writer("Inventory")
+def maps_json(inv) -> str:
+    """The maps document of an :class:`~bpfmem.analysis.inventory.Inventory`, as JSON."""
+    out = '{"schema": ' + _q(MAPS)
     if inv.kernel is not None:
-        doc["kernel"] = inv.kernel.describe()
+        out += ', "kernel": ' + json.dumps(inv.kernel.describe())
     if inv.whatif is not None:
-        doc["whatif"] = list(inv.whatif)
-    doc["objects"] = [_object_inventory(o) for o in inv.objects]
-    doc["errors"] = [{"path": p, "error": e} for p, e in inv.errors]
+        out += ', "whatif": ' + _strings(inv.whatif)
+    out += (', "objects": [' + ", ".join([_object_json(o) for o in inv.objects]) + "]"
+            + ', "errors": ' + json.dumps([{"path": p, "error": e} for p, e in inv.errors]))
     if inv.binaries:     # objects embedded in binaries: each binary's together
-        doc["binaries"] = [{"path": b.path, "objects": list(b.objects),
-                            **({"memory": _totals(b.memory)} if b.memory is not None else {})}
-                           for b in inv.binaries]
-    return doc
+        out += ', "binaries": ' + json.dumps([
+            {"path": b.path, "objects": list(b.objects),
+             **({"memory": _totals(b.memory)} if b.memory is not None else {})}
+            for b in inv.binaries])
+    return out + "}"
 
 
-def _object_inventory(o) -> dict[str, Any]:
+def _object_json(o) -> str:
     s = o.spec
-    rec: dict[str, Any] = {
-        "path": s.path, "name": s.name, "endianness": "little" if s.little_endian else "big",
-        "license": s.license, "btf": s.has_btf, "loader": _loader(s),
-        **({"binary": s.carrier} if s.carrier else {}),
-        "maps": [_map_entry(m) for m in o.maps],
-        "programs": None if s.programs is None else [_program(p) for p in s.programs],
-        "notes": list(s.notes)}   # programs None: not read (maps --no-programs)
+    head = {"path": s.path, "name": s.name, "endianness": "little" if s.little_endian else "big",
+            "license": s.license, "btf": s.has_btf, "loader": _loader(s),
+            **({"binary": s.carrier} if s.carrier else {})}
+    out = (json.dumps(head)[:-1]
+           + ', "maps": [' + ", ".join([_map_json(m) for m in o.maps]) + "]"
+           # programs null: not read (maps --no-programs)
+           + ', "programs": ' + ("null" if s.programs is None else
+                                 "[" + ", ".join([_program_json(p) for p in s.programs]) + "]")
+           + ', "notes": ' + _strings(s.notes))
+    tail: dict[str, Any] = {}
     if o.memory is not None:
-        rec["memory"] = _totals(o.memory)
+        tail["memory"] = _totals(o.memory)
     if o.memory_before is not None:
-        rec["memory_before"] = _totals(o.memory_before)
+        tail["memory_before"] = _totals(o.memory_before)
     if o.unmatched_settings is not None:
-        rec["unmatched_settings"] = list(o.unmatched_settings)
+        tail["unmatched_settings"] = list(o.unmatched_settings)
+    if tail:
+        out += ", " + json.dumps(tail)[1:-1]
     if o.programs is not None:
         # before load: a lower bound (the verifier may patch in more instructions, and a
         # program costs its aux data, line info and JIT image beside: measure --programs)
-        rec["program_memory"] = {
-            "memlock_at_least": sum(p.memlock_at_least for p in o.programs),
-            "lower_bound": True,
-            "programs": [{"name": p.name, "insns_loaded": p.insns,
-                          "memlock_at_least": p.memlock_at_least} for p in o.programs]}
-    return rec
+        out += (f', "program_memory": {{"memlock_at_least": '
+                f'{sum(p.memlock_at_least for p in o.programs)}, "lower_bound": true, '
+                '"programs": [' + ", ".join([
+                    f'{{"name": {_q(p.name)}, "insns_loaded": {p.insns}, '
+                    f'"memlock_at_least": {p.memlock_at_least}}}' for p in o.programs])
+                + "]}")
+    return out + "}"
 
 
 _MEMORY_FIELDS = ("memlock_at_create", "memlock_full", "charged_at_create", "charged_full")
@@ -247,54 +308,77 @@ def _totals(t) -> dict[str, Any]:
     return rec
 
 
-def _map_entry(e) -> dict[str, Any]:
-    from ..uapi import flag_names, map_type_name
+def _map_json(e) -> str:
+    """One map of the maps document (a MapEntry): its spec, notes, inner map and memory."""
     m = e.spec
-    rec: dict[str, Any] = {
-        "name": m.name, "kernel_name": m.kernel_name, "type": map_type_name(m.type),
-        "type_id": m.type, "key_size": m.key_size, "value_size": m.value_size,
-        "max_entries": m.max_entries, "map_flags": m.map_flags,
-        "flags": flag_names(m.map_flags), "map_extra": m.map_extra,
-        "numa_node": m.numa_node, "pinning": m.pinning, "kind": m.kind,
-        "section": m.section, "inner": _map_entry(e.inner) if e.inner is not None else None,
-        "max_entries_set_at_load": m.max_entries_set_at_load,
-        "value_size_set_at_load": m.value_size_set_at_load, "autocreate": m.autocreate,
-        "key_type": m.key_type, "value_type": m.value_type,
-        "init_slots": [{"index": i, "target": t} for i, t in m.init_slots],
-        "notes": words(e.notes)}
+    t, f, b = m.type, m.map_flags, _JSON_BOOL
+    key_type, value_type, slots = m.key_type, m.value_type, m.init_slots
+    out = (f'{{"name": {_q(m.name)}, "kernel_name": {_q(m.kernel_name)}, '
+           f'"type": {_map_type_json(t)}, "type_id": {t}, "key_size": {m.key_size}, '
+           f'"value_size": {m.value_size}, "max_entries": {m.max_entries}, "map_flags": {f}, '
+           f'"flags": {_flags_json(f)}, "map_extra": {m.map_extra}, '
+           f'"numa_node": {m.numa_node}, "pinning": {m.pinning}, "kind": {_q(m.kind)}, '
+           f'"section": {_q(m.section)}, '
+           f'"inner": {"null" if e.inner is None else _map_json(e.inner)}, '
+           f'"max_entries_set_at_load": {b[m.max_entries_set_at_load]}, '
+           f'"value_size_set_at_load": {b[m.value_size_set_at_load]}, '
+           f'"autocreate": {b[m.autocreate]}, '
+           f'"key_type": {"null" if key_type is None else _q(key_type)}, '
+           f'"value_type": {"null" if value_type is None else _q(value_type)}, '
+           '"init_slots": ' + ("[" + ", ".join([f'{{"index": {i}, "target": {_q(target)}}}'
+                                                for i, target in slots]) + "]"
+                               if slots else "[]")
+           + f', "notes": {_strings(words(e.notes)) if e.notes else "[]"}')
     if m.refused:
-        rec["refused"] = m.refused
+        out += f', "refused": {_q(m.refused)}'
     if m.instances != 1:
-        rec["instances"] = m.instances
-    if e.memory is not None:
-        x = e.memory
-        mem: dict[str, Any] = {f: getattr(x, f) for f in _MEMORY_FIELDS}
-        if x.charged_tolerance is None:
-            mem["unknown"] = x.unknown
-        else:
-            mem["charged_tolerance"] = x.charged_tolerance
-            if x.rejected:
-                mem["rejected"] = x.rejected
-        rec["memory"] = mem
+        out += f', "instances": {m.instances}'
+    x = e.memory
+    if x is not None:
+        out += f', "memory": {_memory_json(x)}'
     if e.count is not None:
-        rec["count"] = e.count
-    return rec
+        out += f', "count": {e.count}'
+    return out + "}"
 
 
-def _program(p) -> dict[str, Any]:
-    from ..uapi import attach_type_name, prog_type_name
-    return {"name": p.name, "section": p.section,
-            "type": prog_type_name(p.type) if p.type else None, "type_id": p.type,
-            "expected_attach_type": attach_type_name(p.expected_attach_type)
-            if p.expected_attach_type else None,
-            "autoload": p.autoload, "sleepable": p.sleepable, "insns": p.insns,
-            "maps": list(p.maps), "subprograms": list(p.subprograms)}
+def _memory_json(x) -> str:
+    """A map's MapMemory: the four figures (null: unknown), then the tolerance of the
+    charge, or why the figures are unknown."""
+    a, b, c, d = x.memlock_at_create, x.memlock_full, x.charged_at_create, x.charged_full
+    out = (f'{{"memlock_at_create": {"null" if a is None else a}, '
+           f'"memlock_full": {"null" if b is None else b}, '
+           f'"charged_at_create": {"null" if c is None else c}, '
+           f'"charged_full": {"null" if d is None else d}, ')
+    if x.charged_tolerance is None:
+        return out + f'"unknown": {"null" if x.unknown is None else _q(x.unknown)}}}'
+    if x.rejected:
+        return out + f'"charged_tolerance": {x.charged_tolerance}, "rejected": {_q(x.rejected)}}}'
+    return out + f'"charged_tolerance": {x.charged_tolerance}}}'
+
+
+def _program_json(p) -> str:
+    ms, subs, b = p.maps, p.subprograms, _JSON_BOOL
+    return (f'{{"name": {_q(p.name)}, "section": {_q(p.section)}, '
+            f'"type": {_prog_type_json(p.type)}, "type_id": {p.type}, '
+            f'"expected_attach_type": {_attach_type_json(p.expected_attach_type)}, '
+            f'"autoload": {b[p.autoload]}, "sleepable": {b[p.sleepable]}, "insns": {p.insns}, '
+            f'"maps": {_strings(ms)}, "subprograms": {_strings(subs)}}}')
 
 
 # -- several kernels ------------------------------------------------------------------------
 @maker("Matrix")
 def matrix_document(m) -> dict[str, Any]:
     return {"schema": MATRIX, "documents": [document(r) for r in m.results]}
+
+
+@writer("Matrix")
+def matrix_json(m) -> str | None:
+    """A Matrix of results that all have a text writer, as JSON text (None: not so)."""
+    write = [_WRITERS.get(type(r).__name__) for r in m.results]
+    if None in write:
+        return None
+    return ('{"schema": ' + _q(MATRIX) + ', "documents": ['
+            + ", ".join([w(r) for w, r in zip(write, m.results)]) + "]}")
 
 
 # -- estimate -------------------------------------------------------------------------------
@@ -394,9 +478,11 @@ def _measured_programs(pm) -> dict[str, Any]:
 
 # -- the json format ------------------------------------------------------------------------
 def render_json(result: Any, out, *, indent: int | None = 2) -> None:
-    """The result's document as JSON (``indent`` None: one line, json's C encoder)."""
-    import json
-    out.write(json.dumps(document(result), indent=indent))
+    """The result's document as JSON (``indent`` None: one line, written directly where the
+    result has a text writer, else by json's C encoder)."""
+    write = _WRITERS.get(type(result).__name__) if indent is None else None
+    text = write(result) if write is not None else None
+    out.write(text if text is not None else json.dumps(document(result), indent=indent))
     out.write("\n")
 # -- binary size (size, size diff, the binary gate) ------------------------------------------
 def _binary(rep) -> dict[str, Any]:
