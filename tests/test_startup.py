@@ -32,13 +32,16 @@ with contextlib.redirect_stdout(out):
         code = main(sys.argv[1:])
     except SystemExit as e:
         code = e.code
+import gc
 with os.fdopen(int(os.environ["PROBE_FD"]), "w") as f:
     json.dump({"code": code, "out": out.getvalue(),
-               "modules": sorted(set(sys.modules) - before)}, f)
+               "modules": sorted(set(sys.modules) - before),
+               "frozen": gc.get_freeze_count(), "gc": gc.isenabled()}, f)
 """
 
 
-def imported(argv: list[str], cwd: Path) -> tuple[int, str, set[str]]:
+def imported(argv: list[str], cwd: Path, state: dict | None = None
+             ) -> tuple[int, str, set[str]]:
     r, w = os.pipe()
     env = dict(os.environ, PYTHONPATH=str(SRC), PROBE_FD=str(w))
     p = subprocess.Popen([sys.executable, "-c", _PROBE, *argv], cwd=cwd, env=env,
@@ -49,6 +52,8 @@ def imported(argv: list[str], cwd: Path) -> tuple[int, str, set[str]]:
     err = p.communicate(timeout=120)[1]
     assert p.returncode == 0, err.decode()
     d = json.loads(data)
+    if state is not None:
+        state.update(frozen=d["frozen"], gc=d["gc"])
     return d["code"], d["out"], set(d["modules"])
 
 
@@ -117,6 +122,41 @@ def test_maps_json_imports_only_what_it_uses(tmp_path):
     assert {"bpfmem.parse.objspec", "bpfmem.report.documents", "bpfmem.model.estimate"} <= mods
     assert ours(mods) <= MAPS_JSON_ALLOWED, sorted(ours(mods) - MAPS_JSON_ALLOWED)
     assert not mods & MAPS_JSON_FORBIDDEN, sorted(mods & MAPS_JSON_FORBIDDEN)
+
+
+def test_start_up_is_frozen_and_the_collector_left_on(tmp_path):
+    """What start-up made is frozen before the command runs (no collection walks it again,
+    the one at exit included), and garbage collection is on for the command."""
+    state: dict = {}
+    code, _out, _mods = imported(["maps", "--format", "json", str(OBJ)], tmp_path, state)
+    assert code == 0 and state["gc"] and state["frozen"] > 1000, state
+
+
+def test_the_collector_is_paused_while_an_object_is_parsed(monkeypatch):
+    """api.load_object parses with garbage collection paused, and leaves it as it found it,
+    also when the parse fails."""
+    import gc
+    from bpfmem import api
+    from bpfmem.api import objects
+    from bpfmem.errors import ParseError
+    seen = []
+    real = objects.parse_object
+
+    def parse(*a, **kw):
+        seen.append(gc.isenabled())
+        return real(*a, **kw)
+    monkeypatch.setattr(objects, "parse_object", parse)
+    assert gc.isenabled()
+    assert api.load_object(OBJ).maps and seen == [False] and gc.isenabled()
+    with pytest.raises(ParseError):
+        api.load_object(b"\x7fELF not an object")
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        api.load_object(OBJ)
+        assert not gc.isenabled()      # left as found
+    finally:
+        gc.enable()
 
 
 def test_maps_json_no_memory_reads_no_host_profile(tmp_path):

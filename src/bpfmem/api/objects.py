@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from ..values import dataclass
 
@@ -57,9 +58,18 @@ def load_object(source: str | os.PathLike | bytes, *, name: str | None = None,
 
 def _parse(data: bytes, path: str | None, name: str | None, loader: str | None,
            code: bool, programs: bool) -> ObjectSpec | ObjectCode:
-    if code:
-        return parse_object_code(data, path=path, loader=loader)
-    return parse_object(data, path=path, name=name, loader=loader, programs=programs)
+    # The parse makes tens of thousands of records (BTF types, sections, symbols, maps,
+    # programs) that all live on: the collector's passes over them find nothing (on a
+    # 4.7 MiB object 4.5% of the parse). Paused while one object is read, as it was after.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        if code:
+            return parse_object_code(data, path=path, loader=loader)
+        return parse_object(data, path=path, name=name, loader=loader, programs=programs)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def loader_name(name: str) -> str:
