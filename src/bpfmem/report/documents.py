@@ -250,33 +250,39 @@ def maps_document(inv) -> dict[str, Any]:
 
 @writer("Inventory")
 def maps_json(inv) -> str:
-    """The maps document of an :class:`~bpfmem.analysis.inventory.Inventory`, as JSON."""
-    out = '{"schema": ' + _q(MAPS)
+    """The maps document of an :class:`~bpfmem.analysis.inventory.Inventory`, as JSON (its
+    pieces joined once: a large object's text is copied once)."""
+    parts = ['{"schema": ', _q(MAPS)]
     if inv.kernel is not None:
-        out += ', "kernel": ' + json.dumps(inv.kernel.describe())
+        parts += [', "kernel": ', json.dumps(inv.kernel.describe())]
     if inv.whatif is not None:
-        out += ', "whatif": ' + _strings(inv.whatif)
-    out += (', "objects": [' + ", ".join([_object_json(o) for o in inv.objects]) + "]"
-            + ', "errors": ' + json.dumps([{"path": p, "error": e} for p, e in inv.errors]))
+        parts += [', "whatif": ', _strings(inv.whatif)]
+    parts.append(', "objects": [')
+    for i, o in enumerate(inv.objects):
+        if i:
+            parts.append(", ")
+        _object_json(o, parts)
+    parts += ['], "errors": ', json.dumps([{"path": p, "error": e} for p, e in inv.errors])]
     if inv.binaries:     # objects embedded in binaries: each binary's together
-        out += ', "binaries": ' + json.dumps([
+        parts += [', "binaries": ', json.dumps([
             {"path": b.path, "objects": list(b.objects),
              **({"memory": _totals(b.memory)} if b.memory is not None else {})}
-            for b in inv.binaries])
-    return out + "}"
+            for b in inv.binaries])]
+    parts.append("}")
+    return "".join(parts)
 
 
-def _object_json(o) -> str:
+def _object_json(o, parts: list[str]) -> None:
+    """One object of the maps document (an ObjectInventory), its pieces added to ``parts``."""
     s = o.spec
     head = {"path": s.path, "name": s.name, "endianness": "little" if s.little_endian else "big",
             "license": s.license, "btf": s.has_btf, "loader": _loader(s),
             **({"binary": s.carrier} if s.carrier else {})}
-    out = (json.dumps(head)[:-1]
-           + ', "maps": [' + ", ".join([_map_json(m) for m in o.maps]) + "]"
-           # programs null: not read (maps --no-programs)
-           + ', "programs": ' + ("null" if s.programs is None else
-                                 "[" + ", ".join([_program_json(p) for p in s.programs]) + "]")
-           + ', "notes": ' + _strings(s.notes))
+    parts += [json.dumps(head)[:-1], ', "maps": [', ", ".join([_map_json(m) for m in o.maps]),
+              # programs null: not read (maps --no-programs)
+              '], "programs": ', "null" if s.programs is None else
+              "[" + ", ".join([_program_json(p) for p in s.programs]) + "]",
+              ', "notes": ', _strings(s.notes)]
     tail: dict[str, Any] = {}
     if o.memory is not None:
         tail["memory"] = _totals(o.memory)
@@ -285,17 +291,17 @@ def _object_json(o) -> str:
     if o.unmatched_settings is not None:
         tail["unmatched_settings"] = list(o.unmatched_settings)
     if tail:
-        out += ", " + json.dumps(tail)[1:-1]
+        parts += [", ", json.dumps(tail)[1:-1]]
     if o.programs is not None:
         # before load: a lower bound (the verifier may patch in more instructions, and a
         # program costs its aux data, line info and JIT image beside: measure --programs)
-        out += (f', "program_memory": {{"memlock_at_least": '
-                f'{sum(p.memlock_at_least for p in o.programs)}, "lower_bound": true, '
-                '"programs": [' + ", ".join([
-                    f'{{"name": {_q(p.name)}, "insns_loaded": {p.insns}, '
-                    f'"memlock_at_least": {p.memlock_at_least}}}' for p in o.programs])
-                + "]}")
-    return out + "}"
+        parts += [f', "program_memory": {{"memlock_at_least": '
+                  f'{sum(p.memlock_at_least for p in o.programs)}, "lower_bound": true, '
+                  '"programs": [', ", ".join([
+                      f'{{"name": {_q(p.name)}, "insns_loaded": {p.insns}, '
+                      f'"memlock_at_least": {p.memlock_at_least}}}' for p in o.programs]),
+                  "]}"]
+    parts.append("}")
 
 
 _MEMORY_FIELDS = ("memlock_at_create", "memlock_full", "charged_at_create", "charged_full")
