@@ -105,7 +105,7 @@ def test_whole_numbers_parse_as_decimal_does(text):
     refusal) as the Decimal path, which a fraction still takes."""
     from decimal import Decimal
     from bpfmem import units
-    m = units._QUANTITY.match(text)
+    m = re.match(units._QUANTITY, text)
     suffix = m.group("suffix") or ""
     n = Decimal(m.group("number"))
     mult = units.BINARY.get(suffix) or units.DECIMAL[suffix]

@@ -38,9 +38,11 @@ BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 <<
 DECIMAL = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 
 _NUMBER = r"(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-_QUANTITY = re.compile(rf"^{_NUMBER}(?:(?P<suffix>[KMGTPE]i|[kMGTPE])|[eE](?P<exp>[+-]?\d+))?$")
-_LOOSE = re.compile(rf"^{_NUMBER}(?P<space>\s*)(?P<unit>[A-Za-z]+)$")
-_SIZE_UNIT = re.compile(r"^(?P<letter>[kKmMgGtTpPeE])(?P<i>i?)(?P<b>[bB]?)$")
+# patterns compiled when first used (re keeps them): compiling one costs about 1 M
+# instructions, and a start-up only needs the first, if any
+_QUANTITY = rf"^{_NUMBER}(?:(?P<suffix>[KMGTPE]i|[kMGTPE])|[eE](?P<exp>[+-]?\d+))?$"
+_LOOSE = rf"^{_NUMBER}(?P<space>\s*)(?P<unit>[A-Za-z]+)$"
+_SIZE_UNIT = r"^(?P<letter>[kKmMgGtTpPeE])(?P<i>i?)(?P<b>[bB]?)$"
 _EXAMPLES = "use e.g. 128Mi, 1Gi, 500M or bytes"
 
 
@@ -48,7 +50,7 @@ def _hint(number: str, unit: str, spaced: bool) -> str:
     """What a size with a unit Kubernetes does not know probably meant."""
     from decimal import Decimal
 
-    u = _SIZE_UNIT.match(unit)
+    u = re.match(_SIZE_UNIT, unit)
     if u is None:
         return _EXAMPLES
     letter = u.group("letter").upper()
@@ -77,7 +79,7 @@ def parse_size(text: str | int | float, *, signed: bool = False) -> int:
             raise ValueError(f"negative size: {text}")
         return _bounded(int(text), text)
     s = text.strip()
-    m = _QUANTITY.match(s)
+    m = re.match(_QUANTITY, s)
     if m and m.group("exp") is None and m.group("number").lstrip("+-").isdigit():
         # a whole number of a unit (the usual '128Mi', '1Gi', '4096'): exact without Decimal
         if s.startswith("-") and not signed:
@@ -110,7 +112,7 @@ def parse_size(text: str | int | float, *, signed: bool = False) -> int:
         return _bounded(int(n * (BINARY.get(suffix) or DECIMAL[suffix])), text)
     if s.startswith("-") and not signed:
         raise ValueError(f"negative size: {text!r}")
-    loose = _LOOSE.match(s)
+    loose = re.match(_LOOSE, s)
     if loose:
         what = "a byte size" if loose.group("unit") == "m" else "a Kubernetes quantity"
         number = loose.group("number")
@@ -173,13 +175,13 @@ def in_mi(n: int | float | None) -> float | None:
 
 
 _GO_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-_GO_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$")
+_GO_SIZE = r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$"
 
 
 def parse_gomemlimit(text: str) -> int | None:
     """A GOMEMLIMIT value as the Go runtime reads it (``512MiB``, ``1GiB``, ``1.5GiB``, bytes)
     as bytes; None when it is not one."""
-    m = _GO_SIZE.match(text)
+    m = re.match(_GO_SIZE, text)
     if not m or len(m.group(1)) > 40:
         return None
     n = float(m.group(1)) * _GO_UNITS[m.group(2) or "B"]

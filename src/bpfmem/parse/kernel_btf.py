@@ -498,9 +498,10 @@ def _elf_btf(data: bytes) -> bytes:
     return img.data_of(sec).data
 
 
-_BANNER = re.compile(rb"Linux version (\d{1,4}\.\d{1,4}[^\s\x00]{0,200}) \(")
-_NAME = re.compile(r"(?:^|[-/_])(\d+\.\d+(?:\.\d+)?(?:[-+~][\w.+~-]*?)?)"
-                   r"(?:\.btf(?:\.tar)?(?:\.xz|\.gz|\.bz2)?|\.xz|\.gz)?$")
+# (compiled when first used: a start-up that reads the cached facts needs neither)
+_BANNER = rb"Linux version (\d{1,4}\.\d{1,4}[^\s\x00]{0,200}) \("
+_NAME = (r"(?:^|[-/_])(\d+\.\d+(?:\.\d+)?(?:[-+~][\w.+~-]*?)?)"
+         r"(?:\.btf(?:\.tar)?(?:\.xz|\.gz|\.bz2)?|\.xz|\.gz)?$")
 
 
 def _elf_banner(data) -> str | None:
@@ -514,14 +515,14 @@ def _elf_banner(data) -> str | None:
 
 
 def release_from_banner(data: bytes) -> str | None:
-    m = _BANNER.search(data)
+    m = re.search(_BANNER, data)
     return m.group(1).decode("ascii", "replace") if m else None
 
 
 def release_from_name(name: str) -> str | None:
     """'5.4.0-1009-aws.btf.tar.xz', 'vmlinuz-6.1.0-57-cloud-amd64' -> the release."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1][-_NAME_MAX:]
-    m = _NAME.search(base)
+    m = re.search(_NAME, base)
     return m.group(1) if m else None
 
 

@@ -141,13 +141,13 @@ def get_loader(name: str | Loader | None) -> Loader:
     return LOADERS[key]
 
 
-_BPF2GO_NAME = re.compile(r"_bpf(el|eb)(_[a-z0-9]+)?\.o$|_(x86|arm64|arm|amd64|loong64|mips|"
-                          r"powerpc|riscv|s390|sparc)_bpf(el|eb)\.o$")
+_BPF2GO_NAME = (r"_bpf(el|eb)(_[a-z0-9]+)?\.o$|_(x86|arm64|arm|amd64|loong64|mips|"
+                r"powerpc|riscv|s390|sparc)_bpf(el|eb)\.o$")     # (compiled when first used)
 
 
 def bpf2go_name(path: str | None) -> bool:
     """Whether a file name looks like bpf2go output (``<stem>_bpfel.o``, ``<stem>_x86_bpfel.o``)."""
-    return bool(path) and bool(_BPF2GO_NAME.search(str(path).rsplit("/", 1)[-1]))
+    return bool(path) and bool(re.search(_BPF2GO_NAME, str(path).rsplit("/", 1)[-1]))
 
 
 def sanitize_name(name: str) -> str:
