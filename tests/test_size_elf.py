@@ -106,3 +106,40 @@ def test_c_functions_by_compile_unit(tmp_path):
     assert by_sym["compute"][1] == f"(cu) {src}" and by_sym["compute"][3] == size
     cu = {r.name: r for r in rep.group("package")}[f"(cu) {src}"]
     assert cu.vm >= size and cu.file > cu.vm      # its code, and its DWARF (file only)
+
+
+def _string_bytes_by_sweep(names, offs, pkgs):
+    """The rule _string_bytes replaced (kept here as the reference): the names' byte ranges
+    in string-table order, each byte to the first range that holds it."""
+    lens = [len(n.encode()) for n in names]
+    cur, out = 0, {}
+    for k in sorted(range(len(names)), key=offs.__getitem__):
+        a, b = offs[k], offs[k] + lens[k] + 1
+        got = b - max(a, cur)
+        if got > 0:
+            out[pkgs[k]] = out.get(pkgs[k], 0) + got
+            cur = b
+    return out
+
+
+def test_string_table_bytes_count_shared_tails_once():
+    """A symbol table's names per package: a name that is the tail of another (a linker
+    merges them) or a second symbol of the same name adds no bytes; the longer name's
+    package has them. Random tables of ASCII, UTF-8 and undecodable names, in hash order."""
+    import random
+    from bpfmem.analysis.size import _string_bytes
+    rnd = random.Random(29)
+    for _ in range(300):
+        blob, names, offs = bytearray(b"\0"), [], []
+        for _ in range(rnd.randint(1, 40)):
+            raw = bytes(rnd.choice(b"ab\xc3\xa9\xff") for _ in range(rnd.randint(0, 8)))
+            at = len(blob)
+            blob += raw + b"\0"
+            for cut in [0] + [rnd.randint(0, len(raw)) for _ in range(rnd.randint(0, 3))]:
+                names.append(raw[cut:].decode("utf-8", "replace"))
+                offs.append(at + cut)
+        order = rnd.sample(range(len(names)), len(names))
+        names = [names[k] for k in order]
+        offs = [offs[k] for k in order]
+        pkgs = [rnd.choice("XYZ") for _ in names]
+        assert _string_bytes(names, offs, pkgs) == _string_bytes_by_sweep(names, offs, pkgs)

@@ -287,9 +287,11 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     if is_go and syms and not dynamic:
         sym_ranges += _go_markers(syms)
     sym_ranges.sort(key=_START)
+    sym_pkgs: list[str | None] | None = None       # each symbol's package, once known
     if by_type:
         # the first of a name's symbols in a type's range says which package
-        typed = [k for k, pkg in enumerate(map(cache.get, names)) if pkg == TYPES]
+        sym_pkgs = list(map(cache.get, names))
+        typed = list(compress(range(len(names)), map(operator.eq, sym_pkgs, repeat(TYPES))))
         starts = [r[0] for r in type_ranges]
         tv = [values[k] for k in typed]
         got: dict[str, str] = {}
@@ -299,6 +301,8 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
                 if pkg != TYPES:
                     got.setdefault(names[k], pkg)
         cache.update(got)
+        for k in typed:
+            sym_pkgs[k] = cache[names[k]]
         del typed, starts, tv, got
 
     pieces: list[Piece] = []
@@ -323,7 +327,9 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
                     if i >= 0 and a < cu_ranges[i][1]:
                         sym_ranges[k] = (a, b, cu_ranges[i][2], nm)
     table = img.symbol_table(dynamic) if syms else None
-    table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go) if table else {}
+    table_pieces = _symbol_table_pieces(img, table, syms, cache, is_go, sym_pkgs) \
+        if table else {}
+    del sym_pkgs
     n_functions = pcln.nfunc if pcln else sum(
         1 for size, typ in zip(sizes, types) if typ == STT_FUNC and size)
     del syms, cache, names, values, sizes, types
@@ -689,10 +695,12 @@ def _pclntab_pieces(pcln: Pclntab, pkgs: list[str], section: str,
     return out
 
 
-def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
-                         is_go: bool) -> dict[int, list[tuple[str, str, str, int, int]]]:
-    """The symbol table's entries and their names, each to the package of its symbol; what
-    is left (the null entry, shared strings) to the section's bucket. By section index."""
+def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str], is_go: bool,
+                         sym_pkgs: list | None = None
+                         ) -> dict[int, list[tuple[str, str, str, int, int]]]:
+    """The symbol table's entries and their names, each to the package of its symbol
+    (``sym_pkgs``: each symbol's, when known; else by name from ``cache``); what is left
+    (the null entry, shared strings) to the section's bucket. By section index."""
     strtab = img.sections[table.link]
     if strtab.type == 8 or table.type == 8:
         return {}
@@ -701,51 +709,25 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
     if "" in names:             # unnamed symbols: only their entries, in the bucket
         keep = list(map(bool, names))
         names, offs = list(compress(names, keep)), list(compress(offs, keep))
+        if sym_pkgs is not None:
+            sym_pkgs = list(compress(sym_pkgs, keep))
         del keep
-    try:                        # every name is in the cache after the labelling
-        pkgs = list(map(cache.__getitem__, names))
-    except KeyError:
-        get = cache.get
-        pkgs = []
-        for nm in names:
-            pkg = get(nm)
-            if pkg is None:
-                pkg = cache[nm] = C_CODE if not is_go else package_of(nm)
-            pkgs.append(pkg)
+    pkgs = sym_pkgs
+    if pkgs is None or None in pkgs:
+        try:                    # every name is in the cache after the labelling
+            pkgs = list(map(cache.__getitem__, names))
+        except KeyError:
+            get = cache.get
+            pkgs = []
+            for nm in names:
+                pkg = get(nm)
+                if pkg is None:
+                    pkg = cache[nm] = C_CODE if not is_go else package_of(nm)
+                pkgs.append(pkg)
     counts = Counter(pkgs)
     ent = {k: v * entsize for k, v in counts.items()}
-    if all(map(str.isascii, names)):
-        lens = list(map(len, names))
-    else:
-        lens = list(map(len, map(str.encode, names)))
-    del names
-    nxt = offs[1:]
-    if not all(map(operator.lt, offs, nxt)):
-        # a .dynsym is in hash order: its names, by where they are in the string table
-        order = sorted(range(len(offs)), key=offs.__getitem__)
-        offs = list(map(offs.__getitem__, order))
-        lens = list(map(lens.__getitem__, order))
-        pkgs_s = list(map(pkgs.__getitem__, order))
-        del order
-        nxt = offs[1:]
-    else:
-        pkgs_s = pkgs
-    ends = list(map(operator.add, offs, map((1).__add__, lens)))
-    strs: dict[str, int] = {}
-    sget = strs.get
-    if all(map(operator.le, ends, nxt)):
-        # the usual layout: none inside another
-        for pkg, n in zip(pkgs_s, lens):
-            strs[pkg] = sget(pkg, 0) + n + 1
-    else:
-        # a name may be the tail of another (linkers merge them): count each byte once, a
-        # name's bytes from where the names before it end
-        ends_before = list(accumulate(ends, max, initial=0))
-        for pkg, n in zip(pkgs_s, map(operator.sub, ends, map(max, offs, ends_before))):
-            if n > 0:
-                strs[pkg] = sget(pkg, 0) + n
-        del ends_before
-    del nxt, ends, lens, offs, pkgs_s
+    strs = _string_bytes(names, offs, pkgs)
+    del names, offs, pkgs
     out = {}
     tables = [(table, ent), (strtab, strs)]
     if table.type == 11:            # .dynsym: its version and hash entries, one a symbol
@@ -767,6 +749,49 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str],
             pieces.append((sec.name, bucket[0], bucket[1], rest, rest if alloc else 0))
         out[sec.index] = pieces
     return out
+
+
+def _string_bytes(names: list[str], offs: list[int], pkgs: list[str]) -> dict[str, int]:
+    """Per package, the bytes of the string table its names take (``offs``: where each name
+    starts); a name that is the tail of another (linkers merge them) is counted once, for the
+    longer one."""
+    n = len(names)
+    lens = list(map(len, names))
+    odd = []                        # offsets count bytes: the names that are not ASCII
+    if not all(map(str.isascii, names)):
+        odd = list(compress(range(n), map(operator.not_, map(str.isascii, names))))
+        for k in odd:
+            lens[k] = len(names[k].encode())
+    ends = [o + ln + 1 for o, ln in zip(offs, lens)]
+    strs: dict[str, int] = {}
+    get = strs.get
+    if not any(["\ufffd" in names[k] for k in odd]):
+        # each name runs to its NUL, so two names overlap only when they share it, the one
+        # that starts later being the tail of the other
+        if len(set(ends)) == n:
+            for pkg, ln in zip(pkgs, lens):
+                strs[pkg] = get(pkg, 0) + ln + 1
+            return strs
+        shared = {e for e, c in Counter(ends).items() if c > 1}
+        owner: dict[int, int] = {}         # a shared NUL to the name that starts first
+        for k in sorted(compress(range(n), map(shared.__contains__, ends)),
+                        key=offs.__getitem__):
+            owner.setdefault(ends[k], k)
+        for k, (pkg, ln, e) in enumerate(zip(pkgs, lens, ends)):
+            if e not in shared or owner[e] == k:
+                strs[pkg] = get(pkg, 0) + ln + 1
+        return strs
+    # names read with replacement characters are not their bytes' length: the intervals as
+    # they are, in the table's order, each byte once
+    order = sorted(range(n), key=offs.__getitem__)
+    cur = 0
+    for k in order:
+        a, b = offs[k], ends[k]
+        got = b - (a if a > cur else cur)
+        if got > 0:
+            strs[pkgs[k]] = get(pkgs[k], 0) + got
+            cur = b
+    return strs
 
 
 def _debug_shares(units, ranges, is_go: bool, cus):
@@ -846,8 +871,8 @@ def _go_symbols(syms: ImageSymbols, cache: dict[str, str],
     values, sizes, types = syms.values, syms.sizes, syms.types
     return [(values[k], values[k] + sizes[k], pkg, names[k])
             for k, pkg in zip(new, map(cache.__getitem__, map(names.__getitem__, new)))
-            if sizes[k] > 0 and types[k] != STT_SECTION and types[k] != STT_FILE
-            and pkg != skip]
+            if pkg != skip and sizes[k] > 0 and types[k] != STT_SECTION
+            and types[k] != STT_FILE]
 
 
 #: Go's linker lists aggregates (all type descriptors, all strings, ...) as one zero-size
