@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bpfmem import api
+from bpfmem.inputs import MAP_ABOVE
 from bpfmem.parse.elf import parse_image
 from bpfmem.parse.gobin import package_of
 from goreal import (build_pclnfuncs, known_packages, pclntab_funcs, real_binaries,
@@ -266,3 +267,17 @@ def test_stripped_coverage(name, reports, tmp_path):
     print(f"{name}: {share:.1%} of {rep.file_size} bytes on packages; largest buckets "
           + ", ".join(f"{n} {f / rep.file_size:.1%}" for f, n in left))
     assert share >= STRIPPED_FLOOR
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in BINARIES.items()
+                                        if p.stat().st_size > MAP_ABOVE))
+def test_pages_given_back_change_nothing(name, reports):
+    """A binary larger than MAP_ABOVE is read into an anonymous mapping, and the pages of
+    its pclntab and (stripped) code are given back once parsed (they read as zeros after):
+    the labels are those of the same bytes held whole."""
+    from bpfmem.inputs import mapped_input
+    rep = _report(reports, name)
+    with mapped_input(BINARIES[name]) as data:
+        assert not isinstance(data, bytes)
+    whole = api.load_binary_size(BINARIES[name].read_bytes(), path=str(BINARIES[name]))
+    assert rep.pieces == whole.pieces and rep.notes == whole.notes

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["InputError", "LIMITS", "MAP_ABOVE", "check_input", "read_input",
            "read_input_text", "mapped_input", "load_json", "load_toml", "input_lines",
-           "peek_input", "split_binaries"]
+           "peek_input", "split_binaries", "let_go"]
 
 # the largest file of each kind bpfmem reads (bytes)
 LIMITS = {
@@ -168,6 +168,19 @@ def mapped_input(path: str | os.PathLike, kind: str = "binary") -> Iterator[byte
                 data.close()
             except BufferError:   # a view still refers to it: the GC closes it
                 pass
+
+
+def let_go(data, offset: int, size: int) -> None:
+    """Give the memory of bytes [``offset``, ``offset + size``) of ``data``, as
+    :func:`mapped_input` read them, back to the system: the whole pages inside the range, for
+    an anonymous mapping (bytes are left alone). Those bytes then read as zeros: only for
+    bytes nothing reads again."""
+    if not isinstance(data, mmap.mmap) or size <= 0:
+        return
+    lo = -(-offset // mmap.PAGESIZE) * mmap.PAGESIZE
+    hi = min(offset + size, len(data)) // mmap.PAGESIZE * mmap.PAGESIZE
+    if hi > lo:
+        data.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def _extents(fd: int, size: int) -> Iterator[tuple[int, int]]:

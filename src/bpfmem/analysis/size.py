@@ -16,7 +16,7 @@ import re
 from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress, islice, repeat
 from typing import Callable, Iterable, NamedTuple
 
 from ..errors import ParseError
@@ -236,11 +236,14 @@ def limit_for(path: str, max_size: int | None, file_limits: dict[str, int]) -> i
 def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
                   buildinfo: BuildInfo | None = None,
                   demangle: Callable[[list[str]], list[str]] | None = None,
-                  package_of_native: Callable[[str], str] | None = None) -> SizeReport:
+                  package_of_native: Callable[[str], str] | None = None,
+                  code_refs: dict[int, int] | None = None) -> SizeReport:
     """Label every byte of ``img`` (see the module docstring), parsed before: its pclntab
-    and build info (a Go binary). Its symbols are those of .symtab, or of .dynsym when
-    .symtab has none (stripped): taken from ``img`` (which keeps no copy) and let go once
-    labelled."""
+    and build info (a Go binary), and for a stripped x86-64 Go binary the references of its
+    code to its data (``code_refs``: :func:`bpfmem.parse.x86.rip_relative_refs` over
+    :func:`code_ref_window`; read from ``img`` when not given). Its symbols are those of
+    .symtab, or of .dynsym when .symtab has none (stripped): taken from ``img`` (which keeps
+    no copy) and let go once labelled."""
     is_go = pcln is not None
     has_symtab = img.symbol_count() > 0
     dynamic = not has_symtab and img.symbol_count(dynamic=True) > 0
@@ -269,8 +272,9 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     img.forget_symbols()
     sym_ranges: list[tuple[int, int, str, str]]
     names, values, sizes, types = syms.names, syms.values, syms.sizes, syms.types
+    sym_pkgs: list[str | None] | None = None       # each symbol's package, once known
     if is_go:
-        sym_ranges = _go_symbols(syms, cache, TYPES if by_type else None)
+        sym_ranges, sym_pkgs = _go_symbols(syms, cache, TYPES if by_type else None)
     else:
         sized = [k for k, (nm, size, typ) in enumerate(zip(names, sizes, types))
                  if size > 0 and typ != STT_SECTION and typ != STT_FILE and nm]
@@ -287,10 +291,8 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     if is_go and syms and not dynamic:
         sym_ranges += _go_markers(syms)
     sym_ranges.sort(key=_START)
-    sym_pkgs: list[str | None] | None = None       # each symbol's package, once known
     if by_type:
         # the first of a name's symbols in a type's range says which package
-        sym_pkgs = list(map(cache.get, names))
         typed = list(compress(range(len(names)), map(operator.eq, sym_pkgs, repeat(TYPES))))
         starts = [r[0] for r in type_ranges]
         tv = [values[k] for k in typed]
@@ -300,9 +302,8 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
                 pkg = type_ranges[i - 1][2]
                 if pkg != TYPES:
                     got.setdefault(names[k], pkg)
-        cache.update(got)
         for k in typed:
-            sym_pkgs[k] = cache[names[k]]
+            sym_pkgs[k] = got.get(names[k], TYPES)
         del typed, starts, tv, got
 
     pieces: list[Piece] = []
@@ -337,7 +338,13 @@ def analyse_image(img: ElfImage, *, path: str, pcln: Pclntab | None = None,
     # function whose code refers to it (x86-64 RIP-relative LEA/MOV), to the next reference
     ref_ranges: list[tuple[int, int, str, str]] = []
     if is_go and stripped and pcln is not None and img.machine == 62:
-        ref_ranges = _code_ref_ranges(img, func_ranges, pcln_pkgs)
+        if code_refs is None:
+            window = code_ref_window(img)
+            text = img.section(".text")
+            code_refs = rip_relative_refs(img.data, text.offset, text.offset + text.size,
+                                          text.addr, *window) if window else {}
+        ref_ranges = _code_ref_ranges(img, func_ranges, pcln_pkgs, code_refs)
+    del code_refs
     sections = img.sections
     if not sections:
         sections = _segment_sections(img)
@@ -514,25 +521,31 @@ _REF_SECTIONS = (".rodata", ".noptrdata", ".data", ".bss", ".noptrbss", ".data.r
                  ".go.func", ".go.type")
 
 
-def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]],
-                     pkgs: list[str]) -> list[tuple[int, int, str, str]]:
-    """Data the Go code refers to, each referenced place to the package of the first
-    function referring to it (``funcs``: the functions' ranges, ``pkgs`` their packages),
-    up to the next referenced place (a lower layer than the descriptors and symbols: it
-    only fills what they leave)."""
+def code_ref_window(img: ElfImage) -> tuple[int, int] | None:
+    """The addresses whose references in a stripped Go binary's code label its data (see
+    :func:`_code_ref_ranges`): those of its data sections; None when it has none or no
+    .text, or is no x86-64 binary."""
     text = img.section(".text")
-    if text is None or not text.in_file or not funcs:
-        return []
+    if img.machine != 62 or text is None or not text.in_file:
+        return None
     secs = [s for s in img.sections if s.name in _REF_SECTIONS and s.size]
     if not secs:
+        return None
+    return min(s.addr for s in secs), max(s.addr + s.size for s in secs)
+
+
+def _code_ref_ranges(img: ElfImage, funcs: list[tuple[int, int, str, str]],
+                     pkgs: list[str], first: dict[int, int]) -> list[tuple[int, int, str, str]]:
+    """Data the Go code refers to (``first``: each referenced address to the file offset of
+    the first instruction referring to it, :func:`bpfmem.parse.x86.rip_relative_refs` of
+    .text), each referenced place to the package of the first function referring to it
+    (``funcs``: the functions' ranges, ``pkgs`` their packages), up to the next referenced
+    place (a lower layer than the descriptors and symbols: it only fills what they
+    leave)."""
+    text = img.section(".text")
+    if text is None or not text.in_file or not funcs or not first:
         return []
-    lo = min(s.addr for s in secs)
-    hi = max(s.addr + s.size for s in secs)
-    # target -> the file offset of the first instruction (in address order) referring to it
-    first = rip_relative_refs(img.data, text.offset, text.offset + text.size, text.addr,
-                              lo, hi)
-    if not first:
-        return []
+    secs = [s for s in img.sections if s.name in _REF_SECTIONS and s.size]
     shift = text.addr - text.offset
     keys = sorted(first)
     starts = [f[0] for f in funcs]
@@ -575,11 +588,13 @@ def _reloc_pieces(img: ElfImage, sec, layers, alloc: bool) -> list:
             continue
         mine = left[lo:hi]
         starts = [r[0] for r in layer]
-        at = list(map(bisect.bisect_right, repeat(starts), mine))
-        hit = [o < layer[i - 1][1] for o, i in zip(mine, at)]     # i > 0: o >= starts[0]
-        acc.update(layer[i - 1][2] for i in compress(at, hit))
-        left[lo:hi] = compress(mine, map(operator.not_, hit))
-        del starts, at, hit, mine
+        # i > 0: o >= starts[0]
+        got = [r[2] if o < r[1] else None for o, r in
+               zip(mine, map(layer.__getitem__, map(operator.sub, map(
+                   bisect.bisect_right, repeat(starts), mine), repeat(1))))]
+        acc.update(filter(None, got))
+        left[lo:hi] = compress(mine, map(operator.not_, got))
+        del starts, got, mine
     acc = {pkg: n * ent for pkg, n in acc.items()}
     if not acc:
         return []
@@ -705,7 +720,7 @@ def _symbol_table_pieces(img: ElfImage, table, syms, cache: dict[str, str], is_g
     if strtab.type == 8 or table.type == 8:
         return {}
     entsize = 24 if img.is64 else 16
-    names, offs = syms.names, list(syms.name_offsets)
+    names, offs = syms.names, syms.name_offsets
     if "" in names:             # unnamed symbols: only their entries, in the bucket
         keep = list(map(bool, names))
         names, offs = list(compress(names, keep)), list(compress(offs, keep))
@@ -768,11 +783,13 @@ def _string_bytes(names: list[str], offs: list[int], pkgs: list[str]) -> dict[st
     if not any(["\ufffd" in names[k] for k in odd]):
         # each name runs to its NUL, so two names overlap only when they share it, the one
         # that starts later being the tail of the other
-        if len(set(ends)) == n:
+        order = sorted(ends)
+        shared = set(compress(islice(order, 1, None), map(operator.eq, order, islice(order, 1, None))))
+        del order
+        if not shared:
             for pkg, ln in zip(pkgs, lens):
                 strs[pkg] = get(pkg, 0) + ln + 1
             return strs
-        shared = {e for e, c in Counter(ends).items() if c > 1}
         owner: dict[int, int] = {}         # a shared NUL to the name that starts first
         for k in sorted(compress(range(n), map(shared.__contains__, ends)),
                         key=offs.__getitem__):
@@ -849,30 +866,32 @@ def _split(section: str, file_size: int, shares) -> list[tuple[str, str, str, in
     return out
 
 
-def _go_symbols(syms: ImageSymbols, cache: dict[str, str],
-                skip: str | None = None) -> list[tuple[int, int, str, str]]:
-    """The Go symbols that are no pclntab function (``cache``: the functions' packages by
-    name) to ``cache``, and the ranges of those with a size: (start, end, package, name),
-    the first symbol of a name only, none of package ``skip``."""
+def _go_symbols(syms: ImageSymbols, funcs: dict[str, str], skip: str | None = None
+                ) -> tuple[list[tuple[int, int, str, str]], list[str | None]]:
+    """Each Go symbol's package (``funcs``: the pclntab functions' by name; None for an
+    unnamed symbol), and the ranges of those that are no function and have a size: (start,
+    end, package, name), the first symbol of a name only, none of package ``skip``."""
     names = syms.names
-    # the symbols whose name is new, in table order
-    new = list(compress(range(len(names)), map(operator.not_, map(cache.get, names))))
+    pkgs: list[str | None] = list(map(funcs.get, names))
+    # the symbols whose name is no function's, in table order
+    new = list(compress(range(len(names)), map(operator.not_, pkgs)))
     new_names = [names[k] for k in new]
-    if "" in cache or "" in new_names:       # unnamed symbols are no one's
-        keep = [nm != "" for nm in new_names]
+    if "" in names:                             # unnamed symbols are no one's
+        for k in compress(range(len(names)), map(operator.not_, names)):
+            pkgs[k] = None
+        keep = list(map(bool, new_names))
         new = list(compress(new, keep))
         new_names = list(compress(new_names, keep))
-    first = dict(zip(reversed(new_names), reversed(new)))
-    if len(first) < len(new):     # a name twice: its first symbol only
-        new = sorted(first.values())
-    del first
-    cache.update(zip(new_names, packages_of(new_names)))
+    for k, pkg in zip(new, packages_of(new_names)):
+        pkgs[k] = pkg
+    if len(set(new_names)) < len(new_names):    # a name twice: its first symbol only
+        new = sorted(dict(zip(reversed(new_names), reversed(new))).values())
     del new_names
     values, sizes, types = syms.values, syms.sizes, syms.types
     return [(values[k], values[k] + sizes[k], pkg, names[k])
-            for k, pkg in zip(new, map(cache.__getitem__, map(names.__getitem__, new)))
+            for k, pkg in zip(new, map(pkgs.__getitem__, new))
             if pkg != skip and sizes[k] > 0 and types[k] != STT_SECTION
-            and types[k] != STT_FILE]
+            and types[k] != STT_FILE], pkgs
 
 
 #: Go's linker lists aggregates (all type descriptors, all strings, ...) as one zero-size

@@ -20,6 +20,7 @@ or :meth:`Elf.at`; section offsets are then the inner file's, error offsets the 
 from __future__ import annotations
 
 import array
+import operator
 import sys
 from itertools import accumulate, repeat
 
@@ -400,6 +401,15 @@ class Elf:
 
     def symbol_names(self, strs: Bytes, offsets: list[int]) -> list[str]:
         """The names at ``offsets`` of string table ``strs`` ("" for offset 0)."""
+        raw = strs.data
+        if not self.strict and raw[:1] == b"\0" and raw[-1:] == b"\0":
+            # lenient, and every name ends before the table does: each one cut out where
+            # it starts, up to its NUL, in C (the only strings made are the names; a
+            # name's bytes that are not UTF-8 read with replacement characters, as _name
+            # reads them; an offset past the table gives "")
+            ends = map(raw.find, repeat(b"\0"), offsets)
+            return list(map(str, map(operator.getitem, repeat(raw), map(slice, offsets, ends)),
+                            repeat("utf-8"), repeat("replace")))
         get = string_table(strs, len(offsets)).get
         names = [get(o) if o else "" for o in offsets]
         if None in names:   # a suffix of another name, or out of bounds

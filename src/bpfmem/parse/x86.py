@@ -40,23 +40,24 @@ def rip_relative_refs(data, start: int, end: int, addr: int, lo: int, hi: int
     referring to it; ``addr`` is the virtual address of ``data[start]``. (An instruction
     whose first three bytes are not before ``end - INSN_LEN`` is not looked at.)"""
     last = end - INSN_LEN
-    at: list[int] = []
+    base = addr - start + INSN_LEN
+    disp = _DISP
+    first: dict[int, int] = {}
     p = start
     while p < last:
         q = min(p + _CHUNK, last)
         # a match starting before q may end 2 bytes after it
         parts = data[p:min(q + 2, last)].translate(_PARTS).split(b"ROM")
         parts.pop()                         # after the last match
-        k = len(at)
-        at += accumulate(map(operator.add, map(len, parts), repeat(3)), initial=p - 3)
-        del at[k], parts                    # the initial value
-        while len(at) > k and at[-1] >= q:  # the next chunk's
+        at = list(accumulate(map(operator.add, map(len, parts), repeat(3)), initial=p - 3))
+        del at[0], parts                    # the initial value
+        while at and at[-1] >= q:           # the next chunk's
             at.pop()
+        targets = [base + o + disp(data, o + 3)[0] for o in at]
+        # a dict built from the last reference back keeps the first one's value; a target
+        # an earlier chunk refers to keeps that chunk's
+        for t, o in dict(zip(reversed(targets), reversed(at))).items():
+            if lo <= t < hi and t not in first:
+                first[t] = o
         p = q
-    base = addr - start + INSN_LEN
-    disp = _DISP
-    targets = [base + o + disp(data, o + 3)[0] for o in at]
-    # a dict built from the last reference back keeps the first one's value
-    first = dict(zip(reversed(targets), reversed(at)))
-    del targets, at
-    return {t: o for t, o in first.items() if lo <= t < hi}
+    return first
