@@ -92,7 +92,7 @@ def test_the_iterator_leaves_nothing_behind():
             names.append(bpfsys.prog_info(pfd).name)
         finally:
             os.close(pfd)
-    assert "bpfmem_counts" not in names
+    assert count_iter.ITERATOR_NAME not in names
 
 
 def test_layout_needs_the_kfunc():
@@ -138,3 +138,81 @@ def test_a_scan_takes_hash_counts_from_the_kernel_and_agrees_with_walking():
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _int_btf() -> bytes:
+    """A BTF blob of one type, ``int`` (4 bytes, signed): a map's key and value type."""
+    strings = b"\0int\0"
+    types = struct.pack("<III", 1, 1 << 24, 4) + struct.pack("<I", (1 << 24) | 32)
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types),
+                         len(strings))
+    return header + types + strings
+
+
+def test_the_map_iterator_reports_what_bpf_map_info_and_fdinfo_report():
+    """Every field the listing takes from the kernel's struct bpf_map (id, type, sizes,
+    flags, map_extra, BTF id, name, frozen) equals BPF_OBJ_GET_INFO_BY_FD and fdinfo, on
+    maps with a BTF, a map_extra (bloom filter), flags, a frozen map, a map-in-map and a
+    nameless map."""
+    try:
+        raw = count_iter.map_infos_raw()
+    except count_iter.CountsUnavailable as e:
+        pytest.skip(f"no map iterator here: {e}")
+    assert raw and len(raw) % count_iter.RECORD.size == 0
+    from bpfmem.host.live import _self_fdinfo
+    prefix = f"mi{os.getpid() % 1000}_"
+    fds = []
+    btf = bpfsys.btf_load(_int_btf())
+    try:
+        fds.append(bpfsys.map_create(T.ARRAY, 4, 4, 8, 0, prefix + "btf", btf_fd=btf,
+                                     btf_key_type_id=1, btf_value_type_id=1))
+        fds.append(bpfsys.map_create(T.BLOOM_FILTER, 0, 8, 100, 0, prefix + "bloom",
+                                     map_extra=3))
+        fds.append(bpfsys.map_create(T.HASH, 8, 8, 16, 1, prefix + "nopre"))
+        frozen = bpfsys.map_create(T.ARRAY, 4, 8, 4, 0, prefix + "frozen")
+        bpfsys.map_freeze(frozen)
+        fds.append(frozen)
+        fds.append(bpfsys.map_create(T.HASH, 4, 4, 4, 0, ""))
+        fds.append(bpfsys.map_create(T.ARRAY_OF_MAPS, 4, 4, 2, 0, prefix + "outer",
+                                     inner_map_fd=fds[2]))
+        by_id = {r[0]: r for r in count_iter.records(count_iter.map_infos_raw())}
+        for fd in fds:
+            info = bpfsys.map_info(fd)
+            _memlock, frozen_flag = _self_fdinfo(fd)
+            rec = by_id[info.id]
+            assert rec[:9] == (info.id, info.type, info.key_size, info.value_size,
+                               info.max_entries, info.map_flags, info.map_extra,
+                               info.btf_id, int(frozen_flag)), info
+            assert rec[10].rstrip(b"\0").decode() == info.name
+        got = {by_id[bpfsys.map_info(fd).id][10].rstrip(b"\0").decode(): by_id[
+            bpfsys.map_info(fd).id] for fd in fds}
+        assert got[prefix + "btf"][7] == bpfsys.map_info(fds[0]).btf_id > 0
+        assert got[prefix + "bloom"][6] == 3 and got[prefix + "frozen"][8] == 1
+        # ids in increasing order, as the kernel walks them
+        ids = [r[0] for r in count_iter.records(count_iter.map_infos_raw())]
+        assert ids == sorted(ids)
+    finally:
+        for fd in fds:
+            os.close(fd)
+        os.close(btf)
+
+
+def test_the_map_layout_of_a_kernel_without_the_kfunc_lists_without_counts():
+    """6.1's BTF (committed): the listing's layout is found, without the count (the program
+    then writes -1, which a count never is); the count's own layout is refused."""
+    import lzma
+    from pathlib import Path
+    from bpfmem.errors import ParseError
+    btf = lzma.decompress((Path(__file__).parent / "data" / "btf" /
+                           "6.1.0-57-cloud-amd64.btf.xz").read_bytes())
+    lay = count_iter.parse_map_layout(btf)
+    assert lay.kfunc_btf_id == 0 and lay.attach_btf_id and min(
+        lay.map_id, lay.map_type, lay.key_size, lay.value_size, lay.max_entries,
+        lay.map_flags, lay.map_extra, lay.btf, lay.btf_id, lay.name, lay.frozen) >= 0
+    code = count_iter.program(lay)
+    from bpfmem.parse.insn import decode
+    insns = decode(code)
+    assert any(i.imm == count_iter.NO_COUNT for i in insns)         # the count: -1
+    assert not any(i.code == 0x85 and i.src == 2 for i in insns)    # and no kfunc call
+    with pytest.raises(ParseError, match="bpf_map_sum_elem_count"):
+        count_iter.parse_count_layout(btf)

@@ -116,6 +116,58 @@ def test_filters(farm, snap):
     assert filter_maps(snap.maps, name="lt_*", owner="no-such-comm*") == []
 
 
+def test_the_fdinfo_reader_reads_each_fd_number_as_it_is_now():
+    """FdinfoReader keeps one fdinfo file per fd number and reads it again: each read shows
+    the map that number holds at that moment, with the memlock of that moment, as a fresh
+    open of /proc/self/fdinfo does; its files are closed at the end."""
+    a = bpfsys.map_create(T.HASH, 8, 8, 64, 1, "lt_fdr_nopre")     # memlock grows
+    b = bpfsys.map_create(T.ARRAY, 4, 256, 64, 0, "lt_fdr_array")
+    ids = [bpfsys.map_info(a).id, bpfsys.map_info(b).id]
+    before = set(os.listdir("/proc/self/fd"))
+    try:
+        with live.FdinfoReader() as reader:
+            seen = []
+            for step in range(4):
+                if step == 2:
+                    import struct
+                    for k in range(20):
+                        bpfsys.map_update(a, struct.pack("<Q", k), bytes(8))
+                for mid in ids:
+                    fd = bpfsys.map_fd_by_id(mid)
+                    try:
+                        assert reader.memlock(fd) == live._self_fdinfo(fd)[0]
+                        raw = reader.read(fd)
+                        assert int(procfs.parse_fdinfo(raw.decode())["map_id"]) == mid
+                        seen.append((fd, reader.memlock(fd)))
+                    finally:
+                        os.close(fd)
+            assert len({fd for fd, _m in seen}) == 1      # one number, read again and again
+            assert seen[0][1] != seen[1][1]                # two maps, two figures
+            assert seen[4][1] > seen[0][1] and seen[5][1] == seen[1][1]   # entries came
+        assert set(os.listdir("/proc/self/fd")) == before
+    finally:
+        os.close(a)
+        os.close(b)
+
+
+@pytest.mark.parametrize("entries", [False, True])
+def test_the_listing_one_by_one_gives_the_records_of_the_iterator(farm, entries):
+    """Without the kernel's map iterator (kernel_counts=False) the maps are listed one by one:
+    every farm map's record is the same, field by field."""
+    ids = {fm.id for fm in farm[0].maps}
+    def ours(**kw):
+        return {m.id: m for m in live.scan_maps(entries=entries, **kw).maps if m.id in ids}
+    fast, slow = ours(), ours(kernel_counts=False)
+    assert len(fast) == len(ids)
+    for mid, m in fast.items():
+        o = slow[mid]
+        if m.entries_method == "kernel":      # the kernel's count against a walk: same n
+            assert (m.entries, m.entries_complete) == (o.entries, o.entries_complete)
+            from dataclasses import replace
+            m = replace(m, entries_method=o.entries_method)
+        assert m == o
+
+
 def test_pinned_map_without_holder_still_has_memlock():
     with bpffs() as pins:
         fd = bpfsys.map_create(T.HASH, 4, 4, 64, 0, "lt_orphan")

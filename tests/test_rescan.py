@@ -298,3 +298,27 @@ def test_the_iterators_are_loaded_once_and_closed_with_the_memo(maps):
                 prog_ids.discard(pid)
         time.sleep(0.05)
     assert not prog_ids
+
+
+def test_a_rescan_keeps_the_records_of_maps_that_did_not_move_and_sees_a_freeze(maps):
+    """A map whose listing record, holders, programs and pins are as before keeps the last
+    scan's record object (not rebuilt); a map frozen between two scans moves its listing
+    record, and its new record says frozen, as a full scan does; so does a count."""
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+
+    def ours(snap):
+        return {m.name[len(PREFIX):]: m for m in snap.maps if m.name.startswith(PREFIX)}
+
+    api.scan_node(owners_method="iterator", memo=memo)
+    first = ours(api.scan_node(owners_method="iterator", memo=memo))
+    again = ours(api.scan_node(owners_method="iterator", memo=memo))
+    assert all(again[n] is first[n] for n in first)          # nothing of ours moved
+    bpfsys.map_freeze(maps["array"])
+    _fill(maps["nopre"], range(3))
+    moved = ours(api.scan_node(owners_method="iterator", memo=memo))
+    assert moved["array"].frozen is True and first["array"].frozen is False
+    assert moved["array"] == _scan(entries=False)[moved["array"].id]
+    assert moved["nopre"].memlock > first["nopre"].memlock
+    assert moved["nopre"] == _scan(entries=False)[moved["nopre"].id]
+    assert moved["hash"] is first["hash"] and moved["lru"] is first["lru"]

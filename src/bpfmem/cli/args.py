@@ -287,6 +287,6 @@ def add_scan(p: argparse.ArgumentParser, programs: bool = False) -> None:
                    help="how owners are found: the kernel's task_file iterator (one BPF "
                         "program, needs CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN and kallsyms "
                         "addresses), the /proc walk, or auto (default): the iterator where "
-                        "it can run (one walk finds the maps' and the programs' holders); "
-                        "where programs are not listed, on 2+ CPUs, the /proc walk in a child "
-                        "beside the map walk; the JSON's owners_from says which ran")
+                        "it can run (one walk finds the maps' and the programs' holders), "
+                        "else the /proc walk (on 2+ CPUs in a child beside the map listing); "
+                        "the JSON's owners_from says which ran")

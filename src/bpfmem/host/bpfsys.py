@@ -28,7 +28,7 @@ __all__ = ["MapInfo", "ProgInfo", "BtfInfo", "LinkInfo", "btf_ids", "link_ids",
            "btf_fd_by_id", "link_fd_by_id", "btf_info", "link_info", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
            "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
            "count_entries", "batch_size_for", "BATCH_BUDGET", "map_create", "map_update",
-           "obj_pin", "close", "prog_load", "link_create", "iter_create",
+           "obj_pin", "map_freeze", "close", "prog_load", "link_create", "iter_create",
            "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available", "setns_thread",
            "CLONE_NEWNET"]
 
@@ -42,6 +42,7 @@ LINK_GET_FD_BY_ID, LINK_GET_NEXT_ID = 30, 31
 MAP_LOOKUP_BATCH = 24
 PROG_LOAD, LINK_CREATE, ITER_CREATE = 5, 28, 33
 BTF_LOAD = 18
+MAP_FREEZE = 22
 
 BPF_F_RDONLY = 1 << 3
 BPF_F_WRONLY = 1 << 4
@@ -58,7 +59,8 @@ _CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELE
               LINK_CREATE: "BPF_LINK_CREATE", ITER_CREATE: "BPF_ITER_CREATE",
               BTF_GET_FD_BY_ID: "BPF_BTF_GET_FD_BY_ID", BTF_GET_NEXT_ID: "BPF_BTF_GET_NEXT_ID",
               LINK_GET_FD_BY_ID: "BPF_LINK_GET_FD_BY_ID",
-              LINK_GET_NEXT_ID: "BPF_LINK_GET_NEXT_ID", BTF_LOAD: "BPF_BTF_LOAD"}
+              LINK_GET_NEXT_ID: "BPF_LINK_GET_NEXT_ID", BTF_LOAD: "BPF_BTF_LOAD",
+              MAP_FREEZE: "BPF_MAP_FREEZE"}
 
 # which capability the kernel checks (kernel/bpf/syscall.c): the *_GET_NEXT_ID and
 # *_GET_FD_BY_ID commands check capable(CAP_SYS_ADMIN); creating maps checks bpf_capable()
@@ -523,16 +525,34 @@ def count_entries(fd: int, key_size: int, value_size: int, *, deadline: float | 
 # ---- writes, for tests and fixtures ----
 
 _CREATE_ATTR = struct.Struct("=IIIIIII16s")  # .. map_name; offsetofend(map_name) = 44
+# .. map_ifindex, btf_fd, btf_key_type_id, btf_value_type_id, btf_vmlinux_value_type_id,
+# map_extra (5.16+): offsetofend(map_extra) = 72
+_CREATE_ATTR_BTF = struct.Struct("=IIIIIII16sIIIIIQ")
 
 
 def map_create(map_type: int, key_size: int, value_size: int, max_entries: int,
-               map_flags: int = 0, name: str = "", *, inner_map_fd: int = 0) -> int:
-    """BPF_MAP_CREATE with the basic attributes (and the inner map of a map-in-map);
-    returns the new fd."""
-    attr = ctypes.create_string_buffer(_CREATE_ATTR.size)
-    _CREATE_ATTR.pack_into(attr, 0, map_type, key_size, value_size, max_entries, map_flags,
-                           inner_map_fd, 0, name.encode()[:15])
-    return _call(MAP_CREATE, attr, _CREATE_ATTR.size, name)
+               map_flags: int = 0, name: str = "", *, inner_map_fd: int = 0, btf_fd: int = 0,
+               btf_key_type_id: int = 0, btf_value_type_id: int = 0, map_extra: int = 0
+               ) -> int:
+    """BPF_MAP_CREATE with the basic attributes (and the inner map of a map-in-map, the BTF
+    of its key and value, map_extra); returns the new fd."""
+    if not (btf_fd or map_extra):
+        attr = ctypes.create_string_buffer(_CREATE_ATTR.size)
+        _CREATE_ATTR.pack_into(attr, 0, map_type, key_size, value_size, max_entries,
+                               map_flags, inner_map_fd, 0, name.encode()[:15])
+        return _call(MAP_CREATE, attr, _CREATE_ATTR.size, name)
+    attr = ctypes.create_string_buffer(_CREATE_ATTR_BTF.size)
+    _CREATE_ATTR_BTF.pack_into(attr, 0, map_type, key_size, value_size, max_entries,
+                               map_flags, inner_map_fd, 0, name.encode()[:15], 0, btf_fd,
+                               btf_key_type_id, btf_value_type_id, 0, map_extra)
+    return _call(MAP_CREATE, attr, _CREATE_ATTR_BTF.size, name)
+
+
+def map_freeze(fd: int) -> None:
+    """BPF_MAP_FREEZE (only for maps the caller made): no more writes from user space."""
+    attr = ctypes.create_string_buffer(4)
+    struct.pack_into("=I", attr, 0, fd)
+    _call(MAP_FREEZE, attr, 4, f"fd {fd}")
 
 
 def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:

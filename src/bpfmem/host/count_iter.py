@@ -1,17 +1,25 @@
-"""Every hash map's entry count from the kernel in one stream: a BPF ``bpf_map`` iterator.
+"""Every map on the host in one stream: a BPF ``bpf_map`` iterator writing each map's info and
+its entry count.
 
-Counting a map's entries from user space walks its keys (batch lookups, or one syscall per
-key): a node of 10,000 hash maps costs 10,000 walks every scan even when nothing changed.
-Since 6.6 the kernel keeps a per-CPU count of inserts and deletes in every hash map
-(preallocated, LRU and per-CPU ones too: ``bpf_map_inc_elem_count`` in kernel/bpf/hashtab.c),
-and the kfunc ``bpf_map_sum_elem_count`` sums it. A small tracing program attached to the
-``bpf_map`` iterator (one call per map on the host) writes ``(map id, count)`` for each; other
-map types (arrays, LPM tries, ...) keep no such count and are counted as before.
+Listing the maps from user space costs a ``BPF_MAP_GET_NEXT_ID``, a ``BPF_MAP_GET_FD_BY_ID``
+and a ``BPF_OBJ_GET_INFO_BY_FD`` per map, and counting a hash map's entries walks its keys. A
+small tracing program attached to the ``bpf_map`` iterator (one call per map on the host)
+writes, for each map, the fields ``bpf_map_info`` reports (id, type, key and value size,
+max_entries, flags, map_extra, BTF id, name) and the frozen flag, read from the kernel's
+``struct bpf_map``, and the map's entry count: since 6.6 the kernel keeps a per-CPU count of
+inserts and deletes in every hash map (preallocated, LRU and per-CPU ones too:
+``bpf_map_inc_elem_count`` in kernel/bpf/hashtab.c), and the kfunc ``bpf_map_sum_elem_count``
+sums it. Other map types (arrays, LPM tries, ...) keep no such count and are counted as
+before. On a kernel without the kfunc the same program runs without the count
+(:func:`map_infos_raw`); :func:`map_counts` needs it.
+
+memlock is not among the fields: the kernel computes it when fdinfo is read
+(``map->ops->map_mem_usage``), and that is where it is read (host/live.py).
 
 As with :mod:`.owner_iter`, the program is written here as instructions, with the kfunc's and
-the iterator's BTF ids and one field offset taken from the running kernel's BTF. It needs
-CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) and a kernel with the kfunc; otherwise
-:func:`map_counts` raises :class:`CountsUnavailable` and the caller walks the maps.
+the iterator's BTF ids and the field offsets taken from the running kernel's BTF. It needs
+CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); otherwise :class:`CountsUnavailable` is raised
+and the caller lists the maps one by one.
 """
 
 from __future__ import annotations
@@ -26,86 +34,168 @@ from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, call_kfunc, e
 from bpfmem.uapi import MapType as T
 
 from . import cache
-from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, run_iterator
+from .owner_iter import HELPER_PROBE_READ_KERNEL, HOST_BTF, HELPER_SEQ_WRITE, run_iterator
 
-RECORD = struct.Struct("=IIq")          # map id, 0, count
+# id, type, key_size, value_size, max_entries, map_flags, map_extra, btf_id, frozen,
+# count (-1: the kernel has no count), name (NUL padded)
+RECORD = struct.Struct("=IIIIIIQIIq16s")
+NO_COUNT = -1
 # map types whose count the kernel keeps (the hash table family)
 KERNEL_COUNTED = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH,
                             T.HASH_OF_MAPS})
+ITERATOR_NAME = "bpfmem_maps"
 
 
 class CountsUnavailable(HostError):
-    """The in-kernel count cannot run here (the reason says why)."""
+    """The map iterator (or its in-kernel count) cannot run here (the reason says why)."""
 
 
 @dataclass(frozen=True)
 class CountLayout:
+    """What the program needs of the running kernel: BTF ids and ``struct bpf_map`` offsets
+    (-1: the kernel's struct has no such field; the record then holds 0)."""
     attach_btf_id: int        # FUNC bpf_iter_bpf_map
-    kfunc_btf_id: int         # FUNC bpf_map_sum_elem_count
+    kfunc_btf_id: int         # FUNC bpf_map_sum_elem_count (0: none, before 6.6)
     map_id: int               # offsetof(struct bpf_map, id)
+    map_type: int = -1
+    key_size: int = -1
+    value_size: int = -1
+    max_entries: int = -1
+    map_flags: int = -1
+    map_extra: int = -1       # 5.16+
+    btf: int = -1             # offsetof(struct bpf_map, btf)
+    btf_id: int = -1          # offsetof(struct btf, id)
+    name: int = -1
+    frozen: int = -1
 
 
-def parse_count_layout(btf_data: bytes) -> CountLayout:
-    """The layout from vmlinux BTF bytes (pure)."""
+_MAP_FIELDS = {"id": 4, "map_type": 4, "key_size": 4, "value_size": 4, "max_entries": 4,
+               "map_flags": 4, "map_extra": 8, "btf": 8, "name": 16, "frozen": 1}
+_REQUIRED = ("id", "map_type", "key_size", "value_size", "max_entries", "map_flags", "btf",
+             "name")
+
+
+def parse_map_layout(btf_data: bytes) -> CountLayout:
+    """The layout from vmlinux BTF bytes (pure); ``kfunc_btf_id`` is 0 on a kernel without
+    ``bpf_map_sum_elem_count``."""
     from bpfmem.parse.btf import FUNC, STRUCT, Btf
     btf = Btf(btf_data, section="vmlinux BTF")
     funcs = {"bpf_iter_bpf_map": 0, "bpf_map_sum_elem_count": 0}
-    map_id = None
+    fields: dict[str, int] = {}
+    btf_id = None
     for tid in range(1, btf.count):
         kind = btf.kind(tid)
         if kind == FUNC:
             name = btf.name_of(tid)
             if name in funcs and not funcs[name]:
                 funcs[name] = tid
-        elif kind == STRUCT and map_id is None and btf.name_of(tid) == "bpf_map":
-            for m in btf.type(tid).members:
-                if m.name == "id":
-                    map_id = m.bit_offset // 8
-    missing = [n for n, t in funcs.items() if not t] + (["bpf_map.id"] if map_id is None
-                                                          else [])
+        elif kind == STRUCT:
+            name = btf.name_of(tid)
+            if name == "bpf_map" and not fields:
+                for m in btf.type(tid).members:
+                    if m.name in _MAP_FIELDS:
+                        if m.bitfield_size or m.bit_offset % 8:
+                            raise ParseError(f"bpf_map.{m.name} is a bit field")
+                        fields[m.name] = m.bit_offset // 8
+            elif name == "btf" and btf_id is None:
+                btf_id = next((m.bit_offset // 8 for m in btf.type(tid).members
+                               if m.name == "id"), None)
+    missing = ([] if funcs["bpf_iter_bpf_map"] else ["bpf_iter_bpf_map"]) + [
+        f"bpf_map.{f}" for f in _REQUIRED if f not in fields] + (
+        ["btf.id"] if btf_id is None else [])
     if missing:
-        raise ParseError("the kernel's BTF lacks " + ", ".join(missing) +
-                         (" (the kernel keeps no map element counts before 6.6)"
-                          if "bpf_map_sum_elem_count" in missing else ""))
-    return CountLayout(funcs["bpf_iter_bpf_map"], funcs["bpf_map_sum_elem_count"], map_id)
+        raise ParseError("the kernel's BTF lacks " + ", ".join(missing))
+    return CountLayout(funcs["bpf_iter_bpf_map"], funcs["bpf_map_sum_elem_count"],
+                       fields["id"], fields["map_type"], fields["key_size"],
+                       fields["value_size"], fields["max_entries"], fields["map_flags"],
+                       fields.get("map_extra", -1), fields["btf"], btf_id, fields["name"],
+                       fields.get("frozen", -1))
+
+
+def parse_count_layout(btf_data: bytes) -> CountLayout:
+    """:func:`parse_map_layout` of a kernel that keeps hash maps' element counts (6.6+);
+    a ParseError otherwise."""
+    lay = parse_map_layout(btf_data)
+    if not lay.kfunc_btf_id:
+        raise ParseError("the kernel's BTF lacks bpf_map_sum_elem_count (the kernel keeps no "
+                         "map element counts before 6.6)")
+    return lay
 
 
 def program(lay: CountLayout) -> bytes:
-    """For each map: seq_write (map->id, 0, bpf_map_sum_elem_count(map))."""
-    return assemble([
+    """For each map: seq_write (id, type, key_size, value_size, max_entries, map_flags,
+    map_extra, btf->id, frozen, bpf_map_sum_elem_count(map) or -1, name). The record is
+    built at fp - 64 (RECORD's layout)."""
+    base = -RECORD.size
+    u32 = [(lay.map_id, 0), (lay.map_type, 4), (lay.key_size, 8), (lay.value_size, 12),
+           (lay.max_entries, 16), (lay.map_flags, 20)]
+    body: list = [
         ldx(8, 6, 1, 0),                               # r6 = ctx->meta
         ldx(8, 7, 1, 8),                               # r7 = ctx->map
         Jump("jeq", 7, "out"),                         # if !map goto out
-        ldx(4, 2, 7, lay.map_id),                      # r2 = map->id
-        stx(4, 10, 2, -16),                            # *(u32 *)(fp - 16) = id
-        st(4, 10, -12, 0),                             # *(u32 *)(fp - 12) = 0
-        alu64("mov", 1, src=7),                        # r1 = map
-        call_kfunc(lay.kfunc_btf_id),                  # bpf_map_sum_elem_count
-        stx(8, 10, 0, -8),                             # *(u64 *)(fp - 8) = r0
+    ]
+    for off, at in u32:                                # the u32 fields, as they are
+        body += [ldx(4, 2, 7, off), stx(4, 10, 2, base + at)]
+    body += ([ldx(8, 2, 7, lay.map_extra), stx(8, 10, 2, base + 24)] if lay.map_extra >= 0
+             else [st(8, 10, base + 24, 0)])
+    body += [
+        st(4, 10, base + 32, 0),                       # btf id 0 unless map->btf
+        ldx(8, 3, 7, lay.btf),                         # r3 = map->btf
+        Jump("jeq", 3, "nobtf"),
+        ldx(4, 2, 3, lay.btf_id),                      # r2 = btf->id
+        stx(4, 10, 2, base + 32),
+        Label("nobtf"),
+    ]
+    body += ([ldx(1, 2, 7, lay.frozen), stx(4, 10, 2, base + 36)] if lay.frozen >= 0
+             else [st(4, 10, base + 36, 0)])
+    body += [                                          # the name: probe_read_kernel 16 bytes
+        alu64("mov", 1, src=10), alu64("add", 1, imm=base + 48),
+        alu64("mov", 2, imm=16),
+        alu64("mov", 3, src=7), alu64("add", 3, imm=lay.name),
+        call(HELPER_PROBE_READ_KERNEL),
+    ]
+    if lay.kfunc_btf_id:
+        body += [alu64("mov", 1, src=7),               # r1 = map
+                 call_kfunc(lay.kfunc_btf_id),         # bpf_map_sum_elem_count
+                 stx(8, 10, 0, base + 40)]
+    else:
+        body += [st(8, 10, base + 40, NO_COUNT)]
+    body += [
         ldx(8, 1, 6, 0),                               # r1 = meta->seq
-        alu64("mov", 2, src=10),                       # r2 = fp
-        alu64("add", 2, imm=-16),                      # r2 -= 16
-        alu64("mov", 3, imm=RECORD.size),              # r3 = 16
+        alu64("mov", 2, src=10),                       # r2 = fp - 64
+        alu64("add", 2, imm=base),
+        alu64("mov", 3, imm=RECORD.size),
         call(HELPER_SEQ_WRITE),
         Label("out"),
         alu64("mov", 0, imm=0),                        # r0 = 0
         exit_insn(),
-    ])
+    ]
+    return assemble(body)
+
+
+def records(data: bytes):
+    """The (id, type, key_size, value_size, max_entries, map_flags, map_extra, btf_id,
+    frozen, count, name bytes) tuples of what the iterator wrote, in id order."""
+    n = len(data) // RECORD.size
+    return RECORD.iter_unpack(memoryview(data)[:n * RECORD.size])
 
 
 def parse_records(data: bytes) -> dict[int, int]:
-    """{map id: count} from what the iterator wrote."""
-    n = len(data) // RECORD.size
-    return {i: c for i, _z, c in RECORD.iter_unpack(data[:n * RECORD.size])}
+    """{map id: count} from what the iterator wrote (-1: the kernel keeps no count)."""
+    return {r[0]: r[9] for r in records(data)}
 
 
-def read_count_layout() -> CountLayout:
-    """The running kernel's layout, cached per kernel build (it holds no addresses)."""
+def _layout_key() -> str:
     try:
-        st = os.stat(HOST_BTF)
+        st_ = os.stat(HOST_BTF)
     except OSError as e:
         raise CountsUnavailable(f"no kernel BTF ({e.strerror})") from None
-    key = f"count-iter-v1|{os.uname().release}|{os.uname().version}|{st.st_size}"
+    return f"map-iter-v2|{os.uname().release}|{os.uname().version}|{st_.st_size}"
+
+
+def read_map_layout() -> CountLayout:
+    """The running kernel's layout, cached per kernel build (it holds no addresses)."""
+    key = _layout_key()
     d = cache.load("count-iter-layout", key)
     if d is not None:
         try:
@@ -114,10 +204,20 @@ def read_count_layout() -> CountLayout:
             pass
     try:
         with open(HOST_BTF, "rb") as f:
-            lay = parse_count_layout(f.read())
+            lay = parse_map_layout(f.read())
     except (OSError, ParseError) as e:
         raise CountsUnavailable(str(e)) from None
     cache.store("count-iter-layout", key, asdict(lay))
+    return lay
+
+
+def read_count_layout() -> CountLayout:
+    """:func:`read_map_layout` where the kernel keeps element counts; CountsUnavailable
+    otherwise."""
+    lay = read_map_layout()
+    if not lay.kfunc_btf_id:
+        raise CountsUnavailable("the kernel's BTF lacks bpf_map_sum_elem_count (the kernel "
+                                "keeps no map element counts before 6.6)")
     return lay
 
 
@@ -125,12 +225,14 @@ def map_counts() -> dict[int, int]:
     """{map id: entries} of every map on the host whose type the kernel counts
     (:data:`KERNEL_COUNTED`; the others are listed too, as 0: callers look only at those);
     every fd the program, its link and the iterator took is closed again."""
-    return parse_records(map_counts_raw())
+    read_count_layout()
+    return parse_records(map_infos_raw())
 
 
-def map_counts_raw(kept: dict | None = None) -> bytes:
-    """The (map id, 0, count) records of every map on the host, in id order, as the
-    iterator wrote them (equal bytes: the same maps with the same counts)."""
-    lay = read_count_layout()
-    return run_iterator(program(lay), lay.attach_btf_id, "bpfmem_counts",
-                        CountsUnavailable, "count", kept)
+def map_infos_raw(kept: dict | None = None) -> bytes:
+    """The :data:`RECORD` of every map on the host, in id order, as the iterator wrote them
+    (equal bytes: the same maps with the same info, frozen flags and counts; a count is -1
+    on a kernel that keeps none)."""
+    lay = read_map_layout()
+    return run_iterator(program(lay), lay.attach_btf_id, ITERATOR_NAME, CountsUnavailable,
+                        "map", kept)

@@ -4,6 +4,11 @@
 entries are counted with lookups. A map or process that disappears mid-scan is skipped and
 counted in ``Snapshot.skipped``, never fatal. Lack of privilege is fatal and says which
 capability is needed (from :mod:`bpfmem.host.bpfsys`).
+
+The maps are listed, with their info, by the kernel's ``bpf_map`` iterator in one read
+(:mod:`.count_iter`); where it cannot run, one by one (``BPF_MAP_GET_NEXT_ID``, an fd by id,
+``BPF_OBJ_GET_INFO_BY_FD``). A map's memlock is the kernel's own fdinfo figure, read through
+an fd opened by id: see :class:`FdinfoReader`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from bpfmem.records import LiveMap, Owner, ProgRef, Snapshot
 from bpfmem.uapi import MapType as T
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "Snapshot", "scan_maps", "maps_held_by",
-           "walk_pins", "COUNTED_TYPES", "ALWAYS_FULL_TYPES", "PERCPU_TYPES"]
+           "walk_pins", "FdinfoReader", "COUNTED_TYPES", "ALWAYS_FULL_TYPES", "PERCPU_TYPES"]
 
 # map types whose entries can be walked and whose memory follows them
 COUNTED_TYPES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH, T.LPM_TRIE,
@@ -31,30 +36,91 @@ COUNTED_TYPES = frozenset({T.HASH, T.PERCPU_HASH, T.LRU_HASH, T.LRU_PERCPU_HASH,
 ALWAYS_FULL_TYPES = frozenset({T.ARRAY, T.PERCPU_ARRAY})
 PERCPU_TYPES = frozenset({T.PERCPU_HASH, T.PERCPU_ARRAY, T.LRU_PERCPU_HASH,
                           T.PERCPU_CGROUP_STORAGE})
+_NONE = (None, None, None)
 
 
-def _read_text(path: str) -> str | None:
+def _read_small(path: str) -> bytes | None:
+    """A small /proc file's bytes (None when it cannot be read: the process is gone)."""
     try:
-        with open(path, "rb") as f:
-            return f.read().decode(errors="replace")
+        f = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-
-
-def _self_fdinfo(fd: int) -> tuple[int | None, bool | None]:
-    """(memlock, frozen) from this process's fdinfo of ``fd`` ((None, None) if unreadable)."""
     try:
-        f = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY)
+        return os.read(f, 4096)
     except OSError:
-        return None, None
-    try:
-        raw = os.read(f, 4096)
+        return None
     finally:
         os.close(f)
+
+
+def _fdinfo_fields(raw: bytes | None) -> tuple[int | None, bool | None]:
+    """(memlock, frozen) of a map's fdinfo bytes ((None, None) if unreadable)."""
+    if not raw:
+        return None, None
     memlock = procfs.fdinfo_field(raw, b"\nmemlock:")
     frozen = procfs.fdinfo_field(raw, b"\nfrozen:")
     return (None if memlock is None else int(memlock),
             None if frozen is None else frozen == b"1")
+
+
+def _self_fdinfo(fd: int) -> tuple[int | None, bool | None]:
+    """(memlock, frozen) from this process's fdinfo of ``fd`` ((None, None) if unreadable)."""
+    return _fdinfo_fields(_read_small(f"/proc/self/fdinfo/{fd}"))
+
+
+class FdinfoReader:
+    """This process's fdinfo of map fds it opens by id, read with one system call a map.
+
+    An fd opened by id, read and closed again gets the lowest free number each time, so the
+    numbers repeat. The fdinfo file of a number is opened once and read again from offset 0
+    for every map that number holds: procfs looks the fd up at each read (``seq_show``), so
+    a read shows the file the number holds then, and the kernel formats it anew (memlock is
+    ``map->ops->map_mem_usage`` at that moment). A map then costs GET_FD_BY_ID, one pread and
+    a close, where a path open and close of its fdinfo file came on top. Used as a context
+    manager: the fdinfo files are closed at the end."""
+
+    __slots__ = ("_files",)
+
+    def __init__(self) -> None:
+        self._files: dict[int, int] = {}
+
+    def __enter__(self) -> "FdinfoReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def read(self, fd: int) -> bytes | None:
+        """The fdinfo bytes of ``fd`` (an fd of this process), or None."""
+        f = self._files.get(fd)
+        if f is None:
+            try:
+                f = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+            self._files[fd] = f
+        try:
+            return os.pread(f, 1024, 0)
+        except OSError:
+            return None
+
+    def memlock(self, fd: int) -> int | None:
+        """The memlock line of ``fd``'s fdinfo (bytes), or None."""
+        raw = self.read(fd)
+        if raw is None:
+            return None
+        i = raw.find(b"\nmemlock:")
+        if i < 0:
+            return None
+        return int(raw[i + 9:raw.find(b"\n", i + 9)])
+
+    def close(self) -> None:
+        files, self._files = self._files, {}
+        for f in files.values():
+            try:
+                os.close(f)
+            except OSError:
+                pass
 
 
 def _percpu_value_size(value_size: int, cpus: int) -> int:
@@ -66,7 +132,7 @@ def _count(fd: int, mtype: int, key_size: int, value_size: int, max_entries: int
     if mtype in ALWAYS_FULL_TYPES:
         return max_entries, True, "array"
     if mtype not in COUNTED_TYPES:
-        return None, None, None
+        return _NONE
     vsize = _percpu_value_size(value_size, cpus) if mtype in PERCPU_TYPES else value_size
     n, complete, method = bpfsys.count_entries(
         fd, key_size, vsize, deadline=time.monotonic() + bound,
@@ -102,42 +168,69 @@ def walk_pins(mount_points: list[str], errors: list[str]) -> dict[int, list[str]
     return pins
 
 
-def _pins(mount_points: list[str], errors: list[str], memo) -> dict[int, list[str]]:
-    """:func:`walk_pins`, or the last walk's pins while no bpffs directory changed."""
+def _pins(mount_points: list[str], errors: list[str], memo) -> dict[int, tuple[str, ...]]:
+    """:func:`walk_pins` as {map id: sorted paths}, or the last walk's while no bpffs
+    directory changed."""
     if memo is None:
-        return walk_pins(mount_points, errors)
+        return _sorted_pins(walk_pins(mount_points, errors))
     from bpfmem.host.rescan import pin_stamps, settled
     stamps = pin_stamps(mount_points)
     if stamps != memo.stamps:
-        memo.pins = walk_pins(mount_points, errors)
+        memo.pins = _sorted_pins(walk_pins(mount_points, errors))
     # stamps of a directory that just changed are not kept: a second change within the
     # clock's tick would leave its mtime as it is (the next scan walks again)
     memo.stamps = stamps if settled(stamps) else None
     return memo.pins
 
 
-def _scan_owners(root: str, pids: list[int] | None = None, records=None, memo=None
+def _sorted_pins(pins: dict[int, list[str]]) -> dict[int, tuple[str, ...]]:
+    return {mid: tuple(sorted(paths)) for mid, paths in pins.items()}
+
+
+# ---- owners ---------------------------------------------------------------------------------
+
+def _holders(pids, map_ids) -> dict[int, tuple]:
+    """map id -> ((pid, fds), ...) by pid, from the (pid, map id) of every map fd, in pid
+    order (the kernel's iterator and the /proc walk both go pid by pid). A map held by one fd
+    of one process (most maps) shares that process's ``((pid, 1),)``."""
+    one: dict[int, tuple] = {}
+    held: dict[int, tuple] = {}
+    several: dict[int, dict[int, int]] = {}
+    for pid, mid in zip(pids, map_ids):
+        h = held.get(mid)
+        if h is None:
+            t = one.get(pid)
+            if t is None:
+                t = one[pid] = ((pid, 1),)
+            held[mid] = t
+        else:
+            per = several.get(mid)
+            if per is None:
+                per = several[mid] = dict(h)
+            per[pid] = per.get(pid, 0) + 1
+    for mid, per in several.items():
+        held[mid] = tuple(sorted(per.items()))
+    return held
+
+
+def _scan_owners(root: str, pids: list[int] | None = None, columns=None, memo=None
                  ) -> tuple[dict, dict, dict, dict, int]:
     """map id -> ((pid, fds), ...), memlock and frozen per map id, Owner per pid, processes gone;
-    over every process, or only ``pids``. ``records`` are (pid, fd, map id) the kernel's
-    iterator gave (then the fds are not walked, and memlock comes from the map walk)."""
-    held: dict[int, dict[int, int]] = {}
+    over every process, or only ``pids``. ``columns`` are (pids, map ids) of every map fd as
+    the kernel's iterator gave them (then the fds are not walked, and memlock comes from the
+    map walk)."""
     memlock_of: dict[int, int] = {}
     frozen_of: dict[int, bool] = {}
-    if records is not None:
-        for pid, _fd, map_id in records:
-            per = held.setdefault(map_id, {})
-            per[pid] = per.get(pid, 0) + 1
-    for mfd in (procfs.scan_map_fds(pids=pids, root=root) if records is None else ()):
-        per = held.setdefault(mfd.map_id, {})
-        per[mfd.pid] = per.get(mfd.pid, 0) + 1
-        if mfd.memlock is not None:
-            memlock_of[mfd.map_id] = mfd.memlock
-        if mfd.frozen is not None:
-            frozen_of[mfd.map_id] = mfd.frozen
-    # per map, its holders as ((pid, fds), ...) by pid: a tuple, not a dict (10,000 maps)
-    holders = {mid: tuple(sorted(per.items())) for mid, per in held.items()}
-    owner_of, gone = _owner_table({p for per in held.values() for p in per}, root, memo)
+    if columns is None:
+        found = procfs.scan_map_fds(pids=pids, root=root)
+        columns = ([m.pid for m in found], [m.map_id for m in found])
+        for mfd in found:
+            if mfd.memlock is not None:
+                memlock_of[mfd.map_id] = mfd.memlock
+            if mfd.frozen is not None:
+                frozen_of[mfd.map_id] = mfd.frozen
+    holders = _holders(*columns)
+    owner_of, gone = _owner_table(sorted(set(columns[0])), root, memo)
     return holders, memlock_of, frozen_of, owner_of, gone
 
 
@@ -149,12 +242,13 @@ def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
     ns_roots = None
     owner_of: dict[int, Owner] = {}
     gone = 0
+    read = _read_small
     for pid in pids:
-        comm = _read_text(f"{base}/{pid}/comm")
+        comm = read(f"{base}/{pid}/comm")
         if comm is None:
             gone += 1
             continue
-        cg = _read_text(f"{base}/{pid}/cgroup")
+        cg = read(f"{base}/{pid}/cgroup")
         hit = known.get(pid) if known is not None else None
         if hit is not None and hit[0] == comm and hit[1] == cg:
             owner_of[pid] = hit[2]
@@ -164,8 +258,9 @@ def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
                 ns_roots = namespace_roots(root)
             except (OSError, HostError):
                 ns_roots = {}
-        owner_of[pid] = Owner(pid, comm.rstrip("\n"),
-                              memory_cgroup_path(cg, ns_roots) if cg else None)
+        owner_of[pid] = Owner(pid, comm.decode(errors="replace").rstrip("\n"),
+                              memory_cgroup_path(cg.decode(errors="replace"), ns_roots)
+                              if cg else None)
         if known is not None:
             known[pid] = (comm, cg, owner_of[pid])
     if known is not None and len(known) > len(owner_of):
@@ -217,7 +312,35 @@ def _owners_in_child(root: str):
     return collect
 
 
-def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
+def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict | None = None
+                   ) -> tuple[bytes | None, str]:
+    """The kernel iterator's records as it wrote them, or None and why the /proc walk is
+    used instead."""
+    if method == "proc":
+        return None, "/proc (asked for)"
+    if root != "/":
+        return None, "/proc (another root)"
+    from .owner_iter import IteratorUnavailable, bpf_fds_raw, map_fds_raw
+    try:
+        if every_kind:
+            try:
+                data = bpf_fds_raw(kept)
+            except IteratorUnavailable:
+                data = map_fds_raw(kept)    # the maps' walk alone: /proc for the rest
+                every_kind = False
+        else:
+            data = map_fds_raw(kept)
+    except IteratorUnavailable as e:
+        if method == "iterator":
+            raise
+        return None, f"/proc ({e})"
+    return data, "kernel iterator" if not every_kind else "kernel iterator (every BPF fd)"
+
+
+# ---- programs -------------------------------------------------------------------------------
+
+def _scan_programs(memo=None) -> dict[int, tuple[ProgRef, ...]]:
+    """map id -> the programs that use it (ProgRef), from every program's map ids."""
     users: dict[int, list[ProgRef]] = {}
     known = memo.programs if memo is not None else None
     seen = set()
@@ -244,190 +367,216 @@ def _scan_programs(memo=None) -> dict[int, list[ProgRef]]:
     if known is not None and len(known) > len(seen):
         for gone in known.keys() - seen:
             del known[gone]
-    return users
+    return {mid: tuple(refs) for mid, refs in users.items()}
 
 
-def _scan_map_infos(entries: bool, bound: float, cpus: int, errors: list[str],
-                    fdinfo: bool = False, memo=None, kernel_counts: dict | None = None,
-                    same: bool = False, old_counts: dict | None = None):
-    """(MapInfo, (entries, complete, method), fdinfo or None) for every map id, and how many
-    vanished. ``fdinfo`` also reads each map's fdinfo through the fd at hand.
-    ``kernel_counts`` are the kernel's own counts of hash maps, listed for every map on the
-    host in id order (:func:`_kernel_listing`; the map ids are then taken from it). With a
-    :class:`~bpfmem.host.rescan.ScanMemo`, what cannot have changed since the last scan is
-    taken from it, and a map that needs nothing new is not opened at all. ``same`` (the
-    kernel's listing is byte for byte the last scan's: the same maps with the same counts)
-    reads again only the maps the last scan had to open; ``old_counts`` (the last scan's
-    listing) lets a listing that moved reuse the entries of the maps whose count did not.
-    ``memo.fresh`` is left the ids whose entry differs from the last scan's (None: all)."""
-    raw: list[tuple] = []
+# ---- the maps -------------------------------------------------------------------------------
+
+def _map_listing(memo) -> bytes | None:
+    """Every map's record (host/count_iter.py), as the kernel's map iterator wrote them, or
+    None where it cannot run."""
+    from bpfmem.host.count_iter import CountsUnavailable, map_infos_raw
+    try:
+        return map_infos_raw(memo.iterators if memo is not None else None)
+    except CountsUnavailable:
+        return None
+
+
+def _listed_one_by_one(memo, fdr: FdinfoReader, memlock_of: dict, errors: list[str]
+                       ) -> tuple[list[tuple], int]:
+    """The records of :func:`_map_listing` made without the iterator: the ids one by one,
+    each map's info through an fd by id (with memlock, put in ``memlock_of``, and frozen from
+    its fdinfo); a map the memo knows whose memlock cannot change is not opened. The count
+    is -1 (the kernel's is not read this way). (records, maps gone meanwhile)."""
+    recs: list[tuple] = []
     gone = 0
+    last = memo.maps if memo is not None else {}
+    static = memo.fields if memo is not None else {}
     fd_by_id, info_of, close = bpfsys.map_fd_by_id, bpfsys.map_info, os.close
-    none = (None, None, None)
-    infos = memo.maps if memo is not None else {}   # the last scan's records: their info
-    kept = memo.fields if memo is not None else {}  # memlock that cannot change
-    counts = memo.counts if memo is not None else {}  # (fields, counted) where memlock follows
-    kcounts = kernel_counts or {}
-    opened: list[int] = []                          # indexes in raw of the maps read anew
-    fresh: set[int] | None = set()                  # ids whose entry is not the last one's
-
-    def known_fields(map_id: int, known: int | None):
-        fields = kept.get(map_id)
-        if fields is None and known is not None:
-            last = counts.get(map_id)
-            if last is not None and last[1][0] == known:
-                fields = last[0]        # the same count: the same memlock
-        return fields
-
-    def one(map_id: int):
-        """The map's tuple, True when it was opened; None when it is gone."""
-        info = infos.get(map_id)
-        if info is not None:            # known: perhaps nothing to read
-            known = kcounts.get(map_id) if info.type in KERNEL_COUNTED else None
-            fields = known_fields(map_id, known) if fdinfo else None
-            counted: tuple | None = none
-            if entries:
-                if known is not None:
-                    counted = (known, True, "kernel")
-                elif info.type in ALWAYS_FULL_TYPES or info.type not in COUNTED_TYPES:
-                    counted = _count(-1, info.type, info.key_size, info.value_size,
-                                     info.max_entries, cpus, bound)
-                else:
-                    counted = None
-            if counted is not None and (fields is not None or not fdinfo):
-                memo.reused += 1
-                return (info, counted, fields), False
+    for mid in bpfsys.map_ids():
+        prev = last.get(mid)
+        if prev is not None and mid in static:
+            recs.append((mid, prev.type, prev.key_size, prev.value_size, prev.max_entries,
+                         prev.map_flags, prev.map_extra, prev.btf_id, prev.frozen, -1,
+                         prev.name))
+            continue
         try:
-            fd = fd_by_id(map_id)
+            fd = fd_by_id(mid)
         except ObjectGone:
-            return None
+            gone += 1
+            continue
         try:
-            if info is None:
-                info = info_of(fd)
-            known = kcounts.get(map_id) if info.type in KERNEL_COUNTED else None
-            fields = known_fields(map_id, known) if fdinfo else None
-            if fdinfo and fields is None:
-                fields = _self_fdinfo(fd)
-                if memo is not None and fields[0] is not None and memo.memlock_static(info):
-                    kept[map_id] = fields
-            counted = none
-            if entries:
-                last = counts.get(map_id)
-                if known is not None:
-                    counted = (known, True, "kernel")
-                elif last is not None and fields is not None and last[0][0] == fields[0]:
-                    counted = last[1]      # memlock follows the count: unchanged, so is it
-                    memo.reused += 1
-                else:
-                    try:
-                        counted = _count(fd, info.type, info.key_size, info.value_size,
-                                         info.max_entries, cpus, bound)
-                    except ObjectGone:
-                        raise
-                    except HostError as e:
-                        errors.append(f"map {map_id} ({info.name}): counting entries: {e}")
-            if (memo is not None and fields is not None and fields[0] is not None
-                    and ((entries and counted[1]) or known is not None)
-                    and memo.memlock_counts(info)):
-                counts[map_id] = (fields, counted if known is None or entries
-                                  else (known, True, "kernel"))
+            i = info_of(fd)
+            memlock, frozen = _fdinfo_fields(fdr.read(fd))
         except ObjectGone:
-            return None
+            gone += 1
+            continue
         finally:
             close(fd)
-        return (info, counted, fields), True
-
-    if same and memo is not None and memo.raw is not None:
-        raw = list(memo.raw)            # the same maps: only those opened last time again
-        for i in memo.opened:
-            got = one(raw[i][0].id)
-            if got is None:
-                gone += 1
-                raw[i] = None
-                continue
-            if got[0] != raw[i]:
-                fresh.add(got[0][0].id)
-            raw[i] = got[0]
-            if got[1]:
-                opened.append(i)
-        if gone:
-            keep = [i for i, r in enumerate(raw) if r is not None]
-            where = {old: new for new, old in enumerate(keep)}
-            raw = [raw[i] for i in keep]
-            opened = [where[i] for i in opened]
-        memo.reused = len(raw) - len(opened)
-    else:
-        # a listing that moved: a map whose count is as before, and which the last scan did
-        # not have to open, is the last scan's entry; the others are read
-        last_raw = memo.raw if memo is not None and old_counts is not None else None
-        by_id = {} if last_raw is None else {e[0].id: e for e in last_raw}
-        if last_raw is not None:
-            for i in memo.opened:
-                by_id.pop(last_raw[i][0].id, None)
-        for map_id in (kcounts if kernel_counts is not None else bpfsys.map_ids()):
-            e = by_id.get(map_id)
-            if e is not None and old_counts.get(map_id) == kcounts[map_id]:
-                raw.append(e)
-                continue
-            got = one(map_id)
-            if got is None:
-                gone += 1
-                continue
-            if got[1]:
-                opened.append(len(raw))
-            raw.append(got[0])
-            if memo is not None and fresh is not None and got[0] != e:
-                fresh.add(map_id)
-        if last_raw is None:
-            fresh = None                # (no earlier entries: every map is new)
-    if memo is not None:
-        memo.keep_only({info.id for info, _c, _f in raw})
-        memo.raw, memo.opened = raw, opened
-        memo.fresh = fresh
-    return raw, gone
+        if memlock is not None:
+            memlock_of[mid] = memlock
+        recs.append((mid, i.type, i.key_size, i.value_size, i.max_entries, i.map_flags,
+                     i.map_extra, i.btf_id, frozen, -1, i.name))
+    return recs, gone
 
 
-def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict | None = None
-                   ) -> tuple[bytes | None, str, bytes | None]:
-    """The kernel iterator's (pid, fd, map id) records as it wrote them (twice: parsed by the
-    caller only when they differ from the last scan's), or None and why the /proc walk is
-    used instead."""
-    if method == "proc":
-        return None, "/proc (asked for)", None
-    if root != "/":
-        return None, "/proc (another root)", None
-    from .owner_iter import IteratorUnavailable, bpf_fds_raw, map_fds_raw
-    try:
-        if every_kind:
+def _changed_records(new: bytes, old: bytes, size: int) -> list[tuple]:
+    """The records of listing ``new`` that are not in listing ``old`` (new maps, and maps
+    whose info, frozen flag or count moved), unpacked."""
+    from bpfmem.host.count_iter import RECORD
+    were = {old[i:i + size] for i in range(0, len(old), size)}
+    return [RECORD.unpack(r) for r in {new[i:i + size] for i in range(0, len(new), size)}
+            if r not in were]
+
+
+def _listing_ids(data: bytes) -> list[int]:
+    """The map ids of a listing, in its order."""
+    from bpfmem.host.count_iter import RECORD
+    n = len(data) // RECORD.size
+    return memoryview(data)[:n * RECORD.size].cast("I")[0::RECORD.size // 4].tolist()
+
+
+def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: int,
+          errors: list[str], fdr: FdinfoReader, memlock_of: dict, frozen_of: dict,
+          held: dict, owner_of: dict, users: dict, pinned: dict
+          ) -> tuple[list[LiveMap], int, set]:
+    """The LiveMap of every listed map (``recs``: the listing's record tuples, in id order),
+    the maps that vanished meanwhile, and the ids whose memlock (or count) the next scan
+    must read again. With ``need`` (a set), a map not in it keeps the memo's last record
+    unread; a map that is rebuilt and comes out equal to its last record keeps that record
+    too (an idle node's scan allocates none).
+
+    memlock comes, in this order, from the /proc walk's fdinfo (``memlock_of``), from the
+    memo where it cannot have moved (a static map; a map whose memlock follows the kernel's
+    count, while that count is as before), else from this process's fdinfo of an fd opened
+    by id. Entries (``entries``): the kernel's count for hash maps (6.6+), max_entries for
+    arrays, else a walk of the keys (a map whose memlock follows its count keeps the last
+    walk's count while memlock is as before)."""
+    rows: list[LiveMap] = []
+    vanished = 0
+    again: set[int] = set()
+    last = memo.maps if memo is not None else {}
+    fields = memo.fields if memo is not None else {}
+    counts = memo.counts if memo is not None else {}
+    last_get, fields_get, counts_get = last.get, fields.get, counts.get
+    mem_get, frozen_get = memlock_of.get, frozen_of.get
+    held_get, users_get, pinned_get = held.get, users.get, pinned.get
+    fd_by_id, close = bpfsys.map_fd_by_id, os.close
+    read_memlock = fdr.memlock
+    kernel_counted, full_types, walked_types = KERNEL_COUNTED, ALWAYS_FULL_TYPES, COUNTED_TYPES
+    owned: dict[tuple, tuple] = {}          # holders -> their Owners (shared between maps)
+    with_fds: dict[tuple[int, int], Owner] = {}
+    reused = 0
+
+    def owners(per: tuple) -> tuple:
+        out = []
+        for pid, n in per:
+            base = owner_of.get(pid)
+            if base is None:
+                continue
+            if n != 1:
+                o = with_fds.get((pid, n))
+                if o is None:
+                    o = with_fds[(pid, n)] = Owner(pid, base.comm, base.cgroup, n)
+                base = o
+            out.append(base)
+        return tuple(out)
+
+    for rec in recs:
+        mid = rec[0]
+        if need is not None and mid not in need:
+            prev = last_get(mid)
+            if prev is not None:
+                rows.append(prev)
+                reused += 1
+                continue
+        _mid, mtype, ks, vs, me, flags, extra, btf, frozen, kcount, name = rec
+        if name.__class__ is bytes:
+            name = name.rstrip(b"\0").decode(errors="replace")
+        kernel_count = kcount >= 0 and mtype in kernel_counted
+        read_now = False
+        memlock = mem_get(mid)
+        if memlock is None:
+            memlock = fields_get(mid)
+            if memlock is None:
+                c = counts_get(mid)
+                if c is not None and kernel_count and c[2] == kcount:
+                    memlock = c[0]
+        counted = _NONE
+        if entries:
+            if kernel_count:
+                counted = (kcount, True, "kernel")
+            elif mtype in full_types:
+                counted = (me, True, "array")
+            elif mtype in walked_types:
+                counted = None
+        if memlock is None or counted is None:
             try:
-                data = bpf_fds_raw(kept)
-            except IteratorUnavailable:
-                data = map_fds_raw(kept)    # the maps' walk alone: /proc for the rest
-                every_kind = False
+                fd = fd_by_id(mid)
+            except ObjectGone:
+                vanished += 1
+                continue
+            try:
+                if memlock is None:
+                    memlock = read_memlock(fd)
+                    read_now = True
+                if counted is None:
+                    c = counts_get(mid)
+                    if c is not None and memlock is not None and c[0] == memlock:
+                        counted = c[1]      # memlock follows the count: unchanged, so is it
+                    else:
+                        try:
+                            counted = _count(fd, mtype, ks, vs, me, cpus, bound)
+                        except ObjectGone:
+                            raise
+                        except HostError as e:
+                            errors.append(f"map {mid} ({name}): counting entries: {e}")
+                            counted = _NONE
+            except ObjectGone:
+                vanished += 1
+                continue
+            finally:
+                close(fd)
         else:
-            data = map_fds_raw(kept)
-    except IteratorUnavailable as e:
-        if method == "iterator":
-            raise
-        return None, f"/proc ({e})", None
-    return data, "kernel iterator" if not every_kind else "kernel iterator (every BPF fd)", data
-
-
-def _kernel_listing(memo) -> tuple[dict | None, bool]:
-    """({map id: count} of every map, in id order, from the kernel's map iterator, or None
-    where it cannot run; and whether its bytes are the last scan's (the same maps, the same
-    counts))."""
-    from bpfmem.host.count_iter import CountsUnavailable, map_counts_raw, parse_records
-    try:
-        data = map_counts_raw(memo.iterators if memo is not None else None)
-    except CountsUnavailable:
-        return None, False
-    if memo is not None and memo.count_raw == data and memo.kcounts is not None:
-        return memo.kcounts, True
-    counts = parse_records(data)
+            reused += 1
+        if frozen.__class__ is int:
+            frozen = frozen != 0
+        f = frozen_get(mid)
+        if f is not None:
+            frozen = f
+        per = held_get(mid)
+        if not per:
+            own = ()
+        else:
+            own = owned.get(per)
+            if own is None:
+                own = owned[per] = owners(per)
+        progs = users_get(mid, ())
+        pins_of = pinned_get(mid, ())
+        n, complete, method = counted
+        prev = last_get(mid)
+        if (prev is not None and prev.memlock == memlock and prev.entries == n
+                and prev.owners == own and prev.programs == progs and prev.pins == pins_of
+                and prev.frozen == frozen and prev.entries_complete == complete
+                and prev.entries_method == method and prev.name == name):
+            row = prev        # unchanged: the same record
+        else:
+            row = LiveMap(mid, name, mtype, ks, vs, me, flags, extra, btf, memlock, frozen,
+                          own, progs, pins_of, n, complete, method)
+        rows.append(row)
+        if memo is not None:
+            if read_now and memlock is not None:
+                if memo.memlock_static(row):
+                    fields[mid] = memlock
+                elif memo.memlock_counts(row) and (kernel_count or (entries and complete)):
+                    counts[mid] = (memlock, counted, kcount if kernel_count else -1)
+            if mid not in fields and not (kernel_count and mid in counts):
+                again.add(mid)      # memlock read again next time
+            elif entries and not kernel_count and mtype in walked_types:
+                again.add(mid)      # walked again (or its count kept: memlock read again)
     if memo is not None:
-        memo.count_raw, memo.kcounts = data, counts
-    return counts, False
+        memo.reused = reused
+    return rows, vanished, again
 
 
 def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: bool = True,
@@ -442,26 +591,27 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     walks) for at most ``entry_time_bound`` seconds per map. ``progress`` is called with a
     short description of the step being taken.
 
-    memlock comes from the fdinfo of a process that holds the map (read anyway to learn
-    which map each fd is), else from the fdinfo of an fd opened by id.
+    memlock comes from the fdinfo of a process that holds the map where the /proc walk read
+    it anyway, else from this process's fdinfo of an fd opened by id (:class:`FdinfoReader`).
 
     ``parallel`` walks the processes' fds in a forked child while this process walks the
     maps (for command-line use; a library caller with threads should leave it off).
 
     ``owners_method``: "auto" finds the owners with the kernel's task_file iterator
     (host/owner_iter.py; needs CAP_BPF and CAP_PERFMON), or walks /proc where it cannot run
-    or where ``parallel`` walks it in a child beside the map walk (as fast, measured) and
-    programs are not asked for (``bpf_fds``: the iterator finds their fds in the same walk,
-    where /proc would be walked twice); "iterator" or "proc" forces one. ``Snapshot.owners_from`` says which ran, and why.
+    or where ``parallel`` walks it in a child beside the map walk and programs are not asked
+    for (``bpf_fds``: the iterator finds their fds in the same walk, where /proc would be
+    walked twice); "iterator" or "proc" forces one. ``Snapshot.owners_from`` says which ran,
+    and why.
 
     ``memo`` (a :class:`~bpfmem.host.rescan.ScanMemo` kept by the caller between scans) makes
     the scan incremental: what cannot have changed since the last one is not read again.
 
-    ``kernel_counts``: list the maps with the kernel's map iterator (one read instead of a
-    BPF_MAP_GET_NEXT_ID per map) and, with ``entries``, take hash maps' counts from the
-    kernel's own element count (6.6+; host/count_iter.py; the map's ``entries_method`` is
-    then "kernel"); the other maps are walked. Where it cannot run, the ids are listed one
-    by one.
+    ``kernel_counts``: list the maps and their info with the kernel's map iterator (one read
+    instead of a BPF_MAP_GET_NEXT_ID, an fd and a BPF_OBJ_GET_INFO_BY_FD per map) and, with
+    ``entries``, take hash maps' counts from the kernel's own element count (6.6+;
+    host/count_iter.py; the map's ``entries_method`` is then "kernel"); the other maps are
+    walked. Where it cannot run, the maps are listed one by one.
 
     ``bpf_fds`` (a dict): where the owners come from the kernel's iterator, the same walk
     also finds every program, link and BTF fd; they are left in ``bpf_fds["fds"]`` as
@@ -477,52 +627,48 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     errors: list[str] = []
     collect = None
     forking = parallel and (os.cpu_count() or 1) > 1
-    if owners and owners_method == "auto" and forking and bpf_fds is None:
-        # measured on 10,000 maps: the /proc walk in a forked child beside the map walk is
-        # as fast as the iterator (which leaves the fdinfo reads to the map walk)
-        records, owners_from = None, "/proc (walked in parallel with the maps)"
-        owner_raw = None
-    else:
-        records, owners_from, owner_raw = ((None, "", None) if not owners
-                                           else _owner_records(
-                                               root, owners_method, bpf_fds is not None,
-                                               memo.iterators if memo is not None else None))
+    kept = memo.iterators if memo is not None else None
+    owner_raw, owners_from = (_owner_records(root, owners_method, bpf_fds is not None, kept)
+                              if owners else (None, ""))
     every_kind = owners_from.endswith("(every BPF fd)")
     if every_kind:
         owners_from = "kernel iterator"
     owners_same = False
-    if records is not None:
+    owner_scan: tuple = ({}, {}, {}, {}, 0)
+    if owner_raw is not None:
         say("processes")
-        if (memo is not None and owner_raw is not None and memo.owner_raw == owner_raw
+        if memo is not None:
+            memo.owner_held_last = memo.owner_held
+        if (memo is not None and memo.owner_raw == owner_raw
                 and memo.owner_held is not None):
-            held0 = memo.owner_held    # the same fds: the same holders (names read again)
-            owner_scan = (held0, {}, {}, *_owner_table(memo.owner_pids, root, memo))
+            # the same fds: the same holders (names and cgroups read again)
+            owner_scan = (memo.owner_held, {}, {}, *_owner_table(memo.owner_pids, root, memo))
             others = memo.owner_others
             owners_same = True
         else:
-            from .owner_iter import parse_fd_records, parse_records
+            from .owner_iter import fd_columns, map_columns
             if every_kind:
-                map_recs, others = parse_fd_records(records)
+                pids, ids, others = fd_columns(owner_raw)
             else:
-                map_recs, others = parse_records(records), None
-            owner_scan = _scan_owners(root, records=map_recs, memo=memo)
-        if memo is not None:
-            memo.owner_held_last = memo.owner_held
-        if memo is not None and not owners_same:
-            memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
-            memo.owner_pids = sorted({p for per in owner_scan[0].values() for p, _n in per})
-            memo.owner_others = others
+                (pids, ids), others = map_columns(owner_raw), None
+            owner_scan = _scan_owners(root, columns=(pids, ids), memo=memo)
+            if memo is not None:
+                memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
+                memo.owner_pids = sorted(set(pids))
+                memo.owner_others = others
         if every_kind and bpf_fds is not None:
             bpf_fds["fds"] = others     # programs', links' and BTF objects' fds
     elif owners and forking:
+        # the iterator cannot run: the /proc walk in a forked child, beside the listing
         collect = _owners_in_child(root)
+        owners_from = owners_from[:-1] + "; walked in a child process)"
     elif owners:
         say("processes")
         owner_scan = _scan_owners(root)
     say("programs")
     users = _scan_programs(memo) if programs else {}
     bpffs: list[str] = []
-    pinned: dict[int, list[str]] = {}
+    pinned: dict[int, tuple[str, ...]] = {}
     if pins:
         say("pins")
         try:
@@ -531,48 +677,71 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             errors.append(f"mountinfo: {e}")
         pinned = _pins(bpffs, errors, memo)
     say("maps" + (" and their entries" if entries else ""))
-    same = False
-    kcounts = None
-    old_counts = memo.kcounts if memo is not None and memo.raw is not None else None
-    if kernel_counts and root == "/":
-        kcounts, same = _kernel_listing(memo)   # every map and its count, in one read
-    last_raw = memo.raw if memo is not None else None
-    raw, vanished = _scan_map_infos(entries, entry_time_bound, cpus, errors,
-                                    fdinfo=not owners or records is not None, memo=memo,
-                                    kernel_counts=kcounts, same=same,
-                                    old_counts=old_counts if kcounts is not None else None)
+    data = _map_listing(memo) if kernel_counts and root == "/" else None
     if collect is not None:
         say("processes")
-        owner_scan = collect()
-    held, memlock_of, frozen_of, owner_of, gone = (owner_scan if owners
-                                                   else ({}, {}, {}, {}, 0))
-    if (memo is not None and same and (owners_same or not owners) and memo.rows is not None
-            and last_raw is not None and len(raw) == len(last_raw) and all(
-                a is b or a == b for a, b in zip(raw, last_raw))
-            and users == memo.users and (not pins or pinned is memo.pins_seen)
-            and memo.owner_seen is not None and len(memo.owner_seen) == len(owner_of)
-            and all(memo.owner_seen.get(p) is o for p, o in owner_of.items())):
-        maps_t = memo.rows      # nothing moved: the last scan's records, as they are
-        memo.unchanged += 1
-    else:
-        dirty = None
-        if (memo is not None and memo.rows is not None and memo.fresh is not None
-                and (records is not None or not owners) and memo.owner_seen is not None):
-            dirty = _moved(memo, held, owner_of, users, pinned, pins)
-        maps_t = _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned,
-                          memo.maps if memo is not None else {}, dirty)
-    if memo is not None and maps_t is not memo.rows:
-        # the records stand in for the kernel's info from now on: the MapInfo goes
-        memo.raw = [(m, c, f) for m, (_i, c, f) in zip(maps_t, raw)]
+    with FdinfoReader() as fdr:
+        pre: dict[int, int] = {}
+        vanished = 0
+        if data is None:
+            recs, vanished = _listed_one_by_one(memo, fdr, pre, errors)
+        if collect is not None:
+            owner_scan = collect()
+        held, memlock_of, frozen_of, owner_of, gone = owner_scan
+        if pre:
+            memlock_of = {**memlock_of, **pre}
+        maps_t = None
+        need: set | None = None
+        incremental = (memo is not None and memo.rows is not None and data is not None
+                       and memo.list_raw is not None and memo.owner_seen is not None
+                       and (owner_raw is not None or not owners))
+        if incremental:
+            from bpfmem.host.count_iter import RECORD
+            need = set(memo.again)
+            if data != memo.list_raw:
+                need.update(r[0] for r in _changed_records(data, memo.list_raw,
+                                                           RECORD.size))
+            need |= _moved(memo, held, owner_of, users, pinned, pins, owners_same)
+            if not need and data == memo.list_raw:
+                maps_t = memo.rows       # nothing moved: the last scan's records, as they are
+                memo.unchanged += 1
+                memo.reused = len(maps_t)
+        if maps_t is None:
+            if data is not None:
+                from bpfmem.host.count_iter import records
+                recs = records(data)
+            rows, lost, again = _rows(
+                recs, need, memo=memo, entries=entries, bound=entry_time_bound, cpus=cpus,
+                errors=errors, fdr=fdr, memlock_of=memlock_of, frozen_of=frozen_of,
+                held=held, owner_of=owner_of, users=users, pinned=pinned)
+            vanished += lost
+            maps_t = tuple(rows)
+            if memo is not None:
+                _remember(memo, maps_t, again)
     if memo is not None:
-        memo.maps = {m.id: m for m in maps_t} if maps_t is not memo.rows else memo.maps
-        memo.rows, memo.users, memo.pins_seen = maps_t, users, pinned
-        memo.owner_seen = dict(owner_of)
+        memo.list_raw = data
+        memo.users, memo.pins_seen = users, pinned
+        memo.owner_seen = owner_of
     return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
                     hostname=os.uname().nodename, kernel=os.uname().release,
                     possible_cpus=cpus, maps=maps_t, entries_counted=entries,
                     skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs),
                     owners_from=owners_from)
+
+
+def _remember(memo, rows: tuple, again: set) -> None:
+    """The memo takes a scan's records; what it kept of maps that are gone goes."""
+    last = memo.maps
+    if memo.rows is not None and len(rows) == len(memo.rows) and all(
+            a is b for a, b in zip(rows, memo.rows)):
+        maps = last                     # the very same records
+    else:
+        maps = {m.id: m for m in rows}
+    memo.maps, memo.rows, memo.again = maps, rows, again
+    for table in (memo.fields, memo.counts):
+        if len(table) > len(maps):
+            for gone in table.keys() - maps.keys():
+                del table[gone]
 
 
 def _diff(new: dict, old: dict) -> set:
@@ -587,83 +756,25 @@ def _diff(new: dict, old: dict) -> set:
 _ABSENT = object()
 
 
-def _moved(memo, held, owner_of, users, pinned, pins: bool) -> set[int]:
-    """The ids of the maps that can differ from the last scan's records: entries read anew
-    that differ, holders that changed (fds, or a holder's comm or cgroup), programs, pins.
+def _moved(memo, held, owner_of, users, pinned, pins: bool, owners_same: bool) -> set[int]:
+    """The ids of the maps whose records can differ from the last scan's beyond their
+    listing: holders that changed (fds, or a holder's comm or cgroup), programs, pins.
     (Called before the memo takes this scan's figures.)"""
-    dirty = set(memo.fresh)
-    if held is not memo.owner_held_last:
+    dirty: set[int] = set()
+    if not owners_same and held is not memo.owner_held_last:
         dirty |= _diff(held, memo.owner_held_last or {})
-    renamed = {p for p, o in owner_of.items() if memo.owner_seen.get(p) is not o}
-    renamed |= memo.owner_seen.keys() - owner_of.keys()
+    seen = memo.owner_seen
+    renamed = {p for p, o in owner_of.items() if seen.get(p) is not o}
+    if len(seen) != len(owner_of) or renamed:
+        renamed |= seen.keys() - owner_of.keys()
     if renamed:
         dirty.update(mid for mid, per in held.items()
                      if not renamed.isdisjoint(p for p, _n in per))
-    if users != memo.users:
+    if users is not memo.users and users != memo.users:
         dirty |= _diff(users, memo.users or {})
     if pins and pinned is not memo.pins_seen:
         dirty |= _diff(pinned, memo.pins_seen or {})
     return dirty
-
-
-def _records(raw, held, memlock_of, frozen_of, owner_of, users, pinned, last,
-             dirty: set | None = None) -> tuple[LiveMap, ...]:
-    """The LiveMap of each map read (a map whose figures, owners, programs and pins are
-    those of ``last``'s record keeps that record; a map not in ``dirty``, when given, keeps
-    it without being looked at)."""
-    maps: list[LiveMap] = []
-    owners_seen: dict[tuple[int, int], Owner] = {}
-
-    def _owner(pid: int, fds: int) -> Owner:  # one Owner per (process, fd count), shared
-        o = owners_seen.get((pid, fds))
-        if o is None:
-            base = owner_of[pid]
-            o = owners_seen[(pid, fds)] = Owner(pid, base.comm, base.cgroup, fds)
-        return o
-
-    for entry in raw:
-        info = entry[0]
-        map_id = info.id
-        if dirty is not None and map_id not in dirty:
-            prev = last.get(map_id)
-            if prev is not None:
-                maps.append(prev)
-                continue
-        (n, complete, method), fields = entry[1], entry[2]
-        memlock, frozen = memlock_of.get(map_id), frozen_of.get(map_id)
-        if memlock is None:  # no process holds it (pinned, or held by programs only)
-            memlock, frozen = fields if fields is not None else _fdinfo_by_id(map_id)
-        per = held.get(map_id)
-        own = () if not per else tuple(
-            _owner(pid, fds) for pid, fds in per if pid in owner_of)
-        progs = tuple(users.get(map_id, ()))
-        pins_of = tuple(sorted(pinned.get(map_id, ())))
-        prev = last.get(map_id)
-        if (prev is not None and prev.memlock == memlock and prev.entries == n
-                and prev.owners == own and prev.programs == progs and prev.pins == pins_of
-                and prev.frozen == frozen and prev.entries_complete == complete
-                and prev.entries_method == method):
-            maps.append(prev)    # unchanged: the same record (an idle node allocates none)
-            continue
-        maps.append(LiveMap(
-            id=map_id, name=info.name, type=info.type, key_size=info.key_size,
-            value_size=info.value_size, max_entries=info.max_entries, map_flags=info.map_flags,
-            map_extra=info.map_extra, btf_id=info.btf_id, memlock=memlock, frozen=frozen,
-            owners=own, programs=progs, pins=pins_of, entries=n, entries_complete=complete,
-            entries_method=method))
-    return tuple(maps)
-
-
-def _fdinfo_by_id(map_id: int) -> tuple[int | None, bool | None]:
-    """(memlock, frozen) of a map no process holds (opened again by id)."""
-    try:
-        fd = bpfsys.map_fd_by_id(map_id)
-    except ObjectGone:
-        return None, None
-    try:
-        return _self_fdinfo(fd)
-    finally:
-        os.close(fd)
 
 
 def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
@@ -682,7 +793,7 @@ def maps_held_by(pids, *, entries: bool = False, entry_time_bound: float = 0.5,
     maps: list[LiveMap] = []
     for map_id in sorted(held):
         info = cache.get(map_id)
-        counted: tuple = (None, None, None)
+        counted: tuple = _NONE
         if info is None or entries:
             try:
                 fd = bpfsys.map_fd_by_id(map_id)

@@ -225,6 +225,28 @@ def parse_fd_records(data: bytes) -> tuple[list[tuple[int, int, int]], list[tupl
     return maps, others
 
 
+def fd_columns(data: bytes) -> tuple[list[int], list[int], list[tuple]]:
+    """(pids, map ids) of the map fds, in the iterator's order (pid by pid), and (tgid, fd,
+    kind, id, program id) of the others, from what :func:`fds_program` wrote: the columns
+    are cut from the bytes at once (a scan of 10,000 maps reads as many records)."""
+    n = len(data) // FD_RECORD.size
+    words = memoryview(data)[:n * FD_RECORD.size].cast("I")
+    step = FD_RECORD.size // 4
+    kinds = words[2::step].tolist()
+    if not any(kinds):
+        return words[0::step].tolist(), words[3::step].tolist(), []
+    pids, ids, fds, links = (words[0::step].tolist(), words[3::step].tolist(),
+                             words[1::step].tolist(), words[4::step].tolist())
+    maps_p, maps_i, others = [], [], []
+    for t, f, k, i, p in zip(pids, fds, kinds, ids, links):
+        if k == 0:
+            maps_p.append(t)
+            maps_i.append(i)
+        else:
+            others.append((t, f, KINDS.get(k, "?"), i, p))
+    return maps_p, maps_i, others
+
+
 def bpf_fds_raw(kept: dict | None = None) -> bytes:
     """The records of every open map, program, link and BTF fd on the host, as the iterator
     of :func:`fds_program` wrote them; :class:`IteratorUnavailable` where it cannot run."""
@@ -244,6 +266,14 @@ def parse_records(data: bytes) -> list[tuple[int, int, int]]:
     """(tgid, fd, map id) for each record the iterator wrote."""
     n = len(data) // RECORD.size
     return [(t, f, m) for t, f, m, _ in RECORD.iter_unpack(data[:n * RECORD.size])]
+
+
+def map_columns(data: bytes) -> tuple[list[int], list[int]]:
+    """(pids, map ids) of every record :func:`program` wrote, in its order (pid by pid)."""
+    n = len(data) // RECORD.size
+    words = memoryview(data)[:n * RECORD.size].cast("I")
+    step = RECORD.size // 4
+    return words[0::step].tolist(), words[2::step].tolist()
 
 
 # ---- running it -------------------------------------------------------------------------

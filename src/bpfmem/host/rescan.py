@@ -3,14 +3,17 @@ seconds, and on an idle node almost nothing changes between two scans.
 
 Kept between scans, by the kernel's ids (map and program ids are allocated cyclically up to
 INT_MAX, so an id names one object while the kernel runs):
-- a map's info: type, sizes, flags, name and BTF id are fixed when the map is created (the
-  last scan's record is its source);
-- its memlock (and frozen) where memlock cannot change: the model says it is the same empty
+- the kernel's map listing (host/count_iter.py: every map's info, frozen flag and count, in
+  one read) as it read: a listing that reads the same bytes again lists the same maps with
+  the same counts; one that moved is compared record by record, and only maps whose record
+  moved are looked at again;
+- a map's memlock where it cannot change: the model says it is the same empty
   and full on this kernel (arrays, preallocated hash maps, ring buffers, ...);
 - where memlock follows the entries one to one (hash maps without preallocation and LPM
   tries on 6.4+, whose ``map_mem_usage`` counts the elements): the count while memlock is
   unchanged (the map is not walked again), and memlock while the count the kernel keeps for
-  hash maps (6.6+, :mod:`.count_iter`) is unchanged (the map is not opened at all);
+  hash maps (6.6+, :mod:`.count_iter`) is unchanged (the map is not opened at all); the
+  others' memlock is read again every scan (``again``);
 - a program's name, type and map ids;
 - the bpffs pins, while no directory under the mounts changed (each directory's inode and
   mtime; a pin or unpin changes its directory's mtime). A directory changed less than a
@@ -59,28 +62,28 @@ class ScanMemo:
     full_every: int = 30
     scans: int = 0
     full_scans: int = 0
-    fields: dict = field(default_factory=dict)     # map id -> (memlock, frozen), static ones
-    counts: dict = field(default_factory=dict)     # map id -> ((memlock, frozen), counted)
+    fields: dict = field(default_factory=dict)     # map id -> memlock, of static maps
+    counts: dict = field(default_factory=dict)     # map id -> (memlock, (entries, complete,
+    #                          method), the kernel's count then or -1) where memlock follows
+    #                          the entries
     programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
     prog_infos: dict = field(default_factory=dict)  # prog id -> (ProgInfo, memlock): the
     #                                                 program walk's (host/progs.py)
     prog_jit: dict = field(default_factory=dict)   # the JIT reading and the program ids then
     prog_last: dict = field(default_factory=dict)  # the program walk's key and records
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
-    pins: dict = field(default_factory=dict)       # map id -> pin paths, of that walk
+    pins: dict = field(default_factory=dict)       # map id -> pin paths (sorted), of that walk
     maps: dict = field(default_factory=dict)       # map id -> the last scan's LiveMap
     reused: int = 0                                # maps of the last scan read from memory
     # the kernel's listings of the last scan, as read, and what was made of them: while a
     # listing reads the same bytes, what was made of it stands
-    count_raw: bytes | None = None                 # the map iterator's (id, count) records
-    kcounts: dict | None = None                    # map id -> count, of those
-    raw: list | None = None                        # (info, counted, fdinfo) per map
-    opened: list = field(default_factory=list)     # indexes in raw of the maps opened anew
+    list_raw: bytes | None = None                  # the map iterator's records (count_iter)
+    again: set = field(default_factory=set)        # map ids whose memlock (or count) is
+    #                                                read again every scan
     owner_raw: bytes | None = None                 # the task_file iterator's records
-    owner_held: dict | None = None                 # map id -> {pid: fds}, of those
+    owner_held: dict | None = None                 # map id -> ((pid, fds), ...), of those
     owner_pids: list = field(default_factory=list)  # the pids in owner_held
     owner_held_last: dict | None = None            # owner_held of the scan before
-    fresh: set | None = None                       # map ids whose entry moved (None: all)
     owner_others: list | None = None               # the program, link and BTF fds of those
     owner_cache: dict = field(default_factory=dict)  # pid -> (comm, cgroup text, Owner)
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
@@ -112,10 +115,10 @@ class ScanMemo:
             self.prog_last.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
-            self.count_raw = self.kcounts = self.raw = None
-            self.opened = []
+            self.list_raw = None
+            self.again = set()
             self.owner_raw = self.owner_held = self.owner_seen = None
-            self.owner_held_last = self.fresh = None
+            self.owner_held_last = None
             self.owner_others = None
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
@@ -123,16 +126,6 @@ class ScanMemo:
         self.scans += 1
         self.reused = 0
         return full
-
-    def keep_only(self, map_ids: set[int], prog_ids: set[int] | None = None) -> None:
-        """Forget the maps (and programs) that are gone."""
-        for table in (self.fields, self.counts):
-            if len(table) > len(map_ids):
-                for gone in table.keys() - map_ids:
-                    del table[gone]
-        if prog_ids is not None and len(self.programs) > len(prog_ids):
-            for gone in self.programs.keys() - prog_ids:
-                del self.programs[gone]
 
 
 def pin_stamps(mount_points: list[str]) -> tuple:
