@@ -538,3 +538,39 @@ def test_iterator_layout_needs_the_symbol_address():
         parse_layout(btf, hidden)
     lay = parse_layout(btf, "ffffffff81000000 t bpf_map_release\n")
     assert lay.release_addr == 0xffffffff81000000 and lay.attach_btf_id > 0
+
+
+def test_the_owner_records_stamp_each_process_with_its_comm_and_cgroups(farm):
+    """Each record of the owner iterator begins with its process's comm and the kernfs ids
+    of its cgroups (the default hierarchy's and its memory controller's): equal to
+    /proc/PID/comm and to the inode numbers of its cgroup directories."""
+    from bpfmem.host import owner_iter
+    from bpfmem.host.cgroup import parse_proc_cgroup
+    try:
+        data = owner_iter.bpf_fds_raw()
+    except owner_iter.IteratorUnavailable as e:
+        pytest.skip(f"no owner iterator here: {e}")
+    pids, _ids, _others, stamps = owner_iter.fd_columns(data)
+    if stamps is None:
+        pytest.skip("this kernel's BTF lacks the fields of the stamps")
+    mounts = {m.fs_type: m.mount_point for m in procfs.read_mountinfo()
+              if m.fs_type == "cgroup2"}
+    v1_memory = next((m.mount_point for m in procfs.read_mountinfo() if m.fs_type == "cgroup"
+                      and "memory" in m.super_options.split(",")), None)
+    checked = 0
+    for child in farm[0].children:
+        comm, dfl, mem = owner_iter.STAMPS.unpack(stamps[child.pid])
+        with open(f"/proc/{child.pid}/comm", "rb") as f:
+            assert comm.rstrip(b"\0") == f.read().rstrip(b"\n")[:15]
+        with open(f"/proc/{child.pid}/cgroup") as f:
+            lines = parse_proc_cgroup(f.read())
+        v2 = next(l.path for l in lines if l.hierarchy_id == 0)
+        if "cgroup2" in mounts:
+            assert dfl == os.stat(mounts["cgroup2"] + v2).st_ino
+        memline = next((l.path for l in lines if "memory" in l.controllers), None)
+        if memline is not None and v1_memory is not None:
+            assert mem == os.stat(v1_memory + memline).st_ino
+        elif "cgroup2" in mounts:
+            assert mem > 0
+        checked += 1
+    assert checked == len(farm[0].children)

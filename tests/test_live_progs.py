@@ -426,3 +426,80 @@ def test_one_owner_walk_finds_programs_links_and_btf_fds_as_proc_does():
             theirs.owners, theirs.link_owners, theirs.links)
     assert me in [o.pid for o in next(p for p in by_iter.progs
                                       if p.name == "i31_prog").owners]
+
+
+def _one_by_one(prog_id: int):
+    """(bpf_prog_info fields, fdinfo memlock) of one program, through an fd of its own."""
+    from bpfmem.errors import ObjectGone
+    try:
+        fd = bpfsys.prog_fd_by_id(prog_id)
+    except ObjectGone:
+        return None
+    try:
+        i = bpfsys.prog_info(fd)
+        return (i.id, i.type, progs.prog_fdinfo(fd), i.xlated_prog_len, i.jited_prog_len,
+                i.btf_id, i.verified_insns, i.created_by_uid, i.load_time, tuple(i.map_ids),
+                i.tag, i.name)
+    finally:
+        os.close(fd)
+
+
+def test_the_program_iterator_reports_what_bpf_prog_info_and_fdinfo_report():
+    """host/prog_iter.py's record of every program (libbpf-loaded objects with BTF, global
+    data, subprograms and callbacks, maps in maps; a program of six maps and two
+    subprograms made here) equals BPF_OBJ_GET_INFO_BY_FD field by field and fdinfo's
+    memlock; its own program is not listed; a scan's programs through the iterator equal
+    the walk one by one."""
+    from bpfmem import api
+    from bpfmem.host import prog_iter
+    from bpfmem.parse.insn import alu64, encode, exit_insn, ld_imm64
+    try:
+        prog_iter.progs_raw()
+    except prog_iter.ProgsUnavailable as e:
+        pytest.skip(f"no program iterator here: {e}")
+    maps = [bpfsys.map_create(2, 4, 8, 4, 0, f"pi{i}") for i in range(6)]
+    code = b"".join(ld_imm64(1, fd, src=1) for fd in maps)      # BPF_PSEUDO_MAP_FD
+    code += (encode(0x85, 0, 1, 0, 2) + alu64("mov", 0, imm=0) + exit_insn()   # call +2
+             + alu64("mov", 0, imm=1) + exit_insn())
+    mine = bpfsys.prog_load(1, code, name="pi_sixmaps")
+    try:
+        with ExitStack() as stack:
+            for o in OBJECTS:
+                stack.enter_context(held(o))
+            data, own = prog_iter.progs_raw()
+            recs, _gone = prog_iter.programs(data, skip=own)
+            assert own is not None and own not in {r.id for r in recs}
+            six = bpfsys.prog_info(mine)
+            checked = subprogs = many = 0
+            for r in recs:
+                expected = _one_by_one(r.id)
+                if expected is None:        # another's program, gone meanwhile
+                    continue
+                assert tuple(r)[:12] == expected, r
+                checked += 1
+                subprogs += r.subprograms > 0
+                many += len(r.map_ids) > prog_iter.INLINE_MAPS
+            assert checked >= 15 and subprogs >= 2 and many >= 1
+            assert next(r for r in recs if r.id == six.id).map_ids == tuple(six.map_ids)
+            fast = api.scan_node(programs=True, pins=False).progs
+            slow = progs.scan_programs(pins=False).progs
+        ids = {r.id for r in recs} & {p.id for p in fast} & {p.id for p in slow}
+        assert len(ids) >= 15
+        by_id = {p.id: p for p in slow}
+        assert all(p == by_id[p.id] for p in fast if p.id in ids)
+    finally:
+        os.close(mine)
+        for fd in maps:
+            os.close(fd)
+
+
+def test_the_program_layout_of_6_1():
+    """6.1's BTF (committed) has every field the program iterator reads."""
+    import lzma
+    from pathlib import Path
+    from bpfmem.host import prog_iter
+    btf = lzma.decompress((Path(__file__).parent / "data" / "btf" /
+                           "6.1.0-57-cloud-amd64.btf.xz").read_bytes())
+    lay = prog_iter.parse_prog_layout(btf)
+    assert lay.attach_btf_id and min(lay.__dict__.values()) >= 0 and lay.tag > 0
+    assert prog_iter.program(lay)

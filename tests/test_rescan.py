@@ -322,3 +322,42 @@ def test_a_rescan_keeps_the_records_of_maps_that_did_not_move_and_sees_a_freeze(
     assert moved["nopre"].memlock > first["nopre"].memlock
     assert moved["nopre"] == _scan(entries=False)[moved["nopre"].id]
     assert moved["hash"] is first["hash"] and moved["lru"] is first["lru"]
+
+
+def test_a_holder_moved_to_another_cgroup_is_seen_by_a_rescan(holders, maps):
+    """The owner iterator's records carry each process's cgroup ids: a holder moved to
+    another memory cgroup, and nothing else, changes its records, and the rescan gives its
+    maps the new cgroup (as a full scan does); moved back, the old one."""
+    from bpfmem.host.cgroup import memory_cgroup_path, scratch_cgroup
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    a, _b = holders
+    hid = bpfsys.map_info(maps["hash"]).id
+    a.hold(hid, maps["hash"])
+    with open(f"/proc/{a.pid}/cgroup") as f:
+        home = memory_cgroup_path(f.read())
+
+    def owner_cgroup(snap) -> str | None:
+        return next(o.cgroup for m in snap.maps if m.id == hid for o in m.owners
+                    if o.pid == a.pid)
+
+    def check() -> str | None:
+        inc = api.scan_node(owners_method="iterator", memo=memo, programs=True)
+        assert owner_cgroup(inc) == owner_cgroup(
+            api.scan_node(owners_method="iterator", programs=True))
+        return owner_cgroup(inc)
+
+    assert check() == home
+    assert check() == home
+    with scratch_cgroup(prefix="bpfmem-rescan-") as cg:
+        before = memo.owner_raw
+        cg.add_pid(a.pid)
+        try:
+            moved = check()
+            assert moved != home and moved.endswith(os.path.basename(cg.fs_path))
+            assert memo.owner_raw != before      # the same fds, new stamps
+        finally:
+            with open(f"/sys/fs/cgroup/{'memory/' if cg.version == 1 else ''}"
+                      f"{home.lstrip('/')}/cgroup.procs", "w") as f:
+                f.write(str(a.pid))
+    assert check() == home

@@ -34,8 +34,9 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
     ps = scan_programs(owners=owners, pins=pins, bpffs=list(snap.bpffs) if pins else None,
                        known=memo.prog_infos if memo is not None else None,
                        jit_cache=memo.prog_jit if memo is not None else None,
-                       fds=found.get("fds") if found is not None else None,
-                       last=memo.prog_last if memo is not None else None)
+                       fds=found.get("fds"), last=memo.prog_last if memo is not None else None,
+                       listed=found.get("progs"), owner_of=found.get("owners"),
+                       pin_stamps=found.get("pin_stamps"))
     return replace(snap, progs=ps.progs, btfs=ps.btfs, jit=ps.jit,
                    skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 

@@ -34,7 +34,7 @@ from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, call_kfunc, e
 from bpfmem.uapi import MapType as T
 
 from . import cache
-from .owner_iter import HELPER_PROBE_READ_KERNEL, HOST_BTF, HELPER_SEQ_WRITE, run_iterator
+from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, run_iterator
 
 # id, type, key_size, value_size, max_entries, map_flags, map_extra, btf_id, frozen,
 # count (-1: the kernel has no count), name (NUL padded)
@@ -148,11 +148,9 @@ def program(lay: CountLayout) -> bytes:
     ]
     body += ([ldx(1, 2, 7, lay.frozen), stx(4, 10, 2, base + 36)] if lay.frozen >= 0
              else [st(4, 10, base + 36, 0)])
-    body += [                                          # the name: probe_read_kernel 16 bytes
-        alu64("mov", 1, src=10), alu64("add", 1, imm=base + 48),
-        alu64("mov", 2, imm=16),
-        alu64("mov", 3, src=7), alu64("add", 3, imm=lay.name),
-        call(HELPER_PROBE_READ_KERNEL),
+    body += [                                          # the name, 16 bytes (two loads)
+        ldx(8, 2, 7, lay.name), stx(8, 10, 2, base + 48),
+        ldx(8, 2, 7, lay.name + 8), stx(8, 10, 2, base + 56),
     ]
     if lay.kfunc_btf_id:
         body += [alu64("mov", 1, src=7),               # r1 = map
@@ -233,6 +231,7 @@ def map_infos_raw(kept: dict | None = None) -> bytes:
     """The :data:`RECORD` of every map on the host, in id order, as the iterator wrote them
     (equal bytes: the same maps with the same info, frozen flags and counts; a count is -1
     on a kernel that keeps none)."""
-    lay = read_map_layout()
-    return run_iterator(program(lay), lay.attach_btf_id, ITERATOR_NAME, CountsUnavailable,
-                        "map", kept)
+    def make():
+        lay = read_map_layout()
+        return program(lay), lay.attach_btf_id
+    return run_iterator(make, ITERATOR_NAME, CountsUnavailable, "map", kept)

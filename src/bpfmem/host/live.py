@@ -213,12 +213,14 @@ def _holders(pids, map_ids) -> dict[int, tuple]:
     return held
 
 
-def _scan_owners(root: str, pids: list[int] | None = None, columns=None, memo=None
-                 ) -> tuple[dict, dict, dict, dict, int]:
+def _scan_owners(root: str, pids: list[int] | None = None, columns=None, memo=None,
+                 others=(), stamps: dict | None = None) -> tuple[dict, dict, dict, dict, int]:
     """map id -> ((pid, fds), ...), memlock and frozen per map id, Owner per pid, processes gone;
     over every process, or only ``pids``. ``columns`` are (pids, map ids) of every map fd as
     the kernel's iterator gave them (then the fds are not walked, and memlock comes from the
-    map walk)."""
+    map walk); the holders of ``others`` (program, link and BTF fds: (pid, ...)) get an
+    Owner too; ``stamps`` (the iterator's per process) spare reading again the names of
+    processes whose stamps are as before."""
     memlock_of: dict[int, int] = {}
     frozen_of: dict[int, bool] = {}
     if columns is None:
@@ -230,13 +232,17 @@ def _scan_owners(root: str, pids: list[int] | None = None, columns=None, memo=No
             if mfd.frozen is not None:
                 frozen_of[mfd.map_id] = mfd.frozen
     holders = _holders(*columns)
-    owner_of, gone = _owner_table(sorted(set(columns[0])), root, memo)
+    owner_of, gone = _owner_table(sorted(set(columns[0]).union(o[0] for o in others)), root,
+                                  memo, stamps)
     return holders, memlock_of, frozen_of, owner_of, gone
 
 
-def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
+def _owner_table(pids, root: str, memo=None, stamps: dict | None = None
+                 ) -> tuple[dict[int, "Owner"], int]:
     """(Owner per pid, processes gone) from each process's comm and cgroup; with a memo, a
-    process whose comm and cgroup read as before keeps its Owner (the same object)."""
+    process whose comm and cgroup read as before keeps its Owner (the same object), and one
+    whose kernel ``stamps`` (host/owner_iter.STAMPS: comm and cgroup ids) are as before is
+    not read at all."""
     base = os.path.join(root, "proc")
     known = memo.owner_cache if memo is not None else None
     ns_roots = None
@@ -244,14 +250,20 @@ def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
     gone = 0
     read = _read_small
     for pid in pids:
+        hit = known.get(pid) if known is not None else None
+        stamp = stamps.get(pid) if stamps is not None else None
+        if hit is not None and stamp is not None and hit[0] == stamp:
+            owner_of[pid] = hit[3]
+            continue
         comm = read(f"{base}/{pid}/comm")
         if comm is None:
             gone += 1
             continue
         cg = read(f"{base}/{pid}/cgroup")
-        hit = known.get(pid) if known is not None else None
-        if hit is not None and hit[0] == comm and hit[1] == cg:
-            owner_of[pid] = hit[2]
+        if hit is not None and hit[1] == comm and hit[2] == cg:
+            owner_of[pid] = hit[3]
+            if stamp is not None:
+                known[pid] = (stamp, comm, cg, hit[3])
             continue
         if ns_roots is None:
             try:
@@ -262,7 +274,7 @@ def _owner_table(pids, root: str, memo=None) -> tuple[dict[int, "Owner"], int]:
                               memory_cgroup_path(cg.decode(errors="replace"), ns_roots)
                               if cg else None)
         if known is not None:
-            known[pid] = (comm, cg, owner_of[pid])
+            known[pid] = (stamp, comm, cg, owner_of[pid])
     if known is not None and len(known) > len(owner_of):
         for pid in known.keys() - owner_of.keys():
             del known[pid]
@@ -339,9 +351,35 @@ def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict 
 
 # ---- programs -------------------------------------------------------------------------------
 
-def _scan_programs(memo=None) -> dict[int, tuple[ProgRef, ...]]:
-    """map id -> the programs that use it (ProgRef), from every program's map ids."""
-    users: dict[int, list[ProgRef]] = {}
+def _scan_programs(memo=None, found: dict | None = None) -> dict[int, tuple[ProgRef, ...]]:
+    """map id -> the programs that use it (ProgRef), from every program's map ids: the
+    kernel's program iterator lists them in one read (host/prog_iter.py; what it read is
+    left in ``found["progs"]`` for :func:`bpfmem.host.progs.scan_programs`), else one by
+    one (an fd and BPF_OBJ_GET_INFO_BY_FD each). With a memo, a listing that reads as the
+    last one gives the last scan's dict again (the same object)."""
+    from .prog_iter import ProgsUnavailable, programs, progs_raw
+    try:
+        data, own = progs_raw(memo.iterators if memo is not None else None)
+    except ProgsUnavailable:
+        data = own = None
+    if data is not None:
+        if memo is not None and memo.prog_raw == data and memo.prog_users is not None:
+            recs, users = memo.prog_recs, memo.prog_users
+        else:
+            recs, _gone = programs(data, memo.prog_known if memo is not None else None, own)
+            per: dict[int, list[ProgRef]] = {}
+            for r in recs:
+                if r[9]:
+                    ref = ProgRef(r[0], r[11], r[1])
+                    for mid in r[9]:
+                        per.setdefault(mid, []).append(ref)
+            users = {mid: tuple(refs) for mid, refs in per.items()}
+            if memo is not None:
+                memo.prog_raw, memo.prog_recs, memo.prog_users = data, recs, users
+        if found is not None:
+            found["progs"] = (data, recs)
+        return users
+    per = {}
     known = memo.programs if memo is not None else None
     seen = set()
     for prog_id in bpfsys.prog_ids():
@@ -363,11 +401,11 @@ def _scan_programs(memo=None) -> dict[int, tuple[ProgRef, ...]]:
                 known[prog_id] = hit
         ref, map_ids = hit
         for mid in map_ids:
-            users.setdefault(mid, []).append(ref)
+            per.setdefault(mid, []).append(ref)
     if known is not None and len(known) > len(seen):
         for gone in known.keys() - seen:
             del known[gone]
-    return {mid: tuple(refs) for mid, refs in users.items()}
+    return {mid: tuple(refs) for mid, refs in per.items()}
 
 
 # ---- the maps -------------------------------------------------------------------------------
@@ -615,8 +653,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
 
     ``bpf_fds`` (a dict): where the owners come from the kernel's iterator, the same walk
     also finds every program, link and BTF fd; they are left in ``bpf_fds["fds"]`` as
-    (pid, fd, kind, id, a link's program id) for :func:`bpfmem.host.progs.scan_programs`
-    (the key is absent where they were not found: then that walks /proc).
+    (pid, fd, kind, id, a link's program id), with their holders' Owners in
+    ``bpf_fds["owners"]``, for :func:`bpfmem.host.progs.scan_programs` (the keys are absent
+    where they were not found: then that walks /proc); so are the program listing
+    (``"progs"``) and, with a memo, the bpffs directories' stamps (``"pin_stamps"``).
     """
     from bpfmem.host.profile import host_possible_cpus
     say = progress or (lambda _what: None)
@@ -641,23 +681,29 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             memo.owner_held_last = memo.owner_held
         if (memo is not None and memo.owner_raw == owner_raw
                 and memo.owner_held is not None):
-            # the same fds: the same holders (names and cgroups read again)
-            owner_scan = (memo.owner_held, {}, {}, *_owner_table(memo.owner_pids, root, memo))
+            # the same fds of processes of the same stamps: the same holders, names and
+            # cgroups (without stamps the names and cgroups are read again)
+            table = ((memo.owner_seen, 0) if memo.owner_stamps and memo.owner_seen is not None
+                     else _owner_table(memo.owner_pids, root, memo))
+            owner_scan = (memo.owner_held, {}, {}, *table)
             others = memo.owner_others
             owners_same = True
         else:
             from .owner_iter import fd_columns, map_columns
             if every_kind:
-                pids, ids, others = fd_columns(owner_raw)
+                pids, ids, others, stamps = fd_columns(owner_raw)
             else:
-                (pids, ids), others = map_columns(owner_raw), None
-            owner_scan = _scan_owners(root, columns=(pids, ids), memo=memo)
+                (pids, ids, stamps), others = map_columns(owner_raw), None
+            owner_scan = _scan_owners(root, columns=(pids, ids), memo=memo,
+                                      others=others or (), stamps=stamps)
             if memo is not None:
                 memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
-                memo.owner_pids = sorted(set(pids))
+                memo.owner_pids = sorted(set(pids).union(o[0] for o in others or ()))
                 memo.owner_others = others
+                memo.owner_stamps = stamps is not None
         if every_kind and bpf_fds is not None:
             bpf_fds["fds"] = others     # programs', links' and BTF objects' fds
+            bpf_fds["owners"] = owner_scan[3]
     elif owners and forking:
         # the iterator cannot run: the /proc walk in a forked child, beside the listing
         collect = _owners_in_child(root)
@@ -666,7 +712,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         say("processes")
         owner_scan = _scan_owners(root)
     say("programs")
-    users = _scan_programs(memo) if programs else {}
+    users = _scan_programs(memo, bpf_fds) if programs else {}
     bpffs: list[str] = []
     pinned: dict[int, tuple[str, ...]] = {}
     if pins:
@@ -676,6 +722,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         except OSError as e:
             errors.append(f"mountinfo: {e}")
         pinned = _pins(bpffs, errors, memo)
+        if bpf_fds is not None and memo is not None and memo.stamps is not None:
+            bpf_fds["pin_stamps"] = memo.stamps
     say("maps" + (" and their entries" if entries else ""))
     data = _map_listing(memo) if kernel_counts and root == "/" else None
     if collect is not None:

@@ -30,7 +30,7 @@ HOST_BTF = "/sys/kernel/btf/vmlinux"
 PROC_PID_INIT_INO = 0xEFFFFFFC          # the initial pid namespace's inode number
 HELPER_PROBE_READ_KERNEL = 113
 HELPER_SEQ_WRITE = 127
-RECORD = struct.Struct("=IIII")         # tgid, fd, map id, 0
+RECORD = struct.Struct("=16sQQIIII")    # the task's STAMPS; tgid, fd, map id, 0
 
 
 class IteratorUnavailable(HostError):
@@ -57,21 +57,37 @@ class Layout:
     prog_release: int = 0     # &bpf_prog_release
     link_release: int = 0     # &bpf_link_release
     btf_release: int = 0      # &btf_release
+    # each record's stamps of its process (:data:`STAMPS`); -1 where the kernel lacks one
+    task_comm: int = -1       # offsetof(struct task_struct, comm)
+    task_cgroups: int = -1    # offsetof(struct task_struct, cgroups)
+    css_dfl_cgrp: int = -1    # offsetof(struct css_set, dfl_cgrp)
+    css_subsys: int = -1      # offsetof(struct css_set, subsys)
+    css_cgroup: int = -1      # offsetof(struct cgroup_subsys_state, cgroup)
+    cgroup_kn: int = -1       # offsetof(struct cgroup, kn)
+    kn_id: int = -1           # offsetof(struct kernfs_node, id)
+    memory_cgrp_id: int = -1  # enum cgroup_subsys_id: memory_cgrp_id
 
 
 def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
     """The layout from vmlinux BTF bytes and /proc/kallsyms text (pure)."""
-    from bpfmem.parse.btf import FUNC, STRUCT, Btf
+    from bpfmem.parse.btf import ENUM, FUNC, STRUCT, Btf
     btf = Btf(btf_data, section="vmlinux BTF")
     want = {"file": ("f_op", "private_data"), "file_operations": ("release",),
-            "task_struct": ("tgid",), "bpf_map": ("id",), "bpf_prog": ("aux",),
-            "bpf_prog_aux": ("id",), "bpf_link": ("id", "prog"), "btf": ("id",)}
-    optional = {"bpf_prog", "bpf_prog_aux", "bpf_link", "btf"}
+            "task_struct": ("tgid", "comm", "cgroups"), "bpf_map": ("id",),
+            "bpf_prog": ("aux",), "bpf_prog_aux": ("id",), "bpf_link": ("id", "prog"),
+            "btf": ("id",), "css_set": ("dfl_cgrp", "subsys"),
+            "cgroup_subsys_state": ("cgroup",), "cgroup": ("kn",), "kernfs_node": ("id",)}
+    required = {"file.f_op", "file.private_data", "file_operations.release",
+                "task_struct.tgid", "bpf_map.id"}
     offsets: dict[str, int] = {}
     func_id = 0
+    memory_cgrp_id = -1
     for tid in range(1, btf.count):
         kind = btf.kind(tid)
-        if kind == STRUCT:
+        if kind == ENUM and memory_cgrp_id < 0 and btf.name_of(tid) == "cgroup_subsys_id":
+            memory_cgrp_id = next((v.value for v in btf.type(tid).enum_values
+                                   if v.name == "memory_cgrp_id"), -1)
+        elif kind == STRUCT:
             name = btf.name_of(tid)
             if name in want and not any(k.startswith(name + ".") for k in offsets):
                 for m in btf.type(tid).members:
@@ -81,8 +97,7 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
                         offsets[f"{name}.{m.name}"] = m.bit_offset // 8
         elif kind == FUNC and not func_id and btf.name_of(tid) == "bpf_iter_task_file":
             func_id = tid
-    missing = [f"{s}.{m}" for s, ms in want.items() for m in ms
-               if f"{s}.{m}" not in offsets and s not in optional]
+    missing = sorted(required - offsets.keys())
     if missing or not func_id:
         raise ParseError("the kernel's BTF lacks " + ", ".join(
             missing + ([] if func_id else ["bpf_iter_task_file"])))
@@ -101,13 +116,60 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
                   offsets["bpf_map.id"], addr, offsets.get("bpf_prog.aux", -1),
                   offsets.get("bpf_prog_aux.id", -1), offsets.get("bpf_link.id", -1),
                   offsets.get("bpf_link.prog", -1), offsets.get("btf.id", -1),
-                  addrs["bpf_prog_release"], addrs["bpf_link_release"], addrs["btf_release"])
+                  addrs["bpf_prog_release"], addrs["bpf_link_release"], addrs["btf_release"],
+                  offsets.get("task_struct.comm", -1), offsets.get("task_struct.cgroups", -1),
+                  offsets.get("css_set.dfl_cgrp", -1), offsets.get("css_set.subsys", -1),
+                  offsets.get("cgroup_subsys_state.cgroup", -1),
+                  offsets.get("cgroup.kn", -1), offsets.get("kernfs_node.id", -1),
+                  memory_cgrp_id)
+
+
+# ---- a record's stamps of its process ---------------------------------------------------
+# Every record begins with the comm of the task whose file it is and two cgroup ids of that
+# task: its cgroup on the default (v2) hierarchy and the cgroup of its memory controller's
+# state (v1 or v2), each the kernfs node id (64 bits, never reused while the kernel runs).
+# Equal stamps: the process's /proc/PID/comm and the cgroups /proc/PID/cgroup names are
+# the same (a cgroup renamed keeps its id: that waits for the scanner's next full scan). A
+# kernel whose BTF lacks a field writes 0 there (then the stamps say nothing).
+STAMPS = struct.Struct("=16sQQ")
+
+
+def has_stamps(lay: Layout) -> bool:
+    return min(lay.task_comm, lay.task_cgroups, lay.css_dfl_cgrp, lay.cgroup_kn,
+               lay.kn_id) >= 0
+
+
+def _stamps(lay: Layout, at: int) -> list:
+    """Instructions writing STAMPS at fp + ``at`` for the task in r7 (r2-r4 scratch)."""
+    if not has_stamps(lay):
+        return [st(8, 10, at + i, 0) for i in range(0, STAMPS.size, 8)]
+    out = [ldx(8, 2, 7, lay.task_comm), stx(8, 10, 2, at),          # task->comm
+           ldx(8, 2, 7, lay.task_comm + 8), stx(8, 10, 2, at + 8),
+           st(8, 10, at + 16, 0), st(8, 10, at + 24, 0),
+           ldx(8, 3, 7, lay.task_cgroups),                          # r3 = task->cgroups
+           Jump("jeq", 3, "stamped"),
+           ldx(8, 4, 3, lay.css_dfl_cgrp),                          # ->dfl_cgrp->kn->id
+           Jump("jeq", 4, "memcg"),
+           ldx(8, 4, 4, lay.cgroup_kn),
+           Jump("jeq", 4, "memcg"),
+           ldx(8, 2, 4, lay.kn_id), stx(8, 10, 2, at + 16),
+           Label("memcg")]
+    if lay.css_subsys >= 0 and lay.css_cgroup >= 0 and lay.memory_cgrp_id >= 0:
+        out += [ldx(8, 4, 3, lay.css_subsys + 8 * lay.memory_cgrp_id),  # subsys[memory]
+                Jump("jeq", 4, "stamped"),
+                ldx(8, 4, 4, lay.css_cgroup),                           # ->cgroup->kn->id
+                Jump("jeq", 4, "stamped"),
+                ldx(8, 4, 4, lay.cgroup_kn),
+                Jump("jeq", 4, "stamped"),
+                ldx(8, 2, 4, lay.kn_id), stx(8, 10, 2, at + 24)]
+    out.append(Label("stamped"))
+    return out
 
 
 # ---- the program ------------------------------------------------------------------------
 def program(lay: Layout) -> bytes:
     """The iterator program: for each (task, file) whose f_op->release is bpf_map_release,
-    seq_write (tgid, fd, map->id, 0)."""
+    seq_write (the task's STAMPS, tgid, fd, map->id, 0)."""
     return assemble([
         ldx(8, 6, 1, 0),                           # r6 = ctx->meta
         ldx(8, 7, 1, 8),                           # r7 = ctx->task
@@ -129,10 +191,11 @@ def program(lay: Layout) -> bytes:
         alu64("add", 1, imm=-8),                   # r1 -= 8
         alu64("mov", 2, imm=4),                    # r2 = 4
         call(HELPER_PROBE_READ_KERNEL),
+        *_stamps(lay, -RECORD.size),               # the stamps, before the ids
         ldx(8, 1, 6, 0),                           # r1 = meta->seq
         alu64("mov", 2, src=10),                   # r2 = fp
-        alu64("add", 2, imm=-16),                  # r2 -= 16
-        alu64("mov", 3, imm=RECORD.size),          # r3 = 16
+        alu64("add", 2, imm=-RECORD.size),         # r2 -= 48
+        alu64("mov", 3, imm=RECORD.size),          # r3 = 48
         call(HELPER_SEQ_WRITE),
         Label("out"),
         alu64("mov", 0, imm=0),                    # r0 = 0
@@ -141,15 +204,16 @@ def program(lay: Layout) -> bytes:
 
 
 # ---- every BPF fd: maps, programs, links and BTF objects, in one walk -------------------
-FD_RECORD = struct.Struct("=IIIIII")    # tgid, fd, kind, id, a link's program id, 0
+FD_RECORD = struct.Struct("=16sQQIIIIII")  # STAMPS; tgid, fd, kind, id, a link's prog id, 0
 KINDS = {0: "map", 1: "prog", 2: "link", 3: "btf"}
 
 
 def fds_program(lay: Layout) -> bytes:
     """The iterator program of every BPF fd: for each (task, file) whose f_op->release is
-    bpf_map_release, bpf_prog_release, bpf_link_release or btf_release, seq_write (tgid, fd,
-    kind, the object's id, a link's program id, 0). Ids are read with probe_read_kernel
-    (private_data is a void pointer; a failed read leaves 0)."""
+    bpf_map_release, bpf_prog_release, bpf_link_release or btf_release, seq_write (the
+    task's STAMPS, tgid, fd, kind, the object's id, a link's program id, 0). Ids are read
+    with probe_read_kernel (private_data is a void pointer; a failed read leaves 0); fp - 64
+    and fp - 72 hold pointers read on the way."""
     def read(dst_off: int, size: int) -> list:    # probe_read_kernel(fp + dst_off, size, r3)
         return [alu64("mov", 1, src=10), alu64("add", 1, imm=dst_off),
                 alu64("mov", 2, imm=size), call(HELPER_PROBE_READ_KERNEL)]
@@ -172,7 +236,7 @@ def fds_program(lay: Layout) -> bytes:
         st(8, 10, -16, 0),
         st(8, 10, -8, 0),
         ldx(8, 4, 8, lay.file_private_data),       # r4 = file->private_data
-        stx(8, 10, 4, -40),                        # kept at fp - 40
+        stx(8, 10, 4, -72),                        # kept at fp - 72
         ld_imm64(4, lay.release_addr),
         Jump("jeq", 3, "map", src=4),
         ld_imm64(4, lay.prog_release),
@@ -183,27 +247,28 @@ def fds_program(lay: Layout) -> bytes:
         Jump("jeq", 3, "btf", src=4),
         Jump("ja", 0, "out"),
         Label("map"),                              # kind 0: map->id
-        *deref(-40, lay.map_id), *read(-12, 4),
+        *deref(-72, lay.map_id), *read(-12, 4),
         Jump("ja", 0, "emit"),
         Label("prog"),                             # kind 1: prog->aux->id
         st(4, 10, -16, 1),
-        *deref(-40, lay.prog_aux), *read(-32, 8),
-        *deref(-32, lay.aux_id), *read(-12, 4),
+        *deref(-72, lay.prog_aux), *read(-64, 8),
+        *deref(-64, lay.aux_id), *read(-12, 4),
         Jump("ja", 0, "emit"),
         Label("link"),                             # kind 2: link->id, link->prog->aux->id
         st(4, 10, -16, 2),
-        *deref(-40, lay.link_id), *read(-12, 4),
-        *deref(-40, lay.link_prog), *read(-32, 8),
-        *deref(-32, lay.prog_aux), *read(-32, 8),
-        *deref(-32, lay.aux_id), *read(-8, 4),
+        *deref(-72, lay.link_id), *read(-12, 4),
+        *deref(-72, lay.link_prog), *read(-64, 8),
+        *deref(-64, lay.prog_aux), *read(-64, 8),
+        *deref(-64, lay.aux_id), *read(-8, 4),
         Jump("ja", 0, "emit"),
         Label("btf"),                              # kind 3: btf->id
         st(4, 10, -16, 3),
-        *deref(-40, lay.btf_id), *read(-12, 4),
+        *deref(-72, lay.btf_id), *read(-12, 4),
         Label("emit"),
+        *_stamps(lay, -FD_RECORD.size),            # the stamps, before the ids
         ldx(8, 1, 6, 0),                           # r1 = meta->seq
         alu64("mov", 2, src=10),
-        alu64("add", 2, imm=-24),
+        alu64("add", 2, imm=-FD_RECORD.size),
         alu64("mov", 3, imm=FD_RECORD.size),
         call(HELPER_SEQ_WRITE),
         Label("out"),
@@ -217,7 +282,7 @@ def parse_fd_records(data: bytes) -> tuple[list[tuple[int, int, int]], list[tupl
     from what the iterator of :func:`fds_program` wrote."""
     n = len(data) // FD_RECORD.size
     maps, others = [], []
-    for t, f, k, i, p, _ in FD_RECORD.iter_unpack(data[:n * FD_RECORD.size]):
+    for _c, _g, _m, t, f, k, i, p, _ in FD_RECORD.iter_unpack(data[:n * FD_RECORD.size]):
         if k == 0:
             maps.append((t, f, i))
         else:
@@ -225,18 +290,22 @@ def parse_fd_records(data: bytes) -> tuple[list[tuple[int, int, int]], list[tupl
     return maps, others
 
 
-def fd_columns(data: bytes) -> tuple[list[int], list[int], list[tuple]]:
-    """(pids, map ids) of the map fds, in the iterator's order (pid by pid), and (tgid, fd,
-    kind, id, program id) of the others, from what :func:`fds_program` wrote: the columns
-    are cut from the bytes at once (a scan of 10,000 maps reads as many records)."""
+def fd_columns(data: bytes) -> tuple[list[int], list[int], list[tuple], dict | None]:
+    """(pids, map ids) of the map fds, in the iterator's order (pid by pid), (tgid, fd,
+    kind, id, program id) of the others, and each process's STAMPS (:func:`pid_stamps`),
+    from what :func:`fds_program` wrote: the columns are cut from the bytes at once (a scan
+    of 10,000 maps reads as many records)."""
     n = len(data) // FD_RECORD.size
     words = memoryview(data)[:n * FD_RECORD.size].cast("I")
     step = FD_RECORD.size // 4
-    kinds = words[2::step].tolist()
+    at = STAMPS.size // 4                  # the words after the stamps
+    kinds = words[at + 2::step].tolist()
+    pids = words[at::step].tolist()
+    stamps = pid_stamps(data, FD_RECORD.size, pids)
     if not any(kinds):
-        return words[0::step].tolist(), words[3::step].tolist(), []
-    pids, ids, fds, links = (words[0::step].tolist(), words[3::step].tolist(),
-                             words[1::step].tolist(), words[4::step].tolist())
+        return pids, words[at + 3::step].tolist(), [], stamps
+    ids, fds, links = (words[at + 3::step].tolist(), words[at + 1::step].tolist(),
+                       words[at + 4::step].tolist())
     maps_p, maps_i, others = [], [], []
     for t, f, k, i, p in zip(pids, fds, kinds, ids, links):
         if k == 0:
@@ -244,7 +313,22 @@ def fd_columns(data: bytes) -> tuple[list[int], list[int], list[tuple]]:
             maps_i.append(i)
         else:
             others.append((t, f, KINDS.get(k, "?"), i, p))
-    return maps_p, maps_i, others
+    return maps_p, maps_i, others, stamps
+
+
+def pid_stamps(data: bytes, size: int, pids: list[int]) -> dict[int, bytes] | None:
+    """{pid: its STAMPS bytes} from records of ``size`` bytes whose pids are ``pids`` (in
+    record order), the first record of each process; None when the kernel wrote none."""
+    if not data or not any(data[STAMPS.size - 16:STAMPS.size]):
+        return None
+    out: dict[int, bytes] = {}
+    prev = -1
+    for i, p in enumerate(pids):
+        if p != prev:
+            prev = p
+            if p not in out:
+                out[p] = data[i * size:i * size + STAMPS.size]
+    return out
 
 
 def bpf_fds_raw(kept: dict | None = None) -> bytes:
@@ -253,27 +337,30 @@ def bpf_fds_raw(kept: dict | None = None) -> bytes:
     if not _in_initial_pid_namespace():
         raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
                                   "host pids)")
-    lay = read_layout()
-    if min(lay.prog_aux, lay.aux_id, lay.link_id, lay.link_prog, lay.btf_id) < 0 or not all(
-            (lay.prog_release, lay.link_release, lay.btf_release)):
-        raise IteratorUnavailable("the kernel's BTF or kallsyms lacks the program, link or "
-                                  "BTF fields")
-    return run_iterator(fds_program(lay), lay.attach_btf_id, "bpfmem_fds",
-                        IteratorUnavailable, "fd", kept)
+    def make():
+        lay = read_layout()
+        if min(lay.prog_aux, lay.aux_id, lay.link_id, lay.link_prog, lay.btf_id) < 0 or \
+                not all((lay.prog_release, lay.link_release, lay.btf_release)):
+            raise IteratorUnavailable("the kernel's BTF or kallsyms lacks the program, link "
+                                      "or BTF fields")
+        return fds_program(lay), lay.attach_btf_id
+    return run_iterator(make, "bpfmem_fds", IteratorUnavailable, "fd", kept)
 
 
 def parse_records(data: bytes) -> list[tuple[int, int, int]]:
     """(tgid, fd, map id) for each record the iterator wrote."""
     n = len(data) // RECORD.size
-    return [(t, f, m) for t, f, m, _ in RECORD.iter_unpack(data[:n * RECORD.size])]
+    return [(t, f, m) for _c, _g, _m, t, f, m, _ in RECORD.iter_unpack(data[:n * RECORD.size])]
 
 
-def map_columns(data: bytes) -> tuple[list[int], list[int]]:
-    """(pids, map ids) of every record :func:`program` wrote, in its order (pid by pid)."""
+def map_columns(data: bytes) -> tuple[list[int], list[int], dict | None]:
+    """(pids, map ids) of every record :func:`program` wrote, in its order (pid by pid),
+    and each process's STAMPS (:func:`pid_stamps`)."""
     n = len(data) // RECORD.size
     words = memoryview(data)[:n * RECORD.size].cast("I")
-    step = RECORD.size // 4
-    return words[0::step].tolist(), words[2::step].tolist()
+    step, at = RECORD.size // 4, STAMPS.size // 4
+    pids = words[at::step].tolist()
+    return pids, words[at + 2::step].tolist(), pid_stamps(data, RECORD.size, pids)
 
 
 # ---- running it -------------------------------------------------------------------------
@@ -293,7 +380,7 @@ def read_layout() -> Layout:
         st = os.stat(HOST_BTF)
     except OSError as e:
         raise IteratorUnavailable(f"no kernel BTF or boot id ({e.strerror})") from None
-    key = f"iter-v2|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
+    key = f"iter-v3|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
     d = cache.load("iter-layout", key)
     if d is not None:
         try:
@@ -324,23 +411,28 @@ def map_fds_raw(kept: dict | None = None) -> bytes:
     if not _in_initial_pid_namespace():
         raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
                                   "host pids)")
-    lay = read_layout()
-    return run_iterator(program(lay), lay.attach_btf_id, "bpfmem_owners",
-                        IteratorUnavailable, "owner", kept)
+    def make():
+        lay = read_layout()
+        return program(lay), lay.attach_btf_id
+    return run_iterator(make, "bpfmem_owners", IteratorUnavailable, "owner", kept)
 
 
-def run_iterator(insns: bytes, attach_btf_id: int, name: str, unavailable: type,
-                 what: str, kept: dict | None = None) -> bytes:
-    """Load an iterator program, attach it, read its whole output; every fd the program, its
+def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | None = None,
+                 loaded=None) -> bytes:
+    """Load an iterator program (``make()`` gives its instructions and the BTF id it
+    attaches to: the kernel's layout is read only for a load), attach it, read its whole
+    output; every fd the program, its
     link and the iterator took is closed again, whatever happens. A refusal raises
     ``unavailable`` (naming ``what``). ``kept`` (a dict the caller keeps between runs, e.g.
     the exporter's :class:`~bpfmem.host.rescan.ScanMemo`) keeps the link by ``name``
     instead: the program is loaded and verified once, and later runs only read it (the
-    caller closes the links: :func:`close_kept`)."""
+    caller closes the links: :func:`close_kept`). ``loaded`` is called with the program's fd
+    when it is loaded."""
     fds: list[int] = []
     try:
         link = kept.get(name) if kept is not None else None
         if link is None:
+            insns, attach_btf_id = make()
             try:
                 prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, insns,
                                         expected_attach_type=bpfsys.BPF_TRACE_ITER,
@@ -348,6 +440,8 @@ def run_iterator(insns: bytes, attach_btf_id: int, name: str, unavailable: type,
             except HostError as e:
                 raise unavailable(f"loading the {what} iterator: {e}") from None
             fds.append(prog)
+            if loaded is not None:
+                loaded(prog)
             try:
                 link = bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER)
             except HostError as e:

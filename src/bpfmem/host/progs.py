@@ -247,20 +247,44 @@ def _prog_facts(prog_id: int, cache: dict):
 def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
                   bpffs: list[str] | None = None, known: dict | None = None,
                   jit_cache: dict | None = None, fds: list | None = None,
-                  last: dict | None = None) -> ProgScan:
+                  last: dict | None = None, listed: tuple | None = None,
+                  owner_of: dict | None = None, pin_stamps: tuple | None = None
+                  ) -> ProgScan:
     """Every program, BTF object and link on the host with their owners (processes holding
-    a program, link or BTF fd) and pins, and the JIT's memory. ``known`` (program id ->
-    (ProgInfo, memlock), kept by the caller between scans) spares re-reading a program
-    seen before: neither changes while it is loaded (ids are never reused soon);
-    ``jit_cache`` (a dict kept the same way) spares reading /proc/vmallocinfo again while
-    the set of programs is the same (the JIT's memory changes as programs come and go).
+    a program, link or BTF fd) and pins, and the JIT's memory. ``listed``: (the bytes, the
+    records) of the kernel's program iterator (host/prog_iter.py) read by the map scan,
+    else every program is opened by id, and ``known`` (program id -> (ProgInfo, memlock),
+    kept by the caller between scans) spares re-reading a program seen before: neither
+    changes while it is loaded (ids are never reused soon); ``jit_cache`` (a dict kept the
+    same way) spares reading /proc/vmallocinfo again while the set of programs is the same
+    (the JIT's memory changes as programs come and go).
     ``fds``: the (pid, fd, kind, id, a link's program id) of every program, link and BTF fd
     on the host, found by the maps' owner walk (host/owner_iter.py): then /proc is not
-    walked again. ``last`` (a dict kept by the caller between scans): while the fds, the
-    program ids, the links, the pins and the holders' names are those of the last scan,
-    its program records are returned again (the same tuple)."""
+    walked again; ``owner_of`` (Owner per pid, read by that walk) spares reading their
+    names and cgroups again. ``last`` (a dict kept by the caller between scans): while the
+    fds, the programs, the links, the pins and the holders' names are those of the last
+    scan, its program records are returned again (the same tuple); with ``pin_stamps``
+    (the bpffs directories' stamps, host/rescan.pin_stamps) the program pins are walked
+    again only when those moved; and with a program listing too, while the fds, the
+    listing's bytes, the links, the stamps and the holders are the last scan's, the whole
+    last result is (BTF objects and the JIT's figures included: a BTF object comes or goes
+    with a program or an fd, and the JIT's memory with the programs; a module's BTF loaded
+    meanwhile waits for the caller's next full scan)."""
     errors: list[str] = []
     gone = 0
+    try:
+        link_pairs = _links()
+    except HostError as e:      # before 5.8
+        errors.append(f"links: {e}")
+        link_pairs = []
+    quick = None
+    if (last is not None and listed is not None and fds is not None and owners
+            and owner_of is not None and (pin_stamps is not None or not pins)):
+        # what the programs, BTF objects and JIT figures are made of, as read already
+        quick = (fds, listed[0], link_pairs, pin_stamps, owner_of)
+        hit = last.get("quick")
+        if hit is not None and all(a is b or a == b for a, b in zip(hit[0], quick)):
+            return hit[1]
     given = tuple(fds) if fds is not None and owners else None
     if not owners:
         fds = []
@@ -270,7 +294,8 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
                for pid, fd, kind, obj_id, prog_id in fds]
     else:
         fds = scan_bpf_fds(root=root)
-    owner_of = _owners(fds, root) if fds else {}
+    if owner_of is None or not all(f.pid in owner_of for f in fds):
+        owner_of = _owners(fds, root) if fds else {}
     by_prog: dict[int, list[BpfFd]] = {}
     by_link: dict[int, list[BpfFd]] = {}
     by_btf: dict[int, list[BpfFd]] = {}
@@ -290,52 +315,55 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
             except OSError as e:
                 errors.append(f"mountinfo: {e}")
                 bpffs = []
-        prog_pins, link_pins = walk_prog_pins(bpffs, errors)
+        kept_pins = last.get("pins") if last is not None else None
+        if pin_stamps is not None and kept_pins is not None and kept_pins[0] == pin_stamps:
+            prog_pins, link_pins = kept_pins[1]
+        else:
+            prog_pins, link_pins = walk_prog_pins(bpffs, errors)
+            if last is not None:
+                last["pins"] = (pin_stamps, (prog_pins, link_pins))
     links_of: dict[int, list[int]] = {}
-    try:
-        link_ids = list(bpfsys.link_ids())
-    except HostError as e:      # before 5.8
-        errors.append(f"links: {e}")
-        link_ids = []
     link_holders: dict[int, list[BpfFd]] = {}
-    for lid in link_ids:
-        try:
-            lfd = bpfsys.link_fd_by_id(lid)
-        except ObjectGone:
-            continue
-        try:
-            li = bpfsys.link_info(lfd)
-        except HostError:
-            continue
-        finally:
-            os.close(lfd)
-        links_of.setdefault(li.prog_id, []).append(lid)
-        link_holders.setdefault(li.prog_id, []).extend(by_link.get(lid, ()))
+    for lid, prog_id in link_pairs:
+        links_of.setdefault(prog_id, []).append(lid)
+        link_holders.setdefault(prog_id, []).extend(by_link.get(lid, ()))
     progs: list[LiveProg] = []
     cache = known if known is not None else {}
     seen = set()
-    ids = tuple(bpfsys.prog_ids())
+    if listed is not None:
+        listing, facts = listed[0], [(r, r.memlock) for r in listed[1]]
+        ids = tuple(r.id for r, _m in facts)
+    else:
+        ids = listing = tuple(bpfsys.prog_ids())
+        facts = None
     key = None
     if last is not None and given is not None:
-        key = (given, ids, tuple(sorted(links_of.items())), tuple(sorted(prog_pins.items())),
-               tuple(sorted(link_pins.items())), tuple(sorted(owner_of.items())))
+        key = (given, listing, tuple(sorted(links_of.items())),
+               tuple(sorted(prog_pins.items())), tuple(sorted(link_pins.items())),
+               tuple(sorted(owner_of.items())))
     if key is not None and last.get("key") == key:
         progs = last["progs"]           # nothing moved: the last scan's records
         seen = set(ids)
         ids = ()
-    for pid_ in ids:
-        seen.add(pid_)
-        hit = _prog_facts(pid_, cache)
-        if hit is None:
-            gone += 1
-            continue
-        info, memlock = hit
+        facts = []
+    if facts is None:                   # one by one
+        facts = []
+        for pid_ in ids:
+            seen.add(pid_)
+            hit = _prog_facts(pid_, cache)
+            if hit is None:
+                gone += 1
+                continue
+            facts.append(hit)
+    elif ids:
+        seen = set(ids)
+    for info, memlock in facts:
         lids = tuple(sorted(links_of.get(info.id, ())))
         lpins = [p for lid in lids for p in link_pins.get(lid, ())]
         progs.append(LiveProg(
             id=info.id, name=info.name, type=info.type, tag=info.tag, memlock=memlock,
             xlated_prog_len=info.xlated_prog_len, jited_prog_len=info.jited_prog_len,
-            map_ids=info.map_ids, btf_id=info.btf_id,
+            map_ids=tuple(info.map_ids), btf_id=info.btf_id,
             verified_insns=info.verified_insns or None, load_time=info.load_time,
             created_by_uid=info.created_by_uid,
             owners=_holders(by_prog.get(info.id, []), owner_of), links=lids,
@@ -371,7 +399,27 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
         jit = read_jit_memory(root)
         if jit_cache is not None:
             jit_cache.update(ids=ids, jit=jit)
-    return ProgScan(progs, tuple(btfs), jit, gone, tuple(errors))
+    out = ProgScan(progs, tuple(btfs), jit, gone, tuple(errors))
+    if quick is not None:
+        last["quick"] = (quick, out) if not gone and not errors else None
+    return out
+
+
+def _links() -> list[tuple[int, int]]:
+    """(link id, its program's id) of every BPF link on the host (5.8+)."""
+    out = []
+    for lid in bpfsys.link_ids():
+        try:
+            lfd = bpfsys.link_fd_by_id(lid)
+        except ObjectGone:
+            continue
+        try:
+            out.append((lid, bpfsys.link_info(lfd).prog_id))
+        except HostError:
+            continue
+        finally:
+            os.close(lfd)
+    return out
 
 
 def progs_held_by(pids, root: str = "/", known: dict | None = None

@@ -20,7 +20,9 @@ INT_MAX, so an id names one object while the kernel runs):
   second before it was looked at is not trusted: the kernel stamps mtimes with a clock that
   ticks every few milliseconds, so a second change within the same tick would leave the
   same mtime (the next scan walks the pins again).
-Owners are read every scan (the kernel's iterator gives them in one stream). A map whose
+Owners are read every scan (the kernel's iterator gives them in one stream, each record with
+its process's comm and cgroup ids: a process whose stamps are as before keeps its Owner
+unread; a cgroup renamed keeps its id, and waits for the next full scan). A map whose
 figures, owners, programs and pins are all as before keeps the last scan's record object, so
 an idle node's scan allocates almost nothing (the exporter's memory stays flat).
 
@@ -69,6 +71,11 @@ class ScanMemo:
     programs: dict = field(default_factory=dict)   # prog id -> (ProgRef, map ids)
     prog_infos: dict = field(default_factory=dict)  # prog id -> (ProgInfo, memlock): the
     #                                                 program walk's (host/progs.py)
+    prog_raw: bytes | None = None                  # the program iterator's records
+    prog_recs: list | None = None                  # the ProgRecords made of them
+    prog_users: dict | None = None                 # map id -> programs, made of them
+    prog_known: dict = field(default_factory=dict)  # a record -> itself completed (JIT
+    #                                                 of subprograms, maps past the first 4)
     prog_jit: dict = field(default_factory=dict)   # the JIT reading and the program ids then
     prog_last: dict = field(default_factory=dict)  # the program walk's key and records
     stamps: tuple | None = None                    # pin_stamps() of the last pin walk
@@ -85,7 +92,9 @@ class ScanMemo:
     owner_pids: list = field(default_factory=list)  # the pids in owner_held
     owner_held_last: dict | None = None            # owner_held of the scan before
     owner_others: list | None = None               # the program, link and BTF fds of those
-    owner_cache: dict = field(default_factory=dict)  # pid -> (comm, cgroup text, Owner)
+    owner_cache: dict = field(default_factory=dict)  # pid -> (kernel stamps, comm,
+    #                                                   cgroup text, Owner)
+    owner_stamps: bool = False                     # the owner records carried stamps
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
     users: dict | None = None                      # map id -> programs, of the last scan
     pins_seen: dict | None = None                  # the pins the last scan used
@@ -112,6 +121,8 @@ class ScanMemo:
             self.programs.clear()
             self.prog_infos.clear()
             self.prog_jit.clear()
+            self.prog_raw = self.prog_recs = self.prog_users = None
+            self.prog_known.clear()
             self.prog_last.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
@@ -120,6 +131,7 @@ class ScanMemo:
             self.owner_raw = self.owner_held = self.owner_seen = None
             self.owner_held_last = None
             self.owner_others = None
+            self.owner_stamps = False
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.full_scans += 1
