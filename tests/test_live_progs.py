@@ -501,5 +501,7 @@ def test_the_program_layout_of_6_1():
     btf = lzma.decompress((Path(__file__).parent / "data" / "btf" /
                            "6.1.0-57-cloud-amd64.btf.xz").read_bytes())
     lay = prog_iter.parse_prog_layout(btf)
-    assert lay.attach_btf_id and min(lay.__dict__.values()) >= 0 and lay.tag > 0
+    from bpfmem.values import fields
+    assert lay.attach_btf_id and min(getattr(lay, f.name) for f in fields(lay)) >= 0
+    assert lay.tag > 0
     assert prog_iter.program(lay)

@@ -11,7 +11,7 @@ them from the running system (:func:`bpfmem.host.live.scan_maps`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from bpfmem.values import dataclass, field
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "LiveProg", "LiveBtf", "JitMemory", "Snapshot", "CgroupMemory", "ProcMem", "Pin",
            "PodSample"]
@@ -19,7 +19,7 @@ __all__ = ["Owner", "ProgRef", "LiveMap", "LiveProg", "LiveBtf", "JitMemory", "S
 
 # ---- the maps of a node (one scan) ----
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Owner:
     """A process holding at least one fd to a map."""
     pid: int
@@ -28,14 +28,14 @@ class Owner:
     fds: int = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProgRef:
     id: int
     name: str
     type: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveMap:
     """One map as the kernel reports it now, with who holds and uses it."""
     id: int
@@ -65,7 +65,7 @@ class LiveMap:
         return self.entries / self.max_entries
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveProg:
     """One loaded program as the kernel reports it (``bpf_prog_info`` and fdinfo), with who
     holds it: processes with a program fd, links, pins."""

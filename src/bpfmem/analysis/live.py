@@ -6,7 +6,7 @@ input is a :class:`~bpfmem.records.Snapshot`; the results (:class:`SnapshotView`
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from bpfmem.values import dataclass
 from functools import lru_cache
 
 from ..model import formulas as fm
@@ -153,7 +153,10 @@ def cgroup_sums(maps) -> list[CgroupSum]:
     """memlock summed per cgroup of each map's primary owner, largest first."""
     acc: dict[str | None, list[int]] = {}
     for m in maps:
-        a = acc.setdefault(map_cgroup(m), [0, 0])
+        owners = m.owners
+        a = acc.get(owners[0].cgroup if owners else None)
+        if a is None:
+            a = acc[owners[0].cgroup if owners else None] = [0, 0]
         a[0] += 1
         a[1] += m.memlock or 0
     return sorted((CgroupSum(c, n, b) for c, (n, b) in acc.items()),
@@ -180,8 +183,22 @@ class SnapshotView:
 def snapshot_view(snap: Snapshot, prof: KernelProfile | None = None) -> SnapshotView:
     """The :class:`SnapshotView` of ``snap``; ``prof`` (the scanning kernel's) adds the
     model's check of every map."""
-    maps = tuple(sorted(snap.maps, key=lambda m: m.id))
-    checks = tuple(check_map(m, prof) for m in maps) if prof is not None else (None,) * len(maps)
+    maps = snap.maps
+    if any(a.id > b.id for a, b in zip(maps, maps[1:])):
+        maps = tuple(sorted(maps, key=lambda m: m.id))
+    if prof is not None:      # a node's maps come in few shapes and fills: each key once
+        seen: dict[tuple, ModelCheck] = {}
+        checks_: list[ModelCheck] = []
+        for m in maps:
+            key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
+                   m.entries, m.entries_complete, m.memlock)
+            c = seen.get(key)
+            if c is None:
+                c = seen[key] = check_map(m, prof)
+            checks_.append(c)
+        checks = tuple(checks_)
+    else:
+        checks = (None,) * len(maps)
     statuses: dict[str, int] = {}
     for c in checks:
         if c is not None:

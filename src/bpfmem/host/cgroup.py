@@ -21,7 +21,7 @@ import posixpath
 import re
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from bpfmem.values import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 

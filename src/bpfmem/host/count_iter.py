@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import asdict, dataclass
+from bpfmem.values import dataclass, fields
 
 from bpfmem.errors import HostError, ParseError
 from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, call_kfunc, exit_insn, ldx,
@@ -197,7 +197,7 @@ def read_map_layout() -> CountLayout:
     d = cache.load("count-iter-layout", key)
     if d is not None:
         try:
-            return CountLayout(**{k: int(d[k]) for k in CountLayout.__dataclass_fields__})
+            return CountLayout(**{f.name: int(d[f.name]) for f in fields(CountLayout)})
         except (ValueError, TypeError, KeyError):
             pass
     try:
@@ -205,7 +205,7 @@ def read_map_layout() -> CountLayout:
             lay = parse_map_layout(f.read())
     except (OSError, ParseError) as e:
         raise CountsUnavailable(str(e)) from None
-    cache.store("count-iter-layout", key, asdict(lay))
+    cache.store("count-iter-layout", key, {f.name: getattr(lay, f.name) for f in fields(lay)})
     return lay
 
 

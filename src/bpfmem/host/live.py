@@ -79,10 +79,10 @@ class FdinfoReader:
     a close, where a path open and close of its fdinfo file came on top. Used as a context
     manager: the fdinfo files are closed at the end."""
 
-    __slots__ = ("_files",)
+    __slots__ = ("files",)
 
     def __init__(self) -> None:
-        self._files: dict[int, int] = {}
+        self.files: dict[int, int] = {}      # fd number -> its fdinfo file
 
     def __enter__(self) -> "FdinfoReader":
         return self
@@ -92,13 +92,13 @@ class FdinfoReader:
 
     def read(self, fd: int) -> bytes | None:
         """The fdinfo bytes of ``fd`` (an fd of this process), or None."""
-        f = self._files.get(fd)
+        f = self.files.get(fd)
         if f is None:
             try:
                 f = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 return None
-            self._files[fd] = f
+            self.files[fd] = f
         try:
             return os.pread(f, 1024, 0)
         except OSError:
@@ -115,7 +115,7 @@ class FdinfoReader:
         return int(raw[i + 9:raw.find(b"\n", i + 9)])
 
     def close(self) -> None:
-        files, self._files = self._files, {}
+        files, self.files = self.files, {}
         for f in files.values():
             try:
                 os.close(f)
@@ -240,13 +240,18 @@ def _scan_owners(root: str, pids: list[int] | None = None, columns=None, memo=No
 def _owner_table(pids, root: str, memo=None, stamps: dict | None = None
                  ) -> tuple[dict[int, "Owner"], int]:
     """(Owner per pid, processes gone) from each process's comm and cgroup; with a memo, a
-    process whose comm and cgroup read as before keeps its Owner (the same object), and one
-    whose kernel ``stamps`` (host/owner_iter.STAMPS: comm and cgroup ids) are as before is
-    not read at all."""
+    process whose comm and cgroup read as before keeps its Owner (the same object).
+
+    ``stamps`` (the owner iterator's, host/owner_iter.STAMPS: each process's comm and the
+    ids of its default and memory cgroups) stand in for reading: the comm is the stamp's,
+    and /proc/PID/cgroup is read once for the processes of the same two cgroups (the two
+    lines the memory cgroup is taken from are theirs); with a memo, a process whose stamps
+    are as before keeps its Owner unread."""
     base = os.path.join(root, "proc")
     known = memo.owner_cache if memo is not None else None
     ns_roots = None
     owner_of: dict[int, Owner] = {}
+    by_group: dict[bytes, bytes] = {}       # cgroup ids -> /proc/PID/cgroup of one of them
     gone = 0
     read = _read_small
     for pid in pids:
@@ -255,11 +260,22 @@ def _owner_table(pids, root: str, memo=None, stamps: dict | None = None
         if hit is not None and stamp is not None and hit[0] == stamp:
             owner_of[pid] = hit[3]
             continue
-        comm = read(f"{base}/{pid}/comm")
-        if comm is None:
-            gone += 1
-            continue
-        cg = read(f"{base}/{pid}/cgroup")
+        if stamp is not None:
+            comm = stamp[:16].rstrip(b"\0") + b"\n"
+            group = stamp[16:]
+            cg = by_group.get(group)
+            if cg is None:
+                cg = read(f"{base}/{pid}/cgroup")
+                if cg is None:
+                    gone += 1
+                    continue
+                by_group[group] = cg
+        else:
+            comm = read(f"{base}/{pid}/comm")
+            if comm is None:
+                gone += 1
+                continue
+            cg = read(f"{base}/{pid}/cgroup")
         if hit is not None and hit[1] == comm and hit[2] == cg:
             owner_of[pid] = hit[3]
             if stamp is not None:
@@ -520,6 +536,8 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
             out.append(base)
         return tuple(out)
 
+    files = fdr.files
+    pread, find = os.pread, bytes.find
     for rec in recs:
         mid = rec[0]
         if need is not None and mid not in need:
@@ -534,7 +552,7 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
         kernel_count = kcount >= 0 and mtype in kernel_counted
         read_now = False
         memlock = mem_get(mid)
-        if memlock is None:
+        if memlock is None and memo is not None:
             memlock = fields_get(mid)
             if memlock is None:
                 c = counts_get(mid)
@@ -556,8 +574,12 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
                 continue
             try:
                 if memlock is None:
-                    memlock = read_memlock(fd)
                     read_now = True
+                    f = files.get(fd)           # FdinfoReader.memlock, inlined (10,000 maps)
+                    raw = pread(f, 1024, 0) if f is not None else fdr.read(fd)
+                    i = find(raw, b"\nmemlock:") if raw else -1
+                    if i >= 0:
+                        memlock = int(raw[i + 9:find(raw, b"\n", i + 9)])
                 if counted is None:
                     c = counts_get(mid)
                     if c is not None and memlock is not None and c[0] == memlock:
@@ -573,15 +595,18 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
             except ObjectGone:
                 vanished += 1
                 continue
+            except OSError:             # the fdinfo file: its fd closed meanwhile
+                memlock = None
             finally:
                 close(fd)
         else:
             reused += 1
         if frozen.__class__ is int:
             frozen = frozen != 0
-        f = frozen_get(mid)
-        if f is not None:
-            frozen = f
+        if frozen_of:
+            f = frozen_get(mid)
+            if f is not None:
+                frozen = f
         per = held_get(mid)
         if not per:
             own = ()
@@ -589,10 +614,10 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
             own = owned.get(per)
             if own is None:
                 own = owned[per] = owners(per)
-        progs = users_get(mid, ())
-        pins_of = pinned_get(mid, ())
+        progs = users_get(mid, ()) if users else ()
+        pins_of = pinned_get(mid, ()) if pinned else ()
         n, complete, method = counted
-        prev = last_get(mid)
+        prev = last_get(mid) if memo is not None else None
         if (prev is not None and prev.memlock == memlock and prev.entries == n
                 and prev.owners == own and prev.programs == progs and prev.pins == pins_of
                 and prev.frozen == frozen and prev.entries_complete == complete

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import asdict, dataclass
+from bpfmem.values import dataclass, fields
 
 from bpfmem.errors import HostError, ParseError
 from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, exit_insn, ld_imm64, ldx, st,
@@ -384,7 +384,7 @@ def read_layout() -> Layout:
     d = cache.load("iter-layout", key)
     if d is not None:
         try:
-            return Layout(**{k: int(d[k]) for k in Layout.__dataclass_fields__})
+            return Layout(**{f.name: int(d[f.name]) for f in fields(Layout)})
         except (ValueError, TypeError, KeyError):
             pass
     try:
@@ -395,7 +395,7 @@ def read_layout() -> Layout:
         lay = parse_layout(btf, syms)
     except (OSError, ParseError) as e:
         raise IteratorUnavailable(str(e)) from None
-    cache.store("iter-layout", key, asdict(lay))
+    cache.store("iter-layout", key, {f.name: getattr(lay, f.name) for f in fields(lay)})
     return lay
 
 

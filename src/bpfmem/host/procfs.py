@@ -8,7 +8,7 @@ the callers: the readers raise ``FileNotFoundError``/``ProcessLookupError`` as t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from bpfmem.values import dataclass
 from pathlib import Path
 
 __all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type", "bpffs_mounts",

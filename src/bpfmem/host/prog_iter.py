@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import asdict, dataclass
+from bpfmem.values import dataclass, fields
 
 from bpfmem.errors import HostError, ParseError
 from bpfmem.parse.insn import Jump, Label, alu64, assemble, call, exit_insn, ldx, st, stx
@@ -311,7 +311,7 @@ def read_prog_layout() -> ProgLayout:
     d = cache.load("prog-iter-layout", key)
     if d is not None:
         try:
-            return ProgLayout(**{k: int(d[k]) for k in ProgLayout.__dataclass_fields__})
+            return ProgLayout(**{f.name: int(d[f.name]) for f in fields(ProgLayout)})
         except (ValueError, TypeError, KeyError):
             pass
     try:
@@ -319,7 +319,7 @@ def read_prog_layout() -> ProgLayout:
             lay = parse_prog_layout(f.read())
     except (OSError, ParseError) as e:
         raise ProgsUnavailable(str(e)) from None
-    cache.store("prog-iter-layout", key, asdict(lay))
+    cache.store("prog-iter-layout", key, {f.name: getattr(lay, f.name) for f in fields(lay)})
     return lay
 
 

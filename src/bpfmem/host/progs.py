@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
+from bpfmem.values import dataclass
 
 from bpfmem.errors import HostError, ObjectGone
 from bpfmem.records import JitMemory, LiveBtf, LiveProg, Owner
@@ -159,7 +159,18 @@ def parse_vmallocinfo(raw: bytes, page_size: int = 4096) -> tuple[int, int]:
     ``bpf_jit_alloc_exec`` (one image each). The size column is not used: it includes the
     guard page."""
     total = packs = 0
-    for line in raw.splitlines():
+    # only the few lines that name a JIT caller are split (the file has one line per vmalloc
+    # area: thousands)
+    lines = []
+    for caller in _JIT_CALLERS:
+        at = raw.find(caller)
+        while at >= 0:
+            start = raw.rfind(b"\n", 0, at) + 1
+            end = raw.find(b"\n", at)
+            end = len(raw) if end < 0 else end
+            lines.append((start, raw[start:end]))
+            at = raw.find(caller, end)
+    for _start, line in sorted(set(lines)):
         fields = line.split()
         if len(fields) < 3 or not fields[2].startswith(_JIT_CALLERS):
             continue

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
-from dataclasses import dataclass, field
+from bpfmem.values import dataclass, field
 from typing import Callable
 
 from .walk import walk_tree

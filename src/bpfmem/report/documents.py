@@ -791,19 +791,28 @@ def snapshot_document(v) -> dict[str, Any]:
     (every key on every map, owners and programs inline, as bpfmem wrote snapshots before):
     :func:`bpfmem.parse.snapshot.snapshot_from_dict` reads either.
     """
+    doc, lines = snapshot_parts(v)
+    doc["maps"] = [json.loads(line) for line in lines]
+    return doc
+
+
+def snapshot_parts(v) -> tuple[dict[str, Any], list[str]]:
+    """:func:`snapshot_document` as (the document without ``maps``, each map's compact JSON
+    text in order): a node's 10,000 maps are written as text, without a dict each (the text
+    is what ``json.dumps(map, separators=(",", ":"))`` of the document's map writes; the
+    document takes each map's dict from its text)."""
     procs: dict[int, tuple[str, str | None]] = {}
     progs: dict[int, tuple[str, int]] = {}
-    models: dict[int, dict[str, Any]] = {}   # id(check) -> its block: maps of one shape and
-    #                                          fill share one check (analysis.live caches it)
-    maps = [_live_map(m, c, procs, progs, models) for m, c in zip(v.maps, v.checks)]
+    texts: dict = {}                         # what recurs among maps, written once: a
+    #                                          shape's keys, a model check, an owner list
+    lines = [_live_map_json(m, c, procs, progs, texts) for m, c in zip(v.maps, v.checks)]
     doc = _snapshot_head(v, SNAPSHOT)
     doc["processes"] = {str(pid): {"comm": comm, "cgroup": cg}
                         for pid, (comm, cg) in sorted(procs.items())}
     doc["programs"] = {str(i): _program_ref(name, t) for i, (name, t) in sorted(progs.items())}
     if v.snapshot.progs is not None:
         _live_programs(doc, v)
-    doc["maps"] = maps
-    return doc
+    return doc, lines
 
 
 def _live_programs(doc: dict[str, Any], v) -> None:
@@ -931,56 +940,87 @@ def _owner_ref(pid: int, fds: int) -> dict[str, Any]:
     return {"pid": pid} if fds == 1 else {"pid": pid, "fds": fds}
 
 
-def _live_map(m, check, procs: dict, progs: dict, models: dict) -> dict[str, Any]:
-    """One map of ``bpfmem/snapshot/v2`` (the keys left out are listed in
-    :func:`snapshot_document`); its owners and programs are added to ``procs``/``progs``."""
-    rec: dict[str, Any] = {"id": m.id, "name": m.name, "type": _map_type(m.type)}
+_JSON_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+_JSON_INT = int.__repr__
+_JSON_CONST = {None: "null", True: "true", False: "false"}
+
+
+def _json_value(x) -> str:
+    """A scalar (None, bool, int, float, str) as compact json.dumps writes it."""
+    if x is None or x is True or x is False:
+        return _JSON_CONST[x]
+    if isinstance(x, str):
+        return _q(x)
+    return _JSON_COMPACT(x)
+
+
+def _shape_json(m) -> str:
+    """The keys of a map from ``type`` to ``btf_id`` (after its name), as text."""
+    out = [',"type":', _q(_map_type(m.type))]
     if not _named_map_type(m.type):
-        rec["type_id"] = m.type
-    rec["key_size"] = m.key_size
-    rec["value_size"] = m.value_size
-    rec["max_entries"] = m.max_entries
+        out += [',"type_id":', _JSON_INT(m.type)]
+    out += [',"key_size":', _JSON_INT(m.key_size), ',"value_size":', _JSON_INT(m.value_size),
+            ',"max_entries":', _JSON_INT(m.max_entries)]
     if m.map_flags:
-        rec["map_flags"] = m.map_flags
-        rec["flags"] = list(_flag_list(m.map_flags))
+        out += [',"map_flags":', _JSON_INT(m.map_flags), ',"flags":',
+                _JSON_COMPACT(list(_flag_list(m.map_flags)))]
     if m.map_extra:
-        rec["map_extra"] = m.map_extra
+        out += [',"map_extra":', _JSON_INT(m.map_extra)]
     if m.btf_id:
-        rec["btf_id"] = m.btf_id
-    rec["memlock"] = m.memlock
+        out += [',"btf_id":', _JSON_INT(m.btf_id)]
+    return "".join(out)
+
+
+def _live_map_json(m, check, procs: dict, progs: dict, texts: dict) -> str:
+    """One map of ``bpfmem/snapshot/v2`` as compact JSON text (the keys left out are listed
+    in :func:`snapshot_document`); its owners and programs are added to ``procs``/
+    ``progs``. ``texts`` keeps what recurs among maps (maps of one shape, one holder, one
+    model check), written once."""
+    key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
+           m.btf_id)
+    shape = texts.get(key)
+    if shape is None:
+        shape = texts[key] = _shape_json(m)
+    out = ['{"id":', _JSON_INT(m.id), ',"name":', _q(m.name), shape, ',"memlock":',
+           "null" if m.memlock is None else _JSON_INT(m.memlock)]
     if m.frozen is not False:
-        rec["frozen"] = m.frozen
+        out += [',"frozen":', _json_value(m.frozen)]
     if m.entries is not None:
-        rec["entries"] = m.entries
-        rec["entries_complete"] = m.entries_complete
-        rec["entries_method"] = m.entries_method
+        out += [',"entries":', _json_value(m.entries), ',"entries_complete":',
+                _json_value(m.entries_complete), ',"entries_method":',
+                _json_value(m.entries_method)]
         if (p := m.pressure) is not None:
-            rec["pressure"] = round(p, 6)
+            out += [',"pressure":', _JSON_COMPACT(round(p, 6))]
     if m.owners:
-        owners = []
-        for o in m.owners:
-            seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
-            if seen == (o.comm, o.cgroup):
-                owners.append(_owner_ref(o.pid, o.fds))
-            else:   # the same pid seen with another comm or cgroup: said inline
-                owners.append({**_owner_ref(o.pid, o.fds), "comm": o.comm,
-                               "cgroup": o.cgroup})
-        rec["owners"] = owners
+        owners = texts.get(("owners", m.owners))
+        if owners is None:
+            refs = []
+            for o in m.owners:
+                seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
+                if seen == (o.comm, o.cgroup):
+                    refs.append(_owner_ref(o.pid, o.fds))
+                else:   # the same pid seen with another comm or cgroup: said inline
+                    refs.append({**_owner_ref(o.pid, o.fds), "comm": o.comm,
+                                 "cgroup": o.cgroup})
+            owners = texts[("owners", m.owners)] = ',"owners":' + _JSON_COMPACT(refs)
+        out.append(owners)
     if m.programs:
         ids = []
         for p in m.programs:
             seen = progs.setdefault(p.id, (p.name, p.type))
             ids.append(p.id if seen == (p.name, p.type) else
                        {"id": p.id, **_program_ref(p.name, p.type)})
-        rec["programs"] = ids
+        out += [',"programs":', _JSON_COMPACT(ids)]
     if m.pins:
-        rec["pins"] = list(m.pins)
+        out += [',"pins":', _JSON_COMPACT(list(m.pins))]
     if check is not None:
-        model = models.get(id(check))
+        model = texts.get(id(check))
         if model is None:
-            model = models[id(check)] = _model_check(check)
-        rec["model"] = model     # shared between maps of one check: never mutated
-    return rec
+            model = texts[id(check)] = (',"model":' + _JSON_COMPACT(_model_check(check)),
+                                        check)      # (the check kept: its id stays its own)
+        out.append(model[0])
+    out.append("}")
+    return "".join(out)
 
 
 def _model_check(c) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import json
 from functools import partial
 from typing import IO
 
-from .documents import SNAPSHOT, document
+from .documents import SNAPSHOT, document, snapshot_parts
 from .escape import markup, md_code, md_text, term
 from ..uapi import map_type_name
 from ..units import format_delta, format_size
@@ -26,12 +26,24 @@ def render_json(result, out: IO[str], indent: int | None = 2) -> None:
     every map (and every entry of v2's processes and programs tables) is one line (readable,
     diffable with line tools, and fast: each line goes through the C encoder); without, one
     compact line."""
-    doc = document(result)
+    if type(result).__name__ == "SnapshotView":    # its maps as text, no dict each
+        doc, lines = snapshot_parts(result)
+        doc["maps"] = lines
+    else:
+        doc, lines = document(result), None
     # the snapshot is written compact, as bpftool -j is; the snapshot diff keeps the blanks
     # it was first written with
     compact = doc.get("schema") == SNAPSHOT
     dumps = partial(json.dumps, separators=(",", ":")) if compact else json.dumps
     if indent is None:
+        if lines is not None:                   # "maps" comes last: its texts joined in
+            doc["maps"] = []
+            head = dumps(doc)
+            assert head.endswith('"maps":[]}')
+            out.write(head[:-2])
+            out.write(",".join(lines))
+            out.write("]}\n")
+            return
         out.write(dumps(doc))
         out.write("\n")
         return
@@ -40,7 +52,7 @@ def render_json(result, out: IO[str], indent: int | None = 2) -> None:
     parts = []
     for k, v in doc.items():
         if k == "maps":
-            body = f",\n{inner}".join(dumps(m) for m in v)
+            body = f",\n{inner}".join(v if lines is not None else (dumps(m) for m in v))
             parts.append(f"{pad}\"maps\": [" + (f"\n{inner}{body}\n{pad}" if body else "")
                          + "]")
         elif k in _TABLES and isinstance(v, dict):
