@@ -371,3 +371,104 @@ def test_a_live_scan_reads_back_from_v2_to_the_same_records(tmp_path):
         assert r.returncode == 0, r.stderr
         saved = snapshot_from_dict(json.loads(out.read_text()))
         assert {m.id: m for m in saved.maps} == ours
+
+
+def _oracle_map(m, check, procs: dict, progs: dict) -> dict:
+    """A map of v2 as the document's dict was built before the maps were written as text
+    (kept here as the oracle the text is compared with)."""
+    from bpfmem.report.documents import (_flag_list, _map_type, _model_check,
+                                         _named_map_type, _owner_ref, _program_ref)
+    rec = {"id": m.id, "name": m.name, "type": _map_type(m.type)}
+    if not _named_map_type(m.type):
+        rec["type_id"] = m.type
+    rec["key_size"] = m.key_size
+    rec["value_size"] = m.value_size
+    rec["max_entries"] = m.max_entries
+    if m.map_flags:
+        rec["map_flags"] = m.map_flags
+        rec["flags"] = list(_flag_list(m.map_flags))
+    if m.map_extra:
+        rec["map_extra"] = m.map_extra
+    if m.btf_id:
+        rec["btf_id"] = m.btf_id
+    rec["memlock"] = m.memlock
+    if m.frozen is not False:
+        rec["frozen"] = m.frozen
+    if m.entries is not None:
+        rec["entries"] = m.entries
+        rec["entries_complete"] = m.entries_complete
+        rec["entries_method"] = m.entries_method
+        if (p := m.pressure) is not None:
+            rec["pressure"] = round(p, 6)
+    if m.owners:
+        owners = []
+        for o in m.owners:
+            seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
+            if seen == (o.comm, o.cgroup):
+                owners.append(_owner_ref(o.pid, o.fds))
+            else:
+                owners.append({**_owner_ref(o.pid, o.fds), "comm": o.comm, "cgroup": o.cgroup})
+        rec["owners"] = owners
+    if m.programs:
+        ids = []
+        for p in m.programs:
+            seen = progs.setdefault(p.id, (p.name, p.type))
+            ids.append(p.id if seen == (p.name, p.type) else
+                       {"id": p.id, **_program_ref(p.name, p.type)})
+        rec["programs"] = ids
+    if m.pins:
+        rec["pins"] = list(m.pins)
+    if check is not None:
+        rec["model"] = _model_check(check)
+    return rec
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_each_map_written_as_text_is_what_json_dumps_writes(indent):
+    """The maps are written as text without a dict each: on maps with every optional key
+    (unknown types, flags, map_extra, BTF, frozen true and unknown, entries cut short,
+    pressure, a pid seen with two names, programs of unknown types, unicode pins, no model
+    figure), each map's text is json.dumps of the dict the document had before, and the
+    whole page is the one the dict document writes."""
+    import random
+    rng = random.Random(31)
+    a = Owner(10, "agent", "/kubepods/a")
+    a2 = Owner(10, "agent-renamed", "/kubepods/a", 2)
+    b = Owner(11, "ñame\n\"q\"", None, 3)
+    progs_ = [ProgRef(5, "xdp_prog", 6), ProgRef(6, "odd", 999), ProgRef(5, "xdp_prog2", 6)]
+    maps = []
+    for i in range(400):
+        t = rng.choice([T.HASH, T.ARRAY, T.LPM_TRIE, T.RINGBUF, T.PERCPU_HASH, 250, T.QUEUE])
+        counted = rng.random() < 0.5
+        n = rng.randrange(0, 64) if counted else None
+        maps.append(LiveMap(
+            id=100 + i, name=rng.choice(["m", "map_é", "x" * 15, 'q"uote', ""]), type=t,
+            key_size=rng.choice([0, 4, 8]), value_size=rng.choice([4, 8, 100]),
+            max_entries=rng.choice([1, 64, 4096]), map_flags=rng.choice([0, 0, 1, 1024, 5]),
+            map_extra=rng.choice([0, 0, 3]), btf_id=rng.choice([0, 7]),
+            memlock=rng.choice([None, 4096, 123456]), frozen=rng.choice([False, True, None]),
+            owners=tuple(rng.sample([a, a2, b], rng.randrange(0, 3))),
+            programs=tuple(rng.sample(progs_, rng.randrange(0, 3))),
+            pins=tuple(rng.sample(["/sys/fs/bpf/p", "/sys/fs/bpf/ü/x"], rng.randrange(0, 3))),
+            entries=n, entries_complete=None if n is None else rng.random() < 0.8,
+            entries_method=None if n is None else rng.choice(["batch", "kernel", "array"])))
+    snap = Snapshot(taken_at=1.7e9, duration=0.5, hostname="h", kernel="6.18", possible_cpus=4,
+                    maps=tuple(maps), entries_counted=True, owners_from="kernel iterator")
+    for prof in (PROF, None):
+        v = snapshot_view(snap, prof)
+        from bpfmem.report.documents import snapshot_parts
+        doc, lines = snapshot_parts(v)
+        procs, progs = {}, {}
+        for m, c, line in zip(v.maps, v.checks, lines):
+            assert line == json.dumps(_oracle_map(m, c, procs, progs), separators=(",", ":"))
+        whole = document(v)
+        assert whole["processes"] == {str(p): {"comm": c, "cgroup": g}
+                                      for p, (c, g) in sorted(procs.items())}
+        out = io.StringIO()
+        report.render_json(v, out, indent=indent)
+        if indent is None:
+            assert out.getvalue() == json.dumps(whole, separators=(",", ":")) + "\n"
+        else:
+            assert json.loads(out.getvalue()) == whole
+            assert all(ln.startswith('    {"id":') for ln in out.getvalue().splitlines()
+                       if '"id":' in ln and '"memlock"' in ln)
