@@ -9,8 +9,7 @@ end, also on Ctrl-C), then in the same run times, as a user would run them:
   - bpfmem snapshot --owners-from iterator  (owners from the kernel's task_file iterator)
   - bpfmem snapshot --owners-from proc      (owners from the /proc walk, in a forked child
                                              beside the map walk where there are 2+ CPUs)
-(the default, auto, is that /proc walk on more than one CPU, and the iterator on one CPU and
-in the exporter)
+(the default, auto, is the iterator wherever it can run)
 and prints medians, the ratios and bpfmem's peak RSS; then runs `bpfmem export` against the
 same maps, scrapes it for a while as Prometheus does (gzip) and prints its steady RSS.
 and the exporter's CPU per scan (user + system of its process over several intervals, one
@@ -23,7 +22,12 @@ again with two busy loops running beside them (a loaded node). With --programs (
 Goals: snapshot ratio <= 1.5 quiet and busy; exporter CPU per scan <= 0.1x bpftool's listing
 unchanged, <= 0.3x at 1% churn; snapshot peak RSS < 80 MiB; exporter RSS <= 40 MiB.
 
+Every bpfmem child runs from byte-compiled modules (compiled once into a temporary cache, as
+an installed package runs), whatever PYTHONDONTWRITEBYTECODE says. ``--src OTHER/src``
+measures another checkout's bpfmem with this checkout's farms (the one before a change).
+
 usage: sudo python bench/live.py [--processes 100] [--maps 100] [--runs 7] [--programs 1000]
+                                 [--src DIR]
 """
 
 from __future__ import annotations
@@ -48,6 +52,24 @@ from scrape import scrape  # noqa: E402 (bench/scrape.py)
 from _child import stop  # noqa: E402 (bench/_child.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+
+def bytecode_env(src: str, cache_dir: str) -> None:
+    """Run bpfmem from ``src`` as an installed package runs: from byte-compiled modules
+    (written once into ``cache_dir``, a directory this script made and removes), not compiled
+    again at every start because the caller's environment says PYTHONDONTWRITEBYTECODE."""
+    import compileall
+    ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    ENV.update(PYTHONPATH=src, PYTHONPYCACHEPREFIX=cache_dir)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", src], env=ENV, check=True,
+                   stdout=subprocess.DEVNULL)
+    del compileall
+
+
+def _node_maps() -> int:
+    """Every map on the node (another's maps beside the farm's are listed too)."""
+    from bpfmem.host import bpfsys
+    return sum(1 for _ in bpfsys.map_ids())
 
 
 def run_child(argv: list[str]) -> tuple[float, int]:
@@ -241,11 +263,25 @@ def main() -> int:
     ap.add_argument("--export-seconds", type=float, default=20)
     ap.add_argument("--scans", type=int, default=10, help="exporter scans measured per case")
     ap.add_argument("--interval", type=float, default=1.0, help="exporter interval, seconds")
+    ap.add_argument("--src", default=str(ROOT / "src"),
+                    help="the bpfmem sources to measure (another checkout's src: the one "
+                         "before a change), with this checkout's farms")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/live.py needs root (it creates maps and reads every process)",
               file=sys.stderr)
         return 1
+    import shutil
+    import tempfile
+    cache_dir = tempfile.mkdtemp(prefix="bpfmem-bench-pyc-")
+    try:
+        bytecode_env(os.path.abspath(args.src), cache_dir)
+        return _measure(args)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _measure(args) -> int:
     t0 = time.perf_counter()
     plans = uniform_plans(args.processes, args.maps, prefix="bl")
     per_child = 100 if args.programs >= 100 else max(args.programs, 1)
@@ -254,7 +290,9 @@ def main() -> int:
         n = len(farm.maps)
         print(f"{n:,} maps held by {args.processes} processes, "
               f"{sum(len(ids) for _pid, ids in pfarm.children):,} programs "
-              f"(created in {time.perf_counter() - t0:.1f} s); median of {args.runs} runs")
+              f"(created in {time.perf_counter() - t0:.1f} s); median of {args.runs} runs; "
+              f"load average {os.getloadavg()[0]:.2f}; {_node_maps():,} maps on the node; "
+              f"bpfmem from {ENV['PYTHONPATH']} (byte-compiled)")
         bpftool = ["bpftool", "-j", "map", "show"]
         bpfmem = [sys.executable, "-m", "bpfmem", "snapshot"]
         run_child(bpftool)  # warm caches for both
@@ -279,8 +317,8 @@ def main() -> int:
               f"{bi_rss / 1024:5.1f} MiB   ratio {bi / bt:.2f}")
         print(f"  bpfmem snapshot --owners-from proc      {bp * 1000:7.0f} ms   RSS "
               f"{bp_rss / 1024:5.1f} MiB   ratio {bp / bt:.2f}")
-        print("  (the default, auto, is the kernel iterator: one walk finds the maps' and the "
-              "programs' holders; with --no-programs on 2+ CPUs, /proc in a forked child)")
+        print("  (the default, auto, is the kernel iterator wherever it runs; proc walks /proc "
+              "in a child process beside the map listing)")
         print(f"  with two busy loops beside: bpftool {bt_busy * 1000:.0f} ms, bpfmem snapshot "
               f"{bm_busy * 1000:.0f} ms (ratio {bm_busy / bt_busy:.2f}), --owners-from "
               f"iterator {bi_busy * 1000:.0f} ms (ratio {bi_busy / bt_busy:.2f})")

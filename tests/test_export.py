@@ -293,3 +293,22 @@ def test_exporter_metric_names_are_the_ones_deploy_and_the_dashboard_use():
     from test_deploy import DASHBOARD, EXPECTED_METRICS, dashboard_metric_names
     assert set(METRIC_NAMES) == set(EXPECTED_METRICS)
     assert dashboard_metric_names(DASHBOARD) <= set(METRIC_NAMES)
+
+
+@pytest.mark.kernel
+@needs_root
+def test_the_exporters_cgroup_usage_is_read_cgroup_memorys():
+    """The exporter reads two files a cgroup (host.cgroup.read_cgroup_usage): the usage and
+    limit read_cgroup_memory reads, on a scratch cgroup with a limit and on one without; a
+    cgroup removed after its directory was kept is an error, not a stale figure."""
+    from bpfmem.errors import HostError
+    from bpfmem.host.cgroup import read_cgroup_memory, read_cgroup_usage, scratch_cgroup
+    for limit in (64 << 20, None):
+        with scratch_cgroup(limit=limit, prefix="bpfmem-usage-") as cg:
+            full = read_cgroup_memory(cg.fs_path)
+            fast = read_cgroup_usage(cg.fs_path)
+            assert (fast.usage, fast.limit) == (full.usage, full.limit)
+            assert fast.limit == limit
+            path = cg.fs_path
+    with pytest.raises(HostError):
+        read_cgroup_usage(path)

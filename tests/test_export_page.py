@@ -190,3 +190,25 @@ def test_a_page_kept_in_blocks_equals_a_page_written_afresh():
             written.append(expo._map_page.written)
     assert written[-2:] == [0, 0] and written[0] > 0 and 0 < written[2] < written[0]
     assert set(expo._map_page.families._labels) == {m.id for m in snaps[-1].maps}
+
+
+def test_zlibs_crc_combination_gives_the_bytes_of_the_crc_of_zeros():
+    """The page's trailer CRC put together by the zlib library (host/zcrc.py: one call a
+    piece) is the one put together with CRCs of zeros (report/prometheus.ZerosCrc), page
+    after page as maps change; each page inflates with its CRC checked."""
+    import gzip
+    from bpfmem.analysis.metrics import maps_rows
+    from bpfmem.host.zcrc import zlib_crc
+    from bpfmem.report.prometheus import ZEROS_CRC, MapPage
+    fast = zlib_crc()
+    if fast is None:
+        pytest.skip("this zlib has no crc32_combine_gen")
+    prof = api.profile("6.18", cpus=2)
+    pages = [MapPage(crc=ZEROS_CRC), MapPage(crc=fast)]
+    maps = {i: _map(i, f"m{i}") for i in range(1, 300)}
+    for step in range(4):
+        ms = tuple(sorted(maps.values(), key=lambda m: m.id))
+        a, b = (p.gzip(ms, lambda g: maps_rows(g, prof, {}), b"# tail\n") for p in pages)
+        assert a == b and gzip.decompress(a).endswith(b"# tail\n")
+        maps[step * 7 + 1] = _map(step * 7 + 1, "changed", entries=step)
+        maps.pop(step * 11 + 5, None)

@@ -184,6 +184,21 @@ class _Holder:
                     elif cmd == "name":        # prctl(PR_SET_NAME): a new comm
                         import ctypes
                         ctypes.CDLL(None).prctl(15, arg.encode(), 0, 0, 0)
+                    elif cmd == "dup":         # a second fd of the same map
+                        held[-int(arg)] = os.dup(held[int(arg)])
+                    elif cmd == "fork":        # a child inheriting every fd, asleep
+                        child = os.fork()
+                        if child == 0:
+                            import signal
+                            signal.pause()
+                            os._exit(0)
+                        held["child"] = child
+                        theirs.send(str(child).encode().ljust(16))
+                        continue
+                    elif cmd == "unfork":
+                        import signal
+                        os.kill(held["child"], signal.SIGKILL)
+                        os.waitpid(held.pop("child"), 0)
                     theirs.send(b"k")
             finally:
                 os._exit(0)
@@ -199,12 +214,35 @@ class _Holder:
         self.sock.send(f"drop {map_id}".encode())
         assert self.sock.recv(1) == b"k"
 
+    def dup(self, map_id: int) -> None:
+        self.sock.send(f"dup {map_id}".encode())
+        assert self.sock.recv(1) == b"k"
+
+    def fork(self) -> int:
+        """The pid of a child the holder forked, which holds the holder's fds."""
+        self.sock.send(b"fork")
+        self.child = int(self.sock.recv(16))
+        HOLDERS.add(self.child)
+        return self.child
+
+    def unfork(self) -> None:
+        self.sock.send(b"unfork")
+        assert self.sock.recv(1) == b"k"
+        HOLDERS.discard(self.child)
+        self.child = None
+
     def rename(self, comm: str) -> None:
         self.sock.send(f"name {comm}".encode())
         assert self.sock.recv(1) == b"k"
 
     def close(self) -> None:
         import signal
+        if getattr(self, "child", None):
+            try:
+                os.kill(self.child, signal.SIGKILL)   # the holder's child: killed by pid
+            except ProcessLookupError:
+                pass
+            HOLDERS.discard(self.child)
         self.sock.close()
         try:
             os.kill(self.pid, signal.SIGKILL)
@@ -283,7 +321,11 @@ def test_the_iterators_are_loaded_once_and_closed_with_the_memo(maps):
         kept = dict(memo.iterators)
         if not kept:
             pytest.skip("no kernel iterator runs here")
-        prog_ids = {bpfsys.link_info(fd).prog_id for fd in kept.values()}
+        # the links and the programs they attach (each kept under the name + ":prog")
+        prog_ids = {bpfsys.link_info(fd).prog_id for name, fd in kept.items()
+                    if not name.endswith(":prog")}
+        assert prog_ids == {bpfsys.prog_info(fd).id for name, fd in kept.items()
+                            if name.endswith(":prog")} and prog_ids
         api.scan_node(owners_method="iterator", memo=memo, programs=True)
         assert memo.iterators == kept                       # not loaded again
     finally:
@@ -361,3 +403,89 @@ def test_a_holder_moved_to_another_cgroup_is_seen_by_a_rescan(holders, maps):
                       f"{home.lstrip('/')}/cgroup.procs", "w") as f:
                 f.write(str(a.pid))
     assert check() == home
+
+
+def test_listing_changes_name_the_maps_whose_record_moved():
+    """Two listings of the kernel's map iterator compared: the positions of maps that are new
+    or whose count or frozen flag moved, and the ids gone (pure: records made here)."""
+    from bpfmem.host.count_iter import RECORD
+    from bpfmem.host.live import _listing_changes
+
+    def listing(maps):          # (id, count, frozen)
+        return b"".join(RECORD.pack(i, 1, 4, 8, 64, 0, 0, 0, f, c, b"m%d" % i)
+                        for i, c, f in maps)
+    base = [(10, 1, 0), (11, 2, 0), (12, -1, 0), (13, 5, 0)]
+    assert _listing_changes(listing(base), listing(base)) == ([10, 11, 12, 13], [], set())
+    counted = [(10, 1, 0), (11, 3, 0), (12, -1, 1), (13, 5, 0)]
+    assert _listing_changes(listing(counted), listing(base)) == ([10, 11, 12, 13], [1, 2],
+                                                                  set())
+    churned = [(10, 1, 0), (12, -1, 0), (13, 6, 0), (14, 0, 0)]
+    assert _listing_changes(listing(churned), listing(base)) == ([10, 12, 13, 14], [2, 3],
+                                                                  {11})
+
+
+def test_a_map_vanishing_between_listing_and_opening_leaves_a_rescan_whole(maps, monkeypatch):
+    """A rescan that rebuilds a map which vanished after the listing (its open fails) drops
+    it and counts it skipped; the next rescan gives the full scan's records."""
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    _scan(memo)
+    _fill(maps["nopre"], range(3))              # its record moves: rebuilt next
+    victim = bpfsys.map_info(maps["nopre"]).id
+    real = bpfsys.map_fd_by_id
+
+    def flaky(map_id, flags=bpfsys.BPF_F_RDONLY):
+        if map_id == victim:
+            from bpfmem.errors import ObjectGone
+            raise ObjectGone("gone")
+        return real(map_id, flags)
+    monkeypatch.setattr(bpfsys, "map_fd_by_id", flaky)
+    snap = api.scan_node(entries=True, owners_method="iterator", memo=memo)
+    assert victim not in {m.id for m in snap.maps} and snap.skipped >= 1
+    monkeypatch.setattr(bpfsys, "map_fd_by_id", real)
+    assert _scan(memo) == _scan()
+
+
+def test_rescans_follow_holders_that_dup_fork_and_exit(holders, maps):
+    """Only the processes whose tasks ran since the last scan have their files walked again
+    (the task iterator's activity): a holder that dups an fd, forks a child holding its fds,
+    and reaps it, each seen by the rescan as by a full scan."""
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    a, _b = holders
+    hid = bpfsys.map_info(maps["hash"]).id
+    a.hold(hid, maps["hash"])
+
+    def check() -> dict:
+        inc = _ours(api.scan_node(owners_method="iterator", memo=memo, programs=True))
+        full = _ours(api.scan_node(owners_method="iterator", programs=True))
+        assert inc == full
+        return {o.pid: o.fds for o in inc[hid].owners}
+
+    check()
+    assert check() == {os.getpid(): 1, a.pid: 1}
+    a.dup(hid)
+    assert check() == {os.getpid(): 1, a.pid: 2}
+    child = a.fork()
+    assert check() == {os.getpid(): 1, a.pid: 2, child: 2}
+    a.unfork()
+    assert check() == {os.getpid(): 1, a.pid: 2}
+
+
+def test_one_process_walked_alone_gives_its_records_of_the_whole_walk(holders, maps):
+    """The owner iterator attached to one process's tasks (how a rescan walks a process that
+    ran) writes that process's records of the walk of every process, byte for byte."""
+    from bpfmem.host import owner_iter
+    a, b = holders
+    a.hold(bpfsys.map_info(maps["hash"]).id, maps["hash"])
+    b.hold(bpfsys.map_info(maps["array"]).id, maps["array"])
+    try:
+        whole = owner_iter.bpf_fds_raw()
+    except owner_iter.IteratorUnavailable as e:
+        pytest.skip(f"no owner iterator here: {e}")
+    size = owner_iter.FD_RECORD.size
+    at = owner_iter.STAMPS.size
+    for pid in (a.pid, b.pid):
+        mine = b"".join(whole[i:i + size] for i in range(0, len(whole), size)
+                        if int.from_bytes(whole[i + at:i + at + 4], "little") == pid)
+        assert mine and owner_iter.bpf_fds_raw(pid=pid) == mine

@@ -60,7 +60,8 @@ class CgroupRow:
 
 def cgroup_rows(snap, cgroups: dict, sums=None) -> list[CgroupRow]:
     """The cgroups of ``snap``'s maps, largest memlock first; ``cgroups`` maps a cgroup path
-    to its :class:`~bpfmem.records.CgroupMemory`; ``sums`` the maps' ``cgroup_sums`` when
+    to its :class:`~bpfmem.records.CgroupMemory` (or anything with its ``usage`` and ``limit``:
+    the exporter's host.cgroup.CgroupUsage); ``sums`` the maps' ``cgroup_sums`` when
     the caller has them."""
     out = []
     for s in (cgroup_sums(snap.maps) if sums is None else sums):

@@ -30,7 +30,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "advise": ("advise_objects", "load_occupancy", "occupancy_from"),
     "snapshots": ("load_snapshot", "snapshot_view", "diff_snapshots",
                   "filter_snapshot"),
-    "node": ("scan_node", "scan_memo", "cgroup_memory_of"),
+    "node": ("scan_node", "scan_memo", "cgroup_memory_of", "cgroup_usage_of"),
     "session": ("sweep_leftovers", "signals_interrupt"),
     "export": ("metrics_cache", "serve_metrics"),
     "pod": ("pod_cgroup", "go_prober", "pod_view", "pod_headroom", "pod_result",

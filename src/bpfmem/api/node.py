@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..analysis.live import cgroup_sums, memlock_behaviour
 from ..errors import HostError
-from ..host.cgroup import CgroupMemory, read_cgroup_memory
+from ..host.cgroup import CgroupMemory, CgroupUsage, read_cgroup_memory, read_cgroup_usage
 from ..host.live import Snapshot, scan_maps
 from ..host.rescan import ScanMemo
 
@@ -68,6 +68,19 @@ def cgroup_memory_of(snap: Snapshot) -> dict[str, CgroupMemory]:
     for path in sorted({s.cgroup for s in sums_of(snap.maps) if s.cgroup}):
         try:
             out[path] = read_cgroup_memory(path)
+        except (HostError, OSError):
+            continue
+    return out
+
+
+def cgroup_usage_of(snap: Snapshot) -> dict[str, CgroupUsage]:
+    """``{cgroup path: CgroupUsage}`` (usage and limit) for every memory cgroup whose
+    processes hold maps in ``snap``: what the exporter's cgroup rows show, two small files
+    a cgroup (cgroups that vanish or cannot be read are left out)."""
+    out = {}
+    for path in sorted({s.cgroup for s in sums_of(snap.maps) if s.cgroup}):
+        try:
+            out[path] = read_cgroup_usage(path)
         except (HostError, OSError):
             continue
     return out

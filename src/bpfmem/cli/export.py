@@ -47,7 +47,7 @@ class Export(Command):
 
         def scan_with_cgroups():
             snap = scan(args, parallel=False, memo=memo)
-            return snap, api.cgroup_memory_of(snap)
+            return snap, api.cgroup_usage_of(snap)
 
         cache = api.metrics_cache(scan_with_cgroups, args.interval)
         cache.get()  # fail early (e.g. without CAP_SYS_ADMIN) before listening

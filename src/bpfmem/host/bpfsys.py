@@ -642,10 +642,15 @@ def btf_load(data: bytes) -> int:
 _LINK_ATTR = struct.Struct("=IIIIQI4x")   # prog_fd, target_fd, attach_type, flags, iter_info
 
 
-def link_create(prog_fd: int, attach_type: int, target_fd: int = 0) -> int:
-    """BPF_LINK_CREATE (an iterator link: no iter_info, every task)."""
+def link_create(prog_fd: int, attach_type: int, target_fd: int = 0, *,
+                iter_info: bytes | None = None) -> int:
+    """BPF_LINK_CREATE (an iterator link: every task, or what ``iter_info`` says: a union
+    bpf_iter_link_info, e.g. one process's tasks, 6.1+)."""
     attr = ctypes.create_string_buffer(_LINK_ATTR.size)
-    _LINK_ATTR.pack_into(attr, 0, prog_fd, target_fd, attach_type, 0, 0, 0)
+    info = ctypes.create_string_buffer(iter_info, len(iter_info)) if iter_info else None
+    _LINK_ATTR.pack_into(attr, 0, prog_fd, target_fd, attach_type, 0,
+                         ctypes.addressof(info) if info is not None else 0,
+                         len(iter_info) if iter_info else 0)
     return _call(LINK_CREATE, attr, _LINK_ATTR.size)
 
 

@@ -21,12 +21,12 @@ import posixpath
 import re
 import time
 from contextlib import contextmanager
-from bpfmem.values import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
 from bpfmem.errors import HostError
 from bpfmem.records import CgroupMemory
+from bpfmem.values import dataclass
 from bpfmem.host.cleanup import scratch_name
 from bpfmem.host.procfs import Mount, mounts_of_type, read_mountinfo
 from bpfmem.host.walk import walk_tree
@@ -321,6 +321,54 @@ def read_cgroup_memory(cgroup: str, root: str | os.PathLike = "/") -> CgroupMemo
     if "memory.stat" not in files:
         raise HostError(f"cannot read {dir_ / 'memory.stat'}")
     return parse_cgroup_memory(version, files, path=path, fs_path=fs)
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupUsage:
+    """A memory cgroup's usage and limit in bytes (None: unlimited), the two figures an
+    exporter reads of each cgroup at every scan."""
+    usage: int
+    limit: int | None
+
+
+_USAGE_FILES = {2: ("memory.current", "memory.max"),
+                1: ("memory.usage_in_bytes", "memory.limit_in_bytes")}
+_USAGE_DIRS: dict[tuple[str, str], tuple[int, str]] = {}   # (cgroup, root) -> (version, dir)
+
+
+def _read_small(path: str) -> str:
+    f = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(f, 64).decode()
+    finally:
+        os.close(f)
+
+
+def read_cgroup_usage(cgroup: str, root: str | os.PathLike = "/") -> CgroupUsage:
+    """The usage and limit of a cgroup named as :func:`read_cgroup_memory` takes it: two
+    small files, the cgroup's directory found once and kept (found again when it is gone
+    or moved)."""
+    key = (cgroup, os.fspath(root))
+    for _attempt in (0, 1):
+        hit = _USAGE_DIRS.get(key)
+        if hit is None:
+            version, _path, fs = _cgroup_dir(cgroup, root)
+            if len(_USAGE_DIRS) >= 4096:
+                _USAGE_DIRS.clear()
+            hit = _USAGE_DIRS[key] = (version, str(_join(root, fs)))
+        version, dir_ = hit
+        usage_file, limit_file = _USAGE_FILES[version]
+        try:
+            usage = parse_counter(_read_small(f"{dir_}/{usage_file}"))
+        except OSError:
+            _USAGE_DIRS.pop(key, None)
+            continue
+        try:
+            limit = parse_limit(_read_small(f"{dir_}/{limit_file}"))
+        except OSError:
+            limit = None
+        return CgroupUsage(usage, limit)
+    raise HostError(f"cannot read the memory usage of cgroup {cgroup}")
 
 
 def read_cgroup_procs(fs_path: str, root: str | os.PathLike = "/") -> list[int]:

@@ -31,11 +31,18 @@ class Answer:
 def trim_malloc() -> None:
     """Hand memory freed by the last scan and render back to the OS (glibc keeps freed heap
     otherwise, and the exporter's RSS would creep up to its worst moment)."""
-    import ctypes
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    trim = _TRIM
+    if not trim:
+        import ctypes
+        try:
+            trim.append(ctypes.CDLL(None).malloc_trim)   # looked up once (a dlopen a call)
+        except (OSError, AttributeError):  # not glibc
+            trim.append(None)
+    if trim[0] is not None:
+        trim[0](0)
+
+
+_TRIM: list = []
 
 
 # glibc mallopt parameters

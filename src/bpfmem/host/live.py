@@ -340,10 +340,11 @@ def _owners_in_child(root: str):
     return collect
 
 
-def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict | None = None
-                   ) -> tuple[bytes | None, str]:
+def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict | None = None,
+                   memo=None) -> tuple[bytes | None, str]:
     """The kernel iterator's records as it wrote them, or None and why the /proc walk is
-    used instead."""
+    used instead. With a memo, the records of the processes whose tasks did not run since
+    the last scan are the last scan's (:func:`_owner_records_again`)."""
     if method == "proc":
         return None, "/proc (asked for)"
     if root != "/":
@@ -352,17 +353,79 @@ def _owner_records(root: str, method: str, every_kind: bool = False, kept: dict 
     try:
         if every_kind:
             try:
-                data = bpf_fds_raw(kept)
+                data = _owner_records_again(memo, kept, True, bpf_fds_raw)
             except IteratorUnavailable:
-                data = map_fds_raw(kept)    # the maps' walk alone: /proc for the rest
-                every_kind = False
+                data = _owner_records_again(memo, kept, False, map_fds_raw)  # /proc for
+                every_kind = False                                          # the rest
         else:
-            data = map_fds_raw(kept)
+            data = _owner_records_again(memo, kept, False, map_fds_raw)
     except IteratorUnavailable as e:
         if method == "iterator":
             raise
         return None, f"/proc ({e})"
     return data, "kernel iterator" if not every_kind else "kernel iterator (every BPF fd)"
+
+
+# a rescan walks the files of at most this many processes one by one (one link each); more
+# that ran since the last scan, and it walks every process's files in one read
+_OWNER_WALKS = 64
+
+
+def _owner_records_again(memo, kept, every_kind: bool, walk) -> bytes:
+    """The owner iterator's records: with a memo, the processes' activity is read first (the
+    task iterator: host/owner_iter.activity), and only the processes whose tasks ran, came
+    or went since the last scan have their files walked again, one by one; the others'
+    records are the last scan's (a process that did not run changed no fd). Without a memo,
+    where the task iterator cannot run, or when many processes ran, every file is walked."""
+    if memo is None:
+        return walk(kept)
+    from .owner_iter import (FD_RECORD, RECORD, STAMPS, IteratorUnavailable, activity,
+                             task_stamps_raw)
+    try:
+        act = activity(task_stamps_raw(kept))
+    except IteratorUnavailable:
+        act = None
+    last, before = memo.owner_raw, memo.task_act
+    memo.task_act = act
+    size = FD_RECORD.size if every_kind else RECORD.size
+    if (act is None or before is None or last is None or memo.owner_kind != every_kind
+            or not memo.owner_sorted):
+        data = walk(kept)
+    else:
+        changed = {pid for pid, b in act.items() if before.get(pid) != b}
+        changed.update(before.keys() - act.keys())
+        if not changed:
+            return last
+        if len(changed) > _OWNER_WALKS:
+            data = walk(kept)
+        else:
+            try:
+                fresh = {pid: walk(kept, pid) for pid in changed if pid in act}
+            except IteratorUnavailable:     # a kernel before 6.1: no walk of one process
+                data = walk(kept)
+            else:
+                return _merged(last, size, STAMPS.size // 4, fresh, changed)
+    memo.owner_kind = every_kind
+    words = memoryview(data)[:len(data) // size * size].cast("I")[STAMPS.size // 4::size // 4]
+    pids = words.tolist()
+    memo.owner_sorted = all(a <= b for a, b in zip(pids, pids[1:]))
+    return data
+
+
+def _merged(last: bytes, size: int, at: int, fresh: dict[int, bytes], changed: set) -> bytes:
+    """Records of ``size`` bytes in process order (their tgid the ``at``-th word): ``last``
+    with each process of ``changed`` replaced by its ``fresh`` records (none: gone)."""
+    from bisect import bisect_left, bisect_right
+    n = len(last) // size
+    pids = memoryview(last)[:n * size].cast("I")[at::size // 4].tolist()
+    out, pos = [], 0
+    for pid in sorted(changed):
+        lo, hi = bisect_left(pids, pid), bisect_right(pids, pid)
+        out.append(last[pos * size:lo * size])
+        out.append(fresh.get(pid, b""))
+        pos = hi
+    out.append(last[pos * size:n * size])
+    return b"".join(out)
 
 
 # ---- programs -------------------------------------------------------------------------------
@@ -474,25 +537,37 @@ def _listed_one_by_one(memo, fdr: FdinfoReader, memlock_of: dict, errors: list[s
     return recs, gone
 
 
-def _changed_records(new: bytes, old: bytes, size: int) -> list[tuple]:
-    """The records of listing ``new`` that are not in listing ``old`` (new maps, and maps
-    whose info, frozen flag or count moved), unpacked."""
-    from bpfmem.host.count_iter import RECORD
-    were = {old[i:i + size] for i in range(0, len(old), size)}
-    return [RECORD.unpack(r) for r in {new[i:i + size] for i in range(0, len(new), size)}
-            if r not in were]
-
-
-def _listing_ids(data: bytes) -> list[int]:
-    """The map ids of a listing, in its order."""
+def _columns(data: bytes) -> tuple[list[int], list[int], list[int]]:
+    """(ids, counts, frozen flags) of a listing's records (count_iter.RECORD), cut from its
+    bytes at once."""
     from bpfmem.host.count_iter import RECORD
     n = len(data) // RECORD.size
-    return memoryview(data)[:n * RECORD.size].cast("I")[0::RECORD.size // 4].tolist()
+    view = memoryview(data)[:n * RECORD.size]
+    words, quads = view.cast("I"), view.cast("q")
+    step = RECORD.size // 4
+    return words[0::step].tolist(), quads[5::step // 2].tolist(), words[9::step].tolist()
+
+
+def _listing_changes(new: bytes, old: bytes) -> tuple[list[int], list[int], set[int]]:
+    """(the ids of listing ``new``, the positions in it of maps that are new or whose record
+    moved, the ids of listing ``old`` that are gone). A map's info is fixed when it is
+    created: of a map listed in both, only its count and frozen flag can move."""
+    ids, counts, frozen = _columns(new)
+    ids0, counts0, frozen0 = _columns(old)
+    if ids == ids0:
+        if counts == counts0 and frozen == frozen0:
+            return ids, [], set()
+        return ids, [i for i, (a, b, c, d) in enumerate(zip(counts, counts0, frozen, frozen0))
+                     if a != b or c != d], set()
+    before = dict(zip(ids0, zip(counts0, frozen0)))
+    moved = [i for i, key in enumerate(zip(ids, counts, frozen))
+             if before.get(key[0]) != key[1:]]
+    return ids, moved, before.keys() - set(ids)
 
 
 def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: int,
           errors: list[str], fdr: FdinfoReader, memlock_of: dict, frozen_of: dict,
-          held: dict, owner_of: dict, users: dict, pinned: dict
+          held: dict, owner_of: dict, users: dict, pinned: dict, gaps: bool = False
           ) -> tuple[list[LiveMap], int, set]:
     """The LiveMap of every listed map (``recs``: the listing's record tuples, in id order),
     the maps that vanished meanwhile, and the ids whose memlock (or count) the next scan
@@ -505,7 +580,8 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
     count, while that count is as before), else from this process's fdinfo of an fd opened
     by id. Entries (``entries``): the kernel's count for hash maps (6.6+), max_entries for
     arrays, else a walk of the keys (a map whose memlock follows its count keeps the last
-    walk's count while memlock is as before)."""
+    walk's count while memlock is as before). With ``gaps``, a map that vanished is a None
+    in its place."""
     rows: list[LiveMap] = []
     vanished = 0
     again: set[int] = set()
@@ -571,6 +647,9 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
                 fd = fd_by_id(mid)
             except ObjectGone:
                 vanished += 1
+                again.add(mid)          # listed but gone: looked for again next time
+                if gaps:
+                    rows.append(None)
                 continue
             try:
                 if memlock is None:
@@ -594,6 +673,9 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
                             counted = _NONE
             except ObjectGone:
                 vanished += 1
+                again.add(mid)
+                if gaps:
+                    rows.append(None)
                 continue
             except OSError:             # the fdinfo file: its fd closed meanwhile
                 memlock = None
@@ -693,8 +775,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     collect = None
     forking = parallel and (os.cpu_count() or 1) > 1
     kept = memo.iterators if memo is not None else None
-    owner_raw, owners_from = (_owner_records(root, owners_method, bpf_fds is not None, kept)
-                              if owners else (None, ""))
+    owner_raw, owners_from = (_owner_records(root, owners_method, bpf_fds is not None, kept,
+                                             memo) if owners else (None, ""))
     every_kind = owners_from.endswith("(every BPF fd)")
     if every_kind:
         owners_from = "kernel iterator"
@@ -769,16 +851,22 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                        and memo.list_raw is not None and memo.owner_seen is not None
                        and (owner_raw is not None or not owners))
         if incremental:
-            from bpfmem.host.count_iter import RECORD
-            need = set(memo.again)
-            if data != memo.list_raw:
-                need.update(r[0] for r in _changed_records(data, memo.list_raw,
-                                                           RECORD.size))
-            need |= _moved(memo, held, owner_of, users, pinned, pins, owners_same)
-            if not need and data == memo.list_raw:
+            need = _moved(memo, held, owner_of, users, pinned, pins, owners_same)
+            need |= memo.again
+            if data == memo.list_raw:
+                ids, moved, gone_ids = None, [], set()
+            else:
+                ids, moved, gone_ids = _listing_changes(data, memo.list_raw)
+            if not need and not moved and not gone_ids:
                 maps_t = memo.rows       # nothing moved: the last scan's records, as they are
                 memo.unchanged += 1
                 memo.reused = len(maps_t)
+            else:
+                maps_t, lost = _patch(memo, data, ids, moved, need, gone_ids, dict(
+                    entries=entries, bound=entry_time_bound, cpus=cpus, errors=errors,
+                    fdr=fdr, memlock_of=memlock_of, frozen_of=frozen_of, held=held,
+                    owner_of=owner_of, users=users, pinned=pinned))
+                vanished += lost
         if maps_t is None:
             if data is not None:
                 from bpfmem.host.count_iter import records
@@ -800,6 +888,50 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                     possible_cpus=cpus, maps=maps_t, entries_counted=entries,
                     skipped=vanished + gone, errors=tuple(errors), bpffs=tuple(bpffs),
                     owners_from=owners_from)
+
+
+def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set,
+           gone_ids: set, how: dict) -> tuple[tuple, int]:
+    """A rescan's records: the last scan's, with those of the maps whose listing record
+    moved (positions ``moved`` in listing ``data``) or that ``need`` another look rebuilt,
+    and those of ``gone_ids`` left out; (records, maps vanished meanwhile). Only the maps
+    rebuilt are unpacked and looked at: 1% of a node changing costs its 1%."""
+    from bisect import bisect_left
+
+    from bpfmem.host.count_iter import RECORD
+    if ids is None:
+        ids = _columns(data)[0]
+    last_get = memo.maps.get
+    rows = [last_get(mid) for mid in ids]           # None: a new map
+    where = set(moved)
+    for mid in need:
+        i = bisect_left(ids, mid)
+        if i < len(ids) and ids[i] == mid:
+            where.add(i)
+    where = sorted(where)
+    built, lost, again = _rows([RECORD.unpack_from(data, i * RECORD.size) for i in where],
+                               None, memo=memo, gaps=True, **how)
+    for i, row in zip(where, built):
+        rows[i] = row
+    memo.reused += len(ids) - len(where)            # (the rebuilt ones _rows counted)
+    maps_t = tuple(r for r in rows if r is not None) if lost or None in rows else tuple(rows)
+    rebuilt = {ids[i] for i in where}
+    maps = memo.maps
+    for i, row in zip(where, built):
+        if row is None:
+            maps.pop(ids[i], None)
+        else:
+            maps[ids[i]] = row
+    gone = set(gone_ids)
+    gone.update(ids[i] for i, row in zip(where, built) if row is None)
+    for mid in gone:
+        maps.pop(mid, None)
+    memo.again = (memo.again - rebuilt - gone) | again
+    for table in (memo.fields, memo.counts):
+        for mid in gone:
+            table.pop(mid, None)
+    memo.rows = maps_t
+    return maps_t, lost
 
 
 def _remember(memo, rows: tuple, again: set) -> None:

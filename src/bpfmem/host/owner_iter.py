@@ -66,6 +66,13 @@ class Layout:
     cgroup_kn: int = -1       # offsetof(struct cgroup, kn)
     kn_id: int = -1           # offsetof(struct kernfs_node, id)
     memory_cgrp_id: int = -1  # enum cgroup_subsys_id: memory_cgrp_id
+    # the task iterator of the processes' activity (:func:`task_stamps_raw`)
+    task_iter_btf_id: int = 0  # FUNC bpf_iter_task
+    task_pid: int = -1        # offsetof(struct task_struct, pid)
+    task_flags: int = -1      # offsetof(struct task_struct, flags)
+    task_nvcsw: int = -1      # offsetof(struct task_struct, nvcsw)
+    task_nivcsw: int = -1     # offsetof(struct task_struct, nivcsw)
+    task_runtime: int = -1    # offsetof(struct task_struct, se.sum_exec_runtime)
 
 
 def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
@@ -73,14 +80,16 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
     from bpfmem.parse.btf import ENUM, FUNC, STRUCT, Btf
     btf = Btf(btf_data, section="vmlinux BTF")
     want = {"file": ("f_op", "private_data"), "file_operations": ("release",),
-            "task_struct": ("tgid", "comm", "cgroups"), "bpf_map": ("id",),
+            "task_struct": ("tgid", "comm", "cgroups", "pid", "flags", "nvcsw", "nivcsw",
+                            "se"),
+            "sched_entity": ("sum_exec_runtime",), "bpf_map": ("id",),
             "bpf_prog": ("aux",), "bpf_prog_aux": ("id",), "bpf_link": ("id", "prog"),
             "btf": ("id",), "css_set": ("dfl_cgrp", "subsys"),
             "cgroup_subsys_state": ("cgroup",), "cgroup": ("kn",), "kernfs_node": ("id",)}
     required = {"file.f_op", "file.private_data", "file_operations.release",
                 "task_struct.tgid", "bpf_map.id"}
     offsets: dict[str, int] = {}
-    func_id = 0
+    func_id = task_func = 0
     memory_cgrp_id = -1
     for tid in range(1, btf.count):
         kind = btf.kind(tid)
@@ -95,8 +104,11 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
                         if m.bitfield_size or m.bit_offset % 8:
                             raise ParseError(f"{name}.{m.name} is a bit field")
                         offsets[f"{name}.{m.name}"] = m.bit_offset // 8
-        elif kind == FUNC and not func_id and btf.name_of(tid) == "bpf_iter_task_file":
-            func_id = tid
+        elif kind == FUNC and btf.name_of(tid) in ("bpf_iter_task_file", "bpf_iter_task"):
+            if btf.name_of(tid) == "bpf_iter_task_file":
+                func_id = func_id or tid
+            else:
+                task_func = task_func or tid
     missing = sorted(required - offsets.keys())
     if missing or not func_id:
         raise ParseError("the kernel's BTF lacks " + ", ".join(
@@ -121,7 +133,12 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
                   offsets.get("css_set.dfl_cgrp", -1), offsets.get("css_set.subsys", -1),
                   offsets.get("cgroup_subsys_state.cgroup", -1),
                   offsets.get("cgroup.kn", -1), offsets.get("kernfs_node.id", -1),
-                  memory_cgrp_id)
+                  memory_cgrp_id, task_func, offsets.get("task_struct.pid", -1),
+                  offsets.get("task_struct.flags", -1), offsets.get("task_struct.nvcsw", -1),
+                  offsets.get("task_struct.nivcsw", -1),
+                  offsets["task_struct.se"] + offsets["sched_entity.sum_exec_runtime"]
+                  if "task_struct.se" in offsets and "sched_entity.sum_exec_runtime" in offsets
+                  else -1)
 
 
 # ---- a record's stamps of its process ---------------------------------------------------
@@ -201,6 +218,80 @@ def program(lay: Layout) -> bytes:
         alu64("mov", 0, imm=0),                    # r0 = 0
         exit_insn(),
     ])
+
+
+# ---- the processes' activity: which ones can have changed their fd tables -------------
+# A process's fd table changes only by its own tasks' doing (open, close, dup, exec, a received
+# fd, a fork's child); a task that has not run since a reading has done none of it. The task
+# iterator (one call per task, a few hundred on a node, where the file iterator makes one per
+# open file) writes each user task's context switches and run time: a process whose tasks
+# read the same twice has the same fds, and its records of the file walk stand.
+# tgid, pid, nvcsw, nivcsw, se.sum_exec_runtime, then the task's STAMPS (comm and cgroups:
+# another process can move it to another cgroup while it sleeps)
+TASK_RECORD = struct.Struct("=IIQQQ16sQQ")
+PF_KTHREAD = 0x00200000
+
+
+def has_task_stamps(lay: Layout) -> bool:
+    return lay.task_iter_btf_id > 0 and min(lay.task_pid, lay.task_flags, lay.task_nvcsw,
+                                             lay.task_nivcsw, lay.task_runtime) >= 0
+
+
+def tasks_program(lay: Layout) -> bytes:
+    """For each task that is no kernel thread: seq_write (tgid, pid, nvcsw, nivcsw,
+    se.sum_exec_runtime, its STAMPS)."""
+    at = -TASK_RECORD.size
+    return assemble([
+        ldx(8, 6, 1, 0),                           # r6 = ctx->meta
+        ldx(8, 7, 1, 8),                           # r7 = ctx->task
+        Jump("jeq", 7, "out"),
+        ldx(4, 2, 7, lay.task_flags),              # kernel threads hold no fds of ours
+        Jump("jset", 2, "out", imm=PF_KTHREAD),
+        ldx(4, 2, 7, lay.task_tgid), stx(4, 10, 2, at),
+        ldx(4, 2, 7, lay.task_pid), stx(4, 10, 2, at + 4),
+        ldx(8, 2, 7, lay.task_nvcsw), stx(8, 10, 2, at + 8),
+        ldx(8, 2, 7, lay.task_nivcsw), stx(8, 10, 2, at + 16),
+        ldx(8, 2, 7, lay.task_runtime), stx(8, 10, 2, at + 24),
+        *_stamps(lay, at + 32),
+        ldx(8, 1, 6, 0),                           # r1 = meta->seq
+        alu64("mov", 2, src=10),
+        alu64("add", 2, imm=at),
+        alu64("mov", 3, imm=TASK_RECORD.size),
+        call(HELPER_SEQ_WRITE),
+        Label("out"),
+        alu64("mov", 0, imm=0),
+        exit_insn(),
+    ])
+
+
+def task_stamps_raw(kept: dict | None = None) -> bytes:
+    """The TASK_RECORD of every user task on the host, as the iterator wrote them;
+    IteratorUnavailable where it cannot run (or the BTF lacks a field)."""
+    if not _in_initial_pid_namespace():
+        raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
+                                  "host pids)")
+
+    def make():
+        lay = read_layout()
+        if not has_task_stamps(lay):
+            raise IteratorUnavailable("the kernel's BTF lacks the task iterator's fields")
+        return tasks_program(lay), lay.task_iter_btf_id
+    return run_iterator(make, "bpfmem_tasks", IteratorUnavailable, "task", kept)
+
+
+def activity(data: bytes) -> dict[int, bytes]:
+    """{tgid: the bytes of its tasks' records} from :func:`task_stamps_raw` (the tasks of a
+    process come one after another, by tid)."""
+    n = len(data) // TASK_RECORD.size
+    size = TASK_RECORD.size
+    tgids = memoryview(data)[:n * size].cast("I")[0::size // 4].tolist()
+    out: dict[int, bytes] = {}
+    start = 0
+    for i in range(1, n + 1):
+        if i == n or tgids[i] != tgids[start]:
+            out[tgids[start]] = out.get(tgids[start], b"") + data[start * size:i * size]
+            start = i
+    return out
 
 
 # ---- every BPF fd: maps, programs, links and BTF objects, in one walk -------------------
@@ -331,9 +422,10 @@ def pid_stamps(data: bytes, size: int, pids: list[int]) -> dict[int, bytes] | No
     return out
 
 
-def bpf_fds_raw(kept: dict | None = None) -> bytes:
-    """The records of every open map, program, link and BTF fd on the host, as the iterator
-    of :func:`fds_program` wrote them; :class:`IteratorUnavailable` where it cannot run."""
+def bpf_fds_raw(kept: dict | None = None, pid: int | None = None) -> bytes:
+    """The records of every open map, program, link and BTF fd on the host (or of process
+    ``pid`` only: 6.1+), as the iterator of :func:`fds_program` wrote them;
+    :class:`IteratorUnavailable` where it cannot run."""
     if not _in_initial_pid_namespace():
         raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
                                   "host pids)")
@@ -344,7 +436,8 @@ def bpf_fds_raw(kept: dict | None = None) -> bytes:
             raise IteratorUnavailable("the kernel's BTF or kallsyms lacks the program, link "
                                       "or BTF fields")
         return fds_program(lay), lay.attach_btf_id
-    return run_iterator(make, "bpfmem_fds", IteratorUnavailable, "fd", kept)
+    return run_iterator(make, "bpfmem_fds", IteratorUnavailable, "fd", kept,
+                        task=None if pid is None else struct.pack("=III", 0, pid, 0))
 
 
 def parse_records(data: bytes) -> list[tuple[int, int, int]]:
@@ -405,49 +498,55 @@ def map_fds() -> list[tuple[int, int, int]]:
     return parse_records(map_fds_raw())
 
 
-def map_fds_raw(kept: dict | None = None) -> bytes:
+def map_fds_raw(kept: dict | None = None, pid: int | None = None) -> bytes:
     """The records of :func:`map_fds` as the iterator wrote them (equal bytes: the same map
-    fds in the same processes)."""
+    fds in the same processes), or of process ``pid``'s only (6.1+)."""
     if not _in_initial_pid_namespace():
         raise IteratorUnavailable("not in the initial pid namespace (the iterator reports "
                                   "host pids)")
     def make():
         lay = read_layout()
         return program(lay), lay.attach_btf_id
-    return run_iterator(make, "bpfmem_owners", IteratorUnavailable, "owner", kept)
+    return run_iterator(make, "bpfmem_owners", IteratorUnavailable, "owner", kept,
+                        task=None if pid is None else struct.pack("=III", 0, pid, 0))
 
 
 def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | None = None,
-                 loaded=None) -> bytes:
+                 loaded=None, task: bytes | None = None) -> bytes:
     """Load an iterator program (``make()`` gives its instructions and the BTF id it
     attaches to: the kernel's layout is read only for a load), attach it, read its whole
-    output; every fd the program, its
-    link and the iterator took is closed again, whatever happens. A refusal raises
-    ``unavailable`` (naming ``what``). ``kept`` (a dict the caller keeps between runs, e.g.
-    the exporter's :class:`~bpfmem.host.rescan.ScanMemo`) keeps the link by ``name``
-    instead: the program is loaded and verified once, and later runs only read it (the
-    caller closes the links: :func:`close_kept`). ``loaded`` is called with the program's fd
-    when it is loaded."""
+    output; every fd the program, its link and the iterator took is closed again, whatever
+    happens. A refusal raises ``unavailable`` (naming ``what``). ``kept`` (a dict the caller
+    keeps between runs, e.g. the exporter's :class:`~bpfmem.host.rescan.ScanMemo`) keeps the
+    program and its link by ``name`` instead: the program is loaded and verified once, and
+    later runs only read it (the caller closes them: :func:`close_kept`). ``loaded`` is
+    called with the program's fd when it is loaded. ``task`` (a bpf_iter_link_info's task
+    part: tid, pid, pid_fd) attaches a link of its own, for those tasks only (6.1+)."""
     fds: list[int] = []
     try:
-        link = kept.get(name) if kept is not None else None
+        link = kept.get(name) if kept is not None and task is None else None
         if link is None:
-            insns, attach_btf_id = make()
+            prog = kept.get(name + ":prog") if kept is not None else None
+            if prog is None:
+                insns, attach_btf_id = make()
+                try:
+                    prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, insns,
+                                            expected_attach_type=bpfsys.BPF_TRACE_ITER,
+                                            attach_btf_id=attach_btf_id, name=name)
+                except HostError as e:
+                    raise unavailable(f"loading the {what} iterator: {e}") from None
+                if kept is not None:
+                    kept[name + ":prog"] = prog
+                else:
+                    fds.append(prog)
+                if loaded is not None:
+                    loaded(prog)
             try:
-                prog = bpfsys.prog_load(bpfsys.BPF_PROG_TYPE_TRACING, insns,
-                                        expected_attach_type=bpfsys.BPF_TRACE_ITER,
-                                        attach_btf_id=attach_btf_id, name=name)
-            except HostError as e:
-                raise unavailable(f"loading the {what} iterator: {e}") from None
-            fds.append(prog)
-            if loaded is not None:
-                loaded(prog)
-            try:
-                link = bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER)
+                link = bpfsys.link_create(prog, bpfsys.BPF_TRACE_ITER, iter_info=task)
             except HostError as e:
                 raise unavailable(f"attaching the {what} iterator: {e}") from None
-            if kept is not None:
-                kept[name] = link       # the link holds the program
+            if kept is not None and task is None:
+                kept[name] = link
             else:
                 fds.append(link)
         try:
@@ -468,7 +567,7 @@ def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | Non
 
 
 def close_kept(kept: dict) -> None:
-    """Close the links :func:`run_iterator` kept (their programs go with them)."""
+    """Close the programs and links :func:`run_iterator` kept."""
     while kept:
         _name, fd = kept.popitem()
         try:

@@ -281,11 +281,13 @@ def programs(data: bytes, known: dict | None = None, skip: int | None = None
                 fd = bpfsys.prog_fd_by_id(r[0])
             except ObjectGone:
                 gone += 1
+                out[i] = None
                 continue
             try:
                 info = bpfsys.prog_info(fd)
             except ObjectGone:
                 gone += 1
+                out[i] = None
                 continue
             finally:
                 os.close(fd)
@@ -294,6 +296,8 @@ def programs(data: bytes, known: dict | None = None, skip: int | None = None
             if known is not None:
                 known[r] = hit
         out[i] = hit
+    if gone:
+        out = [r for r in out if r is not None]
     if known is not None and len(known) > len(out):
         keep = set(out)
         for stale in [k for k, v in known.items() if v not in keep]:

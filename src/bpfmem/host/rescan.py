@@ -95,6 +95,9 @@ class ScanMemo:
     owner_cache: dict = field(default_factory=dict)  # pid -> (kernel stamps, comm,
     #                                                   cgroup text, Owner)
     owner_stamps: bool = False                     # the owner records carried stamps
+    task_act: dict | None = None                   # tgid -> its tasks' activity records
+    owner_kind: bool = False                       # owner_raw is of every BPF fd
+    owner_sorted: bool = False                     # owner_raw's records are in tgid order
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
     users: dict | None = None                      # map id -> programs, of the last scan
     pins_seen: dict | None = None                  # the pins the last scan used
@@ -132,6 +135,8 @@ class ScanMemo:
             self.owner_held_last = None
             self.owner_others = None
             self.owner_stamps = False
+            self.task_act = None
+            self.owner_sorted = False
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.full_scans += 1

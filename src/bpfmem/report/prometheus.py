@@ -10,6 +10,7 @@ and primary owner, straight into one buffer. The other families are :class:`Fami
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 import struct
@@ -322,32 +323,59 @@ def _crc_of_zeros(n: int, crc: int) -> int:
     return zlib.crc32(view[:n], crc)
 
 
-class Piece:
-    """A part of a page's text, deflated on its own (sync-flushed), with its CRC-32 and size."""
-    __slots__ = ("data", "crc", "size", "zcrc")
+class ZerosCrc:
+    """Puts CRC-32s together as the comment above says, with the CRC of zeros: a piece's
+    ``op`` is its size and the CRC of as many zeros from 0 (a combination costs a CRC over
+    the piece's size in zeros). :class:`bpfmem.host.zcrc.ZlibCrc` is the same in O(1)."""
 
-    def __init__(self, text: bytes):
+    @staticmethod
+    def gen(size: int):
+        return size, _crc_of_zeros(size, 0)
+
+    @staticmethod
+    def combine(crc1: int, crc2: int, op) -> int:
+        """The CRC of text A then text B from crc(A) = ``crc1``, crc(B) = ``crc2`` and B's
+        ``op``."""
+        return crc2 ^ _crc_of_zeros(op[0], crc1) ^ op[1]
+
+
+ZEROS_CRC = ZerosCrc()
+
+
+class Piece:
+    """A part of a page's text, deflated on its own (sync-flushed), with its CRC-32, size,
+    and its ``op`` for putting CRCs together (``crc``'s: :class:`ZerosCrc`)."""
+    __slots__ = ("data", "crc", "size", "op")
+
+    def __init__(self, text: bytes, crc=ZEROS_CRC):
         z = zlib.compressobj(1, zlib.DEFLATED, -12, 4)   # pieces are a few KiB
         self.data = z.compress(text) + z.flush(zlib.Z_SYNC_FLUSH)
         self.crc = zlib.crc32(text)
         self.size = len(text)
-        self.zcrc = _crc_of_zeros(self.size, 0)
+        self.op = crc.gen(self.size)
 
 
-def crc_of_pieces(pieces, crc: int = 0) -> int:
-    """The CRC-32 of the pieces' texts one after the other (after ``crc``'s text)."""
+def crc_of_pieces(pieces, crc: int = 0, combine=ZEROS_CRC.combine) -> int:
+    """The CRC-32 of the pieces' texts one after the other (after ``crc``'s text); the
+    pieces were made with the CRC of ``combine``."""
     for p in pieces:
-        crc = p.crc ^ _crc_of_zeros(p.size, crc) ^ p.zcrc
+        crc = combine(crc, p.crc, p.op)
     return crc
 
 
-def gzip_of(pieces, crc: int, size: int, last: bytes) -> bytes:
+def gzip_of(pieces, crc: int, size: int, last: bytes, *, body: bytes | None = None,
+            kept=(), combine=ZEROS_CRC.combine) -> bytes:
     """One gzip member: the ``pieces`` (whose texts have CRC-32 ``crc`` and ``size`` bytes
-    together), then ``last``."""
+    together; ``body``: the gzip header and their data joined already), then the pieces
+    ``kept`` (compressed before: a part of the page that did not change), then ``last``."""
     z = zlib.compressobj(1, zlib.DEFLATED, -15)
     tail = z.compress(last) + z.flush()
+    for p in kept:
+        crc = combine(crc, p.crc, p.op)
+        size += p.size
     crc = zlib.crc32(last, crc)
-    return b"".join([GZIP_HEADER, *(p.data for p in pieces), tail,
+    head = [body] if body is not None else [GZIP_HEADER, *(p.data for p in pieces)]
+    return b"".join([*head, *(p.data for p in kept), tail,
                      struct.pack("<II", crc, (size + len(last)) & 0xFFFFFFFF)])
 
 
@@ -362,13 +390,15 @@ class MapPage:
     or gone map are written and compressed. An unchanged node's page costs the other families
     alone; a map that changes costs its block."""
 
-    def __init__(self, float_text=go_float):
+    def __init__(self, float_text=go_float, crc=ZEROS_CRC):
         self.families = MapFamilies(float_text)
+        self.crc = crc             # how the pieces' CRCs are put together (ZerosCrc)
         self._blocks: dict[int, tuple[tuple, list]] = {}
         self._heads: dict[bool, list[Piece]] = {}
         self._section: dict[bool, tuple[list, int, int]] = {}   # per format: the pieces,
         #                                    their CRC-32 and size, for the maps of _maps
         self._maps = None
+        self._body: dict[bool, bytes] = {}   # per format: the header and section, joined
         self.written = 0       # blocks written for the last page (the others were kept)
 
     def _head(self, openmetrics: bool) -> list[Piece]:
@@ -376,21 +406,27 @@ class MapPage:
         if heads is None:
             heads = self._heads[openmetrics] = [
                 Piece(f"# HELP {name} {_escape_help(doc, openmetrics)}\n"
-                      f"# TYPE {name} gauge\n".encode()) for name, doc in MAP_FAMILIES]
+                      f"# TYPE {name} gauge\n".encode(), self.crc)
+                for name, doc in MAP_FAMILIES]
         return heads
 
-    def gzip(self, maps, rows_of, rest: bytes, *, openmetrics: bool = False) -> bytes:
+    def gzip(self, maps, rows_of, rest: bytes, *, openmetrics: bool = False,
+             kept=()) -> bytes:
         """The gzipped page: the per-map families of ``maps`` (records with an ``id``, in page
-        order) and then ``rest`` (the other families, already written). ``rows_of(maps)``
-        gives the rows of some maps as :meth:`MapFamilies.render` takes them."""
+        order), then the :class:`Piece` s ``kept`` (families compressed before), then
+        ``rest`` (the other families, already written). ``rows_of(maps)`` gives the rows of
+        some maps as :meth:`MapFamilies.render` takes them."""
         if maps is self._maps and self._openmetrics_seen(openmetrics):
             self.written = 0       # the very records of the last page: every block as it was
             pieces, crc, size = self._section[openmetrics]
-            return gzip_of(pieces, crc, size, rest)
+            body = self._body.get(openmetrics)
+            if body is None:       # the section's bytes, joined once while it stands
+                body = self._body[openmetrics] = b"".join(
+                    [GZIP_HEADER, *(p.data for p in pieces)])
+            return gzip_of(pieces, crc, size, rest, body=body, kept=kept,
+                           combine=self.crc.combine)
         old, blocks, written = self._blocks, {}, 0
         is_ = operator.is_
-        group: list = []
-        key = None
         order: list[int] = []
 
         def close(key, group) -> None:
@@ -398,21 +434,20 @@ class MapPage:
             group = tuple(group)
             hit = old.get(key)
             if hit is None or len(hit[0]) != len(group) or not all(map(is_, hit[0], group)):
-                hit = (group, [Piece(t) if t else None
+                hit = (group, [Piece(t, self.crc) if t else None
                                for t in self.families.lines(rows_of(group))])
                 written += 1
             blocks[key] = hit
             order.append(key)
 
-        for m in maps:
-            k = m.id >> BLOCK_SHIFT
-            if k != key:
-                if group:
-                    close(key, group)
-                group, key = [], k
-            group.append(m)
-        if group:
-            close(key, group)
+        maps = tuple(maps)
+        ids = list(map(operator.attrgetter("id"), maps))
+        start, n = 0, len(maps)
+        while start < n:                 # a block: the maps of one id >> BLOCK_SHIFT
+            key = ids[start] >> BLOCK_SHIFT
+            end = bisect.bisect_left(ids, (key + 1) << BLOCK_SHIFT, start)
+            close(key, maps[start:end])
+            start = end
         self._blocks, self.written = blocks, written
         if written or len(blocks) != len(old):
             self.families.forget({m.id for m in maps})
@@ -423,12 +458,14 @@ class MapPage:
             pieces.extend(p for k in order if (p := blocks[k][1][f]) is not None)
         last, crc, size = self._section.get(openmetrics, ((), 0, 0))
         if len(last) != len(pieces) or not all(map(is_, last, pieces)):
-            crc, size = crc_of_pieces(pieces), sum(p.size for p in pieces)
+            crc = crc_of_pieces(pieces, combine=self.crc.combine)
+            size = sum(p.size for p in pieces)
         if maps is not self._maps:
             self._section = {}
         self._section[openmetrics] = (pieces, crc, size)
+        self._body = {}
         self._maps = maps
-        return gzip_of(pieces, crc, size, rest)
+        return gzip_of(pieces, crc, size, rest, kept=kept, combine=self.crc.combine)
 
     def _openmetrics_seen(self, openmetrics: bool) -> bool:
         return openmetrics in self._section
