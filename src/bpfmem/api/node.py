@@ -26,9 +26,8 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
                      memo=memo, bpf_fds=found)
     if not programs:
         return snap
-    from dataclasses import replace
-
     from ..host.progs import scan_programs
+    from ..values import replace
     if progress is not None:
         progress("programs and BTF")
     ps = scan_programs(owners=owners, pins=pins, bpffs=list(snap.bpffs) if pins else None,

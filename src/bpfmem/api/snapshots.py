@@ -3,14 +3,10 @@ documents and what changed between two."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..analysis.live import SnapshotDiff, SnapshotView, filter_maps
 from ..analysis.live import diff_snapshots as diff
 from ..analysis.live import snapshot_view as view_of
-from ..errors import InputError
-from ..inputs import load_json, peek_input
-from ..parse.snapshot import snapshot_from_bpftool, snapshot_from_dict
+from ..values import replace
 
 
 def snapshot_view(snap, profile) -> SnapshotView:
@@ -25,6 +21,8 @@ def load_snapshot(path: str, *, profile=None):
     """A saved ``bpfmem snapshot`` (schema v2 or v1) or ``bpftool -j map show`` output, as a
     Snapshot; a bpftool list has no kernel of its own: ``profile`` names it (release,
     CPUs)."""
+    from ..inputs import load_json
+    from ..parse.snapshot import snapshot_from_bpftool, snapshot_from_dict
     data = load_json(path, "snapshot")
     try:
         if isinstance(data, list):

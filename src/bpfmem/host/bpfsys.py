@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import errno as _errno
 import os
-import platform
 import struct
 import threading
 from bpfmem.values import dataclass
@@ -80,7 +79,7 @@ _CMD_WHAT = {PROG_GET_NEXT_ID: "listing BPF programs", MAP_GET_NEXT_ID: "listing
              LINK_CREATE: "attaching a BPF iterator"}
 
 _NR_BPF = {"x86_64": 321, "aarch64": 280, "arm64": 280, "riscv64": 280, "ppc64le": 361,
-           "s390x": 351, "i686": 357, "i386": 357, "armv7l": 386}.get(platform.machine())
+           "s390x": 351, "i686": 357, "i386": 357, "armv7l": 386}.get(os.uname().machine)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -99,7 +98,7 @@ def available() -> bool:
 
 def _call(cmd: int, buf: ctypes.Array, size: int, what: str = "") -> int:
     if _NR_BPF is None:
-        raise HostError(f"bpf() syscall number unknown on {platform.machine()}")
+        raise HostError(f"bpf() syscall number unknown on {os.uname().machine}")
     ret = _syscall(_NR_BPF, cmd, ctypes.addressof(buf), size)
     if ret >= 0:
         return ret
@@ -157,7 +156,7 @@ _ids = _IdBuffers()
 
 def _next_ids(cmd: int):
     if _NR_BPF is None:
-        raise HostError(f"bpf() syscall number unknown on {platform.machine()}")
+        raise HostError(f"bpf() syscall number unknown on {os.uname().machine}")
     start = 0
     while True:
         b = _ids

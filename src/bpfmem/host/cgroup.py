@@ -21,8 +21,6 @@ import posixpath
 import re
 import time
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator, Mapping
 
 from bpfmem.errors import HostError
 from bpfmem.records import CgroupMemory
@@ -30,6 +28,16 @@ from bpfmem.values import dataclass
 from bpfmem.host.cleanup import scratch_name
 from bpfmem.host.procfs import Mount, mounts_of_type, read_mountinfo
 from bpfmem.host.walk import walk_tree
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Iterator, Mapping
+
+
+def Path(*parts):    # noqa: F811 - pathlib on first use: a live scan's reads need none
+    from pathlib import Path as _Path
+    return _Path(*parts)
 
 __all__ = ["CgroupLine", "CgroupMemory", "parse_memory_stat", "parse_proc_cgroup",
            "parse_cgroup_procs", "parse_counter", "parse_limit", "parse_cgroup_memory",
@@ -237,7 +245,9 @@ def memory_hierarchies(root: str | os.PathLike = "/") -> list[tuple[int, Mount]]
     found: list[tuple[int, Mount]] = []
     for m in mounts_of_type(mounts, "cgroup2"):
         try:
-            ctrls = (_join(root, m.mount_point) / "cgroup.controllers").read_text().split()
+            with open(os.path.join(os.fspath(root), m.mount_point.lstrip("/"),
+                                   "cgroup.controllers")) as f:
+                ctrls = f.read().split()
         except OSError:
             continue
         if "memory" in ctrls:

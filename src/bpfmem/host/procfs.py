@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from bpfmem.values import dataclass
-from pathlib import Path
 
 __all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type", "bpffs_mounts",
            "parse_fdinfo", "parse_smaps_rollup", "read_smaps_rollup", "read_comm",
@@ -64,7 +63,8 @@ def parse_mountinfo(text: str) -> list[Mount]:
 
 
 def read_mountinfo(root: str | os.PathLike = "/", pid: int | str = "self") -> list[Mount]:
-    return parse_mountinfo((Path(root) / "proc" / str(pid) / "mountinfo").read_text())
+    with open(os.path.join(os.fspath(root), "proc", str(pid), "mountinfo")) as f:
+        return parse_mountinfo(f.read())
 
 
 def mounts_of_type(mounts: list[Mount], fs_type: str) -> list[Mount]:
@@ -105,16 +105,19 @@ def parse_smaps_rollup(text: str) -> dict[str, int]:
 
 
 def read_smaps_rollup(pid: int, root: str | os.PathLike = "/") -> dict[str, int]:
-    return parse_smaps_rollup((Path(root) / "proc" / str(pid) / "smaps_rollup").read_text())
+    with open(os.path.join(os.fspath(root), "proc", str(pid), "smaps_rollup")) as f:
+        return parse_smaps_rollup(f.read())
 
 
 def read_comm(pid: int, root: str | os.PathLike = "/") -> str:
-    return (Path(root) / "proc" / str(pid) / "comm").read_text().rstrip("\n")
+    with open(os.path.join(os.fspath(root), "proc", str(pid), "comm")) as f:
+        return f.read().rstrip("\n")
 
 
 def list_pids(root: str | os.PathLike = "/") -> list[int]:
     """Process ids (not threads) in /proc, ascending."""
-    return sorted(int(n) for n in os.listdir(Path(root) / "proc") if n.isdigit())
+    return sorted(int(n) for n in os.listdir(os.path.join(os.fspath(root), "proc"))
+                  if n.isdigit())
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,11 @@ def _owners(fds: list[BpfFd], root: str) -> dict[int, Owner]:
 
 
 def _holders(fds: list[BpfFd], owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
+    if not fds:
+        return ()
+    if len(fds) == 1:           # most programs: one fd of one process, its Owner as it is
+        o = owner_of.get(fds[0].pid)
+        return () if o is None else (o if o.fds == 1 else Owner(o.pid, o.comm, o.cgroup),)
     per: dict[int, int] = {}
     for f in fds:
         per[f.pid] = per.get(f.pid, 0) + 1

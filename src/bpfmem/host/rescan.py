@@ -36,9 +36,12 @@ import os
 import time
 import weakref
 from bpfmem.values import dataclass, field
-from typing import Callable
 
 from .walk import walk_tree
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Callable
 
 __all__ = ["ScanMemo", "pin_stamps", "settled"]
 

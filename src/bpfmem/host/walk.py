@@ -6,7 +6,9 @@ is no endless walk either. What lies deeper than the bound is not walked and sai
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Iterator
 
 __all__ = ["MAX_DEPTH", "walk_tree"]
 

@@ -992,7 +992,8 @@ def _live_map_json(m, check, procs: dict, progs: dict, texts: dict) -> str:
         if (p := m.pressure) is not None:
             out += [',"pressure":', _JSON_COMPACT(round(p, 6))]
     if m.owners:
-        owners = texts.get(("owners", m.owners))
+        hit = texts.get(id(m.owners))       # holder lists are shared by a holder's maps
+        owners = hit[0] if hit is not None and hit[1] is m.owners else None
         if owners is None:
             refs = []
             for o in m.owners:
@@ -1002,7 +1003,8 @@ def _live_map_json(m, check, procs: dict, progs: dict, texts: dict) -> str:
                 else:   # the same pid seen with another comm or cgroup: said inline
                     refs.append({**_owner_ref(o.pid, o.fds), "comm": o.comm,
                                  "cgroup": o.cgroup})
-            owners = texts[("owners", m.owners)] = ',"owners":' + _JSON_COMPACT(refs)
+            owners = ',"owners":' + _JSON_COMPACT(refs)
+            texts[id(m.owners)] = (owners, m.owners)      # (kept: its id stays its own)
         out.append(owners)
     if m.programs:
         ids = []

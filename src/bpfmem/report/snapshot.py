@@ -13,7 +13,9 @@ from ..units import count
 
 import json
 from functools import partial
-from typing import IO
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO
 
 from .documents import SNAPSHOT, document, snapshot_parts
 from .escape import markup, md_code, md_text, term
