@@ -192,14 +192,17 @@ def _first_type(s: str) -> str:
 #: before its type arguments (an itab's type: no brackets before its comma); and a type
 #: descriptor's hashed name (``type.r+29J2dQ``, Go 1.19's stripped binaries), which names
 #: no type: TYPES. The rest goes to :func:`package_of`.
-_ELEM = r"[A-Za-z0-9_~+-]+"
-_TAIL = r"[A-Za-z0-9_~-]+"
-_HOSTNAME = r"[a-z0-9-]+(?:\.[a-z0-9-]+)+"
-_PATH = (rf"(?!type[.:]|go[.:]|_\.|main\.)((?>(?>{_HOSTNAME}/|{_ELEM}/)"
-         rf"(?>(?:{_TAIL}\.{_TAIL}|(?<=/vendor/){_HOSTNAME}|{_ELEM})/)*)?{_ELEM})\.")
-_PLAIN = re.compile(rf"(?:type[.:]\.(?:eq|hash)\.\**(?:\[[^\]]*\])*)?{_PATH}[^/\[]*+(?:\[|\Z)")
-_ITAB = re.compile(rf"go[.:]itab\.\**{_PATH}[^/\[\](){{}},]*+,")
-_HASHED = re.compile(r"type[.:](?:\.(?!eq\.|hash\.)|[A-Za-z0-9+/]*\Z)")
+_ELEM = r"[A-Za-z0-9_~+-]++"
+_TAIL = r"[A-Za-z0-9_~-]++"
+_HOSTNAME = r"[a-z0-9-]++(?:\.[a-z0-9-]++)++"
+_PATH = (rf"(?!type[.:]|go[.:]|_\.|main\.)((?>(?>{_ELEM}/|{_HOSTNAME}/)"
+         rf"(?>(?:{_ELEM}|{_TAIL}\.{_TAIL}|(?<=/vendor/){_HOSTNAME})/)*)?{_ELEM})\.")
+_PLAIN = rf"(?:type[.:]\.(?:eq|hash)\.\**(?:\[[^\]]*\])*)?{_PATH}[^/\[]*+(?:\[|\Z)"
+_ITAB = rf"go[.:]itab\.\**{_PATH}[^/\[\](){{}},]*+,"
+_HASHED = r"type[.:](?:\.(?!eq\.|hash\.)|[A-Za-z0-9+/]*\Z)"
+#: the three in one pattern (one call a name): group 1 the package of the first form, group
+#: 2 of an itab; neither when it is a hashed type name
+_USUAL = re.compile(f"{_PLAIN}|{_ITAB}|{_HASHED}")
 
 
 def packages_of(names) -> list[str]:
@@ -211,7 +214,7 @@ def packages_of(names) -> list[str]:
     add = out.append
     one: dict[str, str] = {}
     intern = one.setdefault
-    plain, itab, hashed = _PLAIN.match, _ITAB.match, _HASHED.match
+    usual = _USUAL.match
     pfx = "\0"          # no name starts with it
     n = 1
     pkg = ""
@@ -221,14 +224,16 @@ def packages_of(names) -> list[str]:
             if s < 0 or 0 <= name.find("[", n) < s:
                 add(pkg)
                 continue
-        m = plain(name) or itab(name)
+        m = usual(name)
         if m is not None:
-            pkg = intern(m[1], m[1])
+            got = m[1] or m[2]
+            if got is None:             # a hashed type name
+                add(TYPES)
+                continue
+            pkg = intern(got, got)
             pfx = pkg + "."
             n = len(pfx)
             add(pkg)
-        elif hashed(name) is not None:
-            add(TYPES)
         else:
             p = package_of(name)
             add(intern(p, p))
