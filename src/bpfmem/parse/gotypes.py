@@ -389,8 +389,20 @@ def type_ranges(img, words: tuple[int, ...], relative=None
         for a, b in parts:
             if b > a:
                 add((a, b, pkg, "type data"))
-    # each name's size once (names are shared)
-    sizes = {a: _name_size(rd, a) for a in set(name_at) if a and types <= a < etypes}
+    # each name's size once (names are shared); most are in the types' own piece of the
+    # file, with a one-byte length and no tag: read there without a call
+    sizes: dict[int, int | None] = {}
+    base = rd.off(types, etypes - types)
+    seg_end = next((o + hi - lo for lo, hi, o in rd.loads if lo <= types < hi), 0)
+    for a in set(name_at):
+        if not a or not types <= a < etypes:
+            continue
+        o = a - types + base if base is not None else -1
+        if o >= 0 and o + 11 <= seg_end and data[o + 1] < 0x80 and not data[o] & 2:
+            n = 2 + data[o + 1]
+            sizes[a] = (n + 4 if data[o] & 4 else n) if o + n <= seg_end else None
+        else:
+            sizes[a] = _name_size(rd, a)
     get = sizes.get
     out += [(a, a + n, pkgs[t], "type name") for a, t, n in zip(name_at, name_of,
                                                                  map(get, name_at)) if n]
