@@ -151,20 +151,21 @@ def read_programs(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],
         if rsec.type != SHT_REL or rsec.info not in exec_by_idx:
             continue
         target = exec_by_idx[rsec.info]
+        tidx = target.index
         raw = elf.data(target).data
         # one pass per section: the relocation columns in bulk, the relocated instructions
         # decoded in step, functions found by bisection
-        starts = functions.starts.get(target.index) or []
-        funcs = functions.by_section.get(target.index) or []
+        starts = functions.starts.get(tidx) or []
+        funcs = functions.by_section.get(tidx) or []
         offsets, symbols, _types = elf.relocation_table(rsec)
-        func = None
+        func_start = 0
         func_end = -1
         entry = None
         for off, symi, fields in zip(offsets, symbols, fields_at(raw, offsets, little=little)):
             if fields is None:
                 raise ParseError(f"relocation at {off:#x} is outside {target.name}",
                                  section=rsec.name, offset=rsec.offset)
-            if func is None or not func.value <= off < func_end:
+            if not func_start <= off < func_end:
                 j = bisect.bisect_right(starts, off) - 1
                 if j < 0:
                     continue
@@ -172,10 +173,10 @@ def read_programs(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],
                 if off >= f.value + max(f.size, 8):
                     continue
                 # the bisection's answer holds until this function or the next start ends
-                func, func_end = f, f.value + max(f.size, 8)
+                func_start, func_end = f.value, f.value + max(f.size, 8)
                 if j + 1 < len(starts):
                     func_end = min(func_end, starts[j + 1])
-                key = (target.index, func.value)
+                key = (tidx, func_start)
                 entry = refs.get(key)
                 if entry is None:
                     entry = refs[key] = (set(), set())
@@ -183,34 +184,35 @@ def read_programs(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],
                 elf.symbol(symi, f"symbol of relocation at {off:#x}")
             opcode, src_reg, imm = fields
             maps_used, calls = entry
-            if sym.shndx == SHN_UNDEF:
+            shndx = sym.shndx
+            if shndx == SHN_UNDEF:
                 if sym.name in kconfig_names and kconfig_map is not None:
                     maps_used.add(kconfig_map)
-                    targets[(target.index, off)] = ("value", kconfig_map)
+                    targets[(tidx, off)] = ("value", kconfig_map)
                 continue
             if opcode == CALL:
-                if src_reg == PSEUDO_CALL and sym.shndx == text_idx:
+                if src_reg == PSEUDO_CALL and shndx == text_idx:
                     calls.add(sym.value + (imm + 1) * 8)
-                    targets[(target.index, off)] = ("call", sym.value + (imm + 1) * 8)
+                    targets[(tidx, off)] = ("call", sym.value + (imm + 1) * 8)
                 continue
-            if opcode != LD_IMM64 or sym.shndx >= SHN_LORESERVE:
+            if opcode != LD_IMM64 or shndx >= SHN_LORESERVE:
                 continue
-            if sym.shndx == text_idx:
+            if shndx == text_idx:
                 calls.add(sym.value + imm)          # callback (subprogram address)
-                targets[(target.index, off)] = ("func", sym.value + imm)
-            elif sym.shndx == maps_idx or sym.shndx == legacy_idx:
-                i = map_at.get((sym.shndx, sym.value))
+                targets[(tidx, off)] = ("func", sym.value + imm)
+            elif shndx == maps_idx or shndx == legacy_idx:
+                i = map_at.get((shndx, sym.value))
                 if i is None:
                     raise ParseError(f"map relocation against '{sym.name}' at offset "
                                      f"{sym.value} matches no map", section=rsec.name)
                 maps_used.add(i)
-                targets[(target.index, off)] = ("map", i)
-            elif sym.shndx in data_map:
-                maps_used.add(data_map[sym.shndx])
-                targets[(target.index, off)] = ("value", data_map[sym.shndx])
-            elif sym.shndx == arena_idx and arena_map is not None:
+                targets[(tidx, off)] = ("map", i)
+            elif shndx in data_map:
+                maps_used.add(data_map[shndx])
+                targets[(tidx, off)] = ("value", data_map[shndx])
+            elif shndx == arena_idx and arena_map is not None:
                 maps_used.add(arena_map)
-                targets[(target.index, off)] = ("value", arena_map)
+                targets[(tidx, off)] = ("value", arena_map)
 
     programs: list[ProgramSpec] = []
     text_funcs = {f.value: f for f in functions.by_section.get(text_idx or -1, [])}
@@ -233,10 +235,10 @@ def read_programs(elf: ElfFile, syms: list[Symbol], exec_secs: list[Section],
                     if sub is not None and sub.value not in seen_sub:
                         seen_sub.add(sub.value)
                         stack.append((text_idx, sub.value))  # type: ignore[arg-type]
+            subs = [text_funcs[o] for o in sorted(seen_sub) if o in text_funcs]
             programs.append(ProgramSpec(
                 f.name, sec.name, int(ptype) if ptype is not None else 0, int(attach),
                 autoload, sleepable, f.size // 8,
-                tuple(map_names[i] for i in sorted(used)),
-                tuple(text_funcs[o].name for o in sorted(seen_sub) if o in text_funcs),
-                sum(text_funcs[o].size // 8 for o in seen_sub if o in text_funcs)))
+                tuple([map_names[i] for i in sorted(used)]), tuple([s.name for s in subs]),
+                sum([s.size // 8 for s in subs])))
     return tuple(programs), targets
