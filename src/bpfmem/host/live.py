@@ -407,25 +407,37 @@ def _owner_records_again(memo, kept, every_kind: bool, walk) -> bytes:
             except IteratorUnavailable:     # a kernel before 6.1: no walk of one process
                 data = walk(kept)
             else:
-                return _merged(last, size, STAMPS.size // 4, fresh, changed)
+                held = memo.owner_pids_all
+                if not any(fresh.values()) and held.isdisjoint(changed):
+                    return last             # those that ran hold no BPF fd, before or now
+                data = _merged(last, size, STAMPS.size // 4, fresh, changed)
+                memo.owner_pids_all = (held - changed) | {p for p, b in fresh.items() if b}
+                return data
     memo.owner_kind = every_kind
     words = memoryview(data)[:len(data) // size * size].cast("I")[STAMPS.size // 4::size // 4]
     pids = words.tolist()
     memo.owner_sorted = all(a <= b for a, b in zip(pids, pids[1:]))
+    memo.owner_pids_all = set(pids)
     return data
 
 
 def _merged(last: bytes, size: int, at: int, fresh: dict[int, bytes], changed: set) -> bytes:
     """Records of ``size`` bytes in process order (their tgid the ``at``-th word): ``last``
-    with each process of ``changed`` replaced by its ``fresh`` records (none: gone)."""
+    with each process of ``changed`` replaced by its ``fresh`` records (none: gone); ``last``
+    itself when each reads as before."""
     from bisect import bisect_left, bisect_right
     n = len(last) // size
-    pids = memoryview(last)[:n * size].cast("I")[at::size // 4].tolist()
-    out, pos = [], 0
+    pids = memoryview(last)[:n * size].cast("I")[at::size // 4]    # (bisect reads a few)
+    spans = []
     for pid in sorted(changed):
         lo, hi = bisect_left(pids, pid), bisect_right(pids, pid)
+        spans.append((lo, hi, fresh.get(pid, b"")))
+    if all(last[lo * size:hi * size] == new for lo, hi, new in spans):
+        return last
+    out, pos = [], 0
+    for lo, hi, new in spans:
         out.append(last[pos * size:lo * size])
-        out.append(fresh.get(pid, b""))
+        out.append(new)
         pos = hi
     out.append(last[pos * size:n * size])
     return b"".join(out)

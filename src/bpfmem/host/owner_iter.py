@@ -437,7 +437,8 @@ def bpf_fds_raw(kept: dict | None = None, pid: int | None = None) -> bytes:
                                       "or BTF fields")
         return fds_program(lay), lay.attach_btf_id
     return run_iterator(make, "bpfmem_fds", IteratorUnavailable, "fd", kept,
-                        task=None if pid is None else struct.pack("=III", 0, pid, 0))
+                        task=None if pid is None else struct.pack("=III", 0, pid, 0),
+                        size=FD_RECORD.size)
 
 
 def parse_records(data: bytes) -> list[tuple[int, int, int]]:
@@ -508,11 +509,12 @@ def map_fds_raw(kept: dict | None = None, pid: int | None = None) -> bytes:
         lay = read_layout()
         return program(lay), lay.attach_btf_id
     return run_iterator(make, "bpfmem_owners", IteratorUnavailable, "owner", kept,
-                        task=None if pid is None else struct.pack("=III", 0, pid, 0))
+                        task=None if pid is None else struct.pack("=III", 0, pid, 0),
+                        size=RECORD.size)
 
 
 def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | None = None,
-                 loaded=None, task: bytes | None = None) -> bytes:
+                 loaded=None, task: bytes | None = None, size: int = 0) -> bytes:
     """Load an iterator program (``make()`` gives its instructions and the BTF id it
     attaches to: the kernel's layout is read only for a load), attach it, read its whole
     output; every fd the program, its link and the iterator took is closed again, whatever
@@ -521,8 +523,12 @@ def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | Non
     program and its link by ``name`` instead: the program is loaded and verified once, and
     later runs only read it (the caller closes them: :func:`close_kept`). ``loaded`` is
     called with the program's fd when it is loaded. ``task`` (a bpf_iter_link_info's task
-    part: tid, pid, pid_fd) attaches a link of its own, for those tasks only (6.1+)."""
+    part: tid, pid, pid_fd) attaches a link of its own, for those tasks only (6.1+); when
+    they are this process's, the record of that link's own fd (``size`` bytes a record,
+    the file iterator's: STAMPS, tgid, fd, ...) is left out: a link made for one read, whose
+    id would be new at every read."""
     fds: list[int] = []
+    own_link = -1
     try:
         link = kept.get(name) if kept is not None and task is None else None
         if link is None:
@@ -549,6 +555,7 @@ def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | Non
                 kept[name] = link
             else:
                 fds.append(link)
+                own_link = link
         try:
             it = bpfsys.iter_create(link)
         except HostError as e:
@@ -563,7 +570,14 @@ def run_iterator(make, name: str, unavailable: type, what: str, kept: dict | Non
     finally:
         for fd in reversed(fds):
             os.close(fd)
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    if task is not None and size and own_link >= 0 and \
+            struct.unpack_from("=I", task, 4)[0] == os.getpid():
+        at = STAMPS.size
+        me = struct.pack("=II", os.getpid(), own_link)
+        data = b"".join(data[i:i + size] for i in range(0, len(data), size)
+                        if data[i + at:i + at + 8] != me)
+    return data
 
 
 def close_kept(kept: dict) -> None:

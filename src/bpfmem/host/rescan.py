@@ -101,6 +101,7 @@ class ScanMemo:
     task_act: dict | None = None                   # tgid -> its tasks' activity records
     owner_kind: bool = False                       # owner_raw is of every BPF fd
     owner_sorted: bool = False                     # owner_raw's records are in tgid order
+    owner_pids_all: set = field(default_factory=set)  # the tgids of owner_raw's records
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
     users: dict | None = None                      # map id -> programs, of the last scan
     pins_seen: dict | None = None                  # the pins the last scan used
@@ -140,6 +141,7 @@ class ScanMemo:
             self.owner_stamps = False
             self.task_act = None
             self.owner_sorted = False
+            self.owner_pids_all = set()
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.full_scans += 1
