@@ -504,12 +504,13 @@ def _scan_programs(memo=None, found: dict | None = None) -> dict[int, tuple[Prog
 
 # ---- the maps -------------------------------------------------------------------------------
 
-def _map_listing(memo) -> bytes | None:
+def _map_listing(memo, counts: bool = True) -> bytes | None:
     """Every map's record (host/count_iter.py), as the kernel's map iterator wrote them, or
-    None where it cannot run."""
+    None where it cannot run; without ``counts`` (a single scan that counts no entries) the
+    counts read -1."""
     from bpfmem.host.count_iter import CountsUnavailable, map_infos_raw
     try:
-        return map_infos_raw(memo.iterators if memo is not None else None)
+        return map_infos_raw(memo.iterators if memo is not None else None, counts)
     except CountsUnavailable:
         return None
 
@@ -849,7 +850,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         if bpf_fds is not None and memo is not None and memo.stamps is not None:
             bpf_fds["pin_stamps"] = memo.stamps
     say("maps" + (" and their entries" if entries else ""))
-    data = _map_listing(memo) if kernel_counts and root == "/" else None
+    data = (_map_listing(memo, counts=entries or memo is not None)
+            if kernel_counts and root == "/" else None)
     if collect is not None:
         say("processes")
     with FdinfoReader() as fdr:

@@ -395,16 +395,14 @@ def fd_columns(data: bytes) -> tuple[list[int], list[int], list[tuple], dict | N
     stamps = pid_stamps(data, FD_RECORD.size, pids)
     if not any(kinds):
         return pids, words[at + 3::step].tolist(), [], stamps
-    ids, fds, links = (words[at + 3::step].tolist(), words[at + 1::step].tolist(),
-                       words[at + 4::step].tolist())
-    maps_p, maps_i, others = [], [], []
-    for t, f, k, i, p in zip(pids, fds, kinds, ids, links):
-        if k == 0:
-            maps_p.append(t)
-            maps_i.append(i)
-        else:
-            others.append((t, f, KINDS.get(k, "?"), i, p))
-    return maps_p, maps_i, others, stamps
+    from itertools import compress
+    from operator import not_
+    ids = words[at + 3::step].tolist()
+    maps = list(map(not_, kinds))           # the map records' mask
+    other = [i for i, k in enumerate(kinds) if k]
+    fds, links = words[at + 1::step], words[at + 4::step]
+    others = [(pids[i], fds[i], KINDS.get(kinds[i], "?"), ids[i], links[i]) for i in other]
+    return list(compress(pids, maps)), list(compress(ids, maps)), others, stamps
 
 
 def pid_stamps(data: bytes, size: int, pids: list[int]) -> dict[int, bytes] | None:

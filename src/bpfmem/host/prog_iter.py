@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
+from operator import itemgetter
 from bpfmem.values import dataclass, fields
 
 from bpfmem.errors import HostError, ParseError
@@ -217,19 +218,19 @@ class ProgRecord(tuple):
     first INLINE_MAPS are None (:func:`programs` reads both)."""
     __slots__ = ()
 
-    id = property(lambda self: self[0])
-    type = property(lambda self: self[1])
-    memlock = property(lambda self: self[2])
-    xlated_prog_len = property(lambda self: self[3])
-    jited_prog_len = property(lambda self: self[4])
-    btf_id = property(lambda self: self[5])
-    verified_insns = property(lambda self: self[6])
-    created_by_uid = property(lambda self: self[7])
-    load_time = property(lambda self: self[8])
-    map_ids = property(lambda self: self[9])
-    tag = property(lambda self: self[10])
-    name = property(lambda self: self[11])
-    subprograms = property(lambda self: self[12])
+    id = property(itemgetter(0))
+    type = property(itemgetter(1))
+    memlock = property(itemgetter(2))
+    xlated_prog_len = property(itemgetter(3))
+    jited_prog_len = property(itemgetter(4))
+    btf_id = property(itemgetter(5))
+    verified_insns = property(itemgetter(6))
+    created_by_uid = property(itemgetter(7))
+    load_time = property(itemgetter(8))
+    map_ids = property(itemgetter(9))
+    tag = property(itemgetter(10))
+    name = property(itemgetter(11))
+    subprograms = property(itemgetter(12))
 
 
 def records(data: bytes, page_size: int | None = None) -> list[ProgRecord]:

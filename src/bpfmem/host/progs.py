@@ -209,14 +209,15 @@ class ProgScan:
     errors: tuple[str, ...]
 
 
-def _owners(fds: list[BpfFd], root: str) -> dict[int, Owner]:
+def _owners(pids, root: str) -> dict[int, Owner]:
+    """Owner (comm, memory cgroup) of each of ``pids``."""
     base = os.path.join(root, "proc")
     try:
         ns_roots = namespace_roots(root)
     except (OSError, HostError):
         ns_roots = {}
     out: dict[int, Owner] = {}
-    for pid in {f.pid for f in fds}:
+    for pid in pids:
         try:
             with open(f"{base}/{pid}/comm", "rb") as f:
                 comm = f.read().decode(errors="replace").rstrip("\n")
@@ -228,15 +229,16 @@ def _owners(fds: list[BpfFd], root: str) -> dict[int, Owner]:
     return out
 
 
-def _holders(fds: list[BpfFd], owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
-    if not fds:
+def _holders(pids, owner_of: dict[int, Owner]) -> tuple[Owner, ...]:
+    """The Owners of the processes of ``pids`` (the holder of each fd), fds counted."""
+    if not pids:
         return ()
-    if len(fds) == 1:           # most programs: one fd of one process, its Owner as it is
-        o = owner_of.get(fds[0].pid)
+    if len(pids) == 1:          # most programs: one fd of one process, its Owner as it is
+        o = owner_of.get(pids[0])
         return () if o is None else (o if o.fds == 1 else Owner(o.pid, o.comm, o.cgroup),)
     per: dict[int, int] = {}
-    for f in fds:
-        per[f.pid] = per.get(f.pid, 0) + 1
+    for pid in pids:
+        per[pid] = per.get(pid, 0) + 1
     return tuple(Owner(o.pid, o.comm, o.cgroup, n) for pid, n in sorted(per.items())
                  if (o := owner_of.get(pid)) is not None)
 
@@ -303,25 +305,20 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
             return hit[1]
     given = tuple(fds) if fds is not None and owners else None
     if not owners:
-        fds = []
-    elif fds is not None:
-        fds = [BpfFd(pid, fd, kind, obj_id, prog_id if kind == "link" else
-                     (obj_id if kind == "prog" else None), None)
-               for pid, fd, kind, obj_id, prog_id in fds]
+        rows: list = []
+    elif fds is not None:               # (pid, fd, kind, id, a link's program id)
+        rows = fds
     else:
-        fds = scan_bpf_fds(root=root)
-    if owner_of is None or not all(f.pid in owner_of for f in fds):
-        owner_of = _owners(fds, root) if fds else {}
-    by_prog: dict[int, list[BpfFd]] = {}
-    by_link: dict[int, list[BpfFd]] = {}
-    by_btf: dict[int, list[BpfFd]] = {}
-    for f in fds:
-        if f.kind == "prog" and f.id is not None:
-            by_prog.setdefault(f.id, []).append(f)
-        elif f.kind == "link" and f.id is not None:
-            by_link.setdefault(f.id, []).append(f)
-        elif f.kind == "btf" and f.id is not None:
-            by_btf.setdefault(f.id, []).append(f)
+        rows = [(f.pid, f.fd, f.kind, f.id, f.prog_id) for f in scan_bpf_fds(root=root)]
+    if owner_of is None or not all(r[0] in owner_of for r in rows):
+        owner_of = _owners({r[0] for r in rows}, root) if rows else {}
+    by_prog: dict[int, list[int]] = {}     # program id -> the pids of its holders' fds
+    by_link: dict[int, list[int]] = {}
+    by_btf: dict[int, list[int]] = {}
+    kinds = {"prog": by_prog, "link": by_link, "btf": by_btf}
+    for pid, _fd, kind, obj_id, _prog in rows:
+        if obj_id is not None and kind in kinds:
+            kinds[kind].setdefault(obj_id, []).append(pid)
     prog_pins: dict[int, list[str]] = {}
     link_pins: dict[int, list[str]] = {}
     if pins:
@@ -339,7 +336,7 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
             if last is not None:
                 last["pins"] = (pin_stamps, (prog_pins, link_pins))
     links_of: dict[int, list[int]] = {}
-    link_holders: dict[int, list[BpfFd]] = {}
+    link_holders: dict[int, list[int]] = {}
     for lid, prog_id in link_pairs:
         links_of.setdefault(prog_id, []).append(lid)
         link_holders.setdefault(prog_id, []).extend(by_link.get(lid, ()))
@@ -373,18 +370,22 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
             facts.append(hit)
     elif ids:
         seen = set(ids)
-    for info, memlock in facts:
-        lids = tuple(sorted(links_of.get(info.id, ())))
-        lpins = [p for lid in lids for p in link_pins.get(lid, ())]
+    for info, memlock in facts:     # (a ProgRecord or a ProgInfo: the same names)
+        pid_ = info.id
+        lids = links_of.get(pid_)
+        if lids:
+            lids = tuple(sorted(lids))
+            lpins = [p for lid in lids for p in link_pins.get(lid, ())]
+            link_owners = _holders(link_holders.get(pid_, []), owner_of)
+        else:
+            lids, lpins, link_owners = (), (), ()
+        pins_of = prog_pins.get(pid_) if prog_pins else None
         progs.append(LiveProg(
-            id=info.id, name=info.name, type=info.type, tag=info.tag, memlock=memlock,
-            xlated_prog_len=info.xlated_prog_len, jited_prog_len=info.jited_prog_len,
-            map_ids=tuple(info.map_ids), btf_id=info.btf_id,
-            verified_insns=info.verified_insns or None, load_time=info.load_time,
-            created_by_uid=info.created_by_uid,
-            owners=_holders(by_prog.get(info.id, []), owner_of), links=lids,
-            link_owners=_holders(link_holders.get(info.id, []), owner_of),
-            pins=tuple(sorted(prog_pins.get(info.id, []) + lpins))))
+            pid_, info.name, info.type, info.tag, memlock, info.xlated_prog_len,
+            info.jited_prog_len, tuple(info.map_ids), info.btf_id,
+            info.verified_insns or None, info.load_time, info.created_by_uid,
+            _holders(by_prog.get(pid_, ()), owner_of), lids, link_owners,
+            tuple(sorted([*(pins_of or ()), *lpins])) if pins_of or lpins else ()))
     if known is not None:
         for stale in known.keys() - seen:
             del known[stale]
@@ -448,16 +449,16 @@ def progs_held_by(pids, root: str = "/", known: dict | None = None
     every = scan_bpf_fds(list(pids), root)
     fds = [f for f in every if f.kind in ("prog", "link")]
     btf_fds = [f for f in every if f.kind == "btf" and f.id is not None]
-    owner_of = _owners(fds, root) if fds else {}
+    owner_of = _owners({f.pid for f in fds}, root) if fds else {}
     cache = known if known is not None else {}
-    by_prog: dict[int, list[BpfFd]] = {}
-    via_link: dict[int, list[BpfFd]] = {}
+    by_prog: dict[int, list[int]] = {}
+    via_link: dict[int, list[int]] = {}
     for f in fds:
         if f.prog_id is not None:
-            (by_prog if f.kind == "prog" else via_link).setdefault(f.prog_id, []).append(f)
+            (by_prog if f.kind == "prog" else via_link).setdefault(f.prog_id, []).append(f.pid)
     out, gone = [], 0
     if btf_fds:
-        owner_of.update(_owners([f for f in btf_fds if f.pid not in owner_of], root))
+        owner_of.update(_owners({f.pid for f in btf_fds if f.pid not in owner_of}, root))
     for prog_id in sorted(set(by_prog) | set(via_link)):
         hit = _prog_facts(prog_id, cache)
         if hit is None:
@@ -472,9 +473,9 @@ def progs_held_by(pids, root: str = "/", known: dict | None = None
             created_by_uid=info.created_by_uid,
             owners=_holders(by_prog.get(prog_id, []), owner_of),
             link_owners=_holders(via_link.get(prog_id, []), owner_of)))
-    held_btf: dict[int, list[BpfFd]] = {}
+    held_btf: dict[int, list[int]] = {}
     for f in btf_fds:
-        held_btf.setdefault(f.id, []).append(f)
+        held_btf.setdefault(f.id, []).append(f.pid)
     btfs = []
     for bid in sorted(set(held_btf) | {p.btf_id for p in out if p.btf_id}):
         bi = _btf_facts(bid, cache)
