@@ -217,3 +217,38 @@ def test_the_map_layout_of_a_kernel_without_the_kfunc_lists_without_counts():
     assert not any(i.code == 0x85 and i.src == 2 for i in insns)    # and no kfunc call
     with pytest.raises(ParseError, match="bpf_map_sum_elem_count"):
         count_iter.parse_count_layout(btf)
+
+
+def test_the_light_listing_is_the_full_listing_cut_to_what_a_rescan_reads():
+    """The rescan's light listing (count_iter.map_light_raw: id, frozen flag, and the count of
+    the maps whose memlock follows it, or of every counted map) equals the full listing's
+    records cut the same way, on hash maps with and without preallocation, an LRU, an array
+    and a frozen one."""
+    _counts_or_skip()
+    prefix = f"li{os.getpid() % 1000}_"
+    fds = []
+    try:
+        for i, (t, flags) in enumerate([(T.HASH, 0), (T.HASH, 1), (T.LRU_HASH, 0),
+                                        (T.ARRAY, 0), (T.PERCPU_HASH, 1)]):
+            fds.append(bpfsys.map_create(t, 4 if t == T.ARRAY else 8, 8, 32, flags,
+                                         f"{prefix}{i}"))
+            if t != T.ARRAY:
+                bpfsys.map_update(fds[-1], struct.pack("<Q", i),
+                                  bytes(8 * (host_possible_cpus() if t == T.PERCPU_HASH
+                                             else 1)))
+        bpfsys.map_freeze(fds[3])
+        ours = {bpfsys.map_info(fd).id for fd in fds}
+        for every in (False, True):
+            def cut(cols):
+                return [c for c in zip(*cols) if c[0] in ours]
+            light = cut(count_iter.light_columns(count_iter.map_light_raw(None, every)))
+            full = cut(count_iter.full_as_light(count_iter.map_infos_raw(), every))
+            assert light == full and len(light) == 5
+            counted = {mid for mid, count, _f in light if count >= 0}
+            ids = sorted(ours)
+            assert (ids[1] in counted and ids[4] in counted and ids[3] not in counted)
+            assert (ids[0] in counted) == every and (ids[2] in counted) == every
+            assert [f for mid, _c, f in light if mid == ids[3]] == [1]
+    finally:
+        for fd in fds:
+            os.close(fd)

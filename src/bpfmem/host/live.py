@@ -568,8 +568,13 @@ def _listing_changes(new: bytes, old: bytes) -> tuple[list[int], list[int], set[
     """(the ids of listing ``new``, the positions in it of maps that are new or whose record
     moved, the ids of listing ``old`` that are gone). A map's info is fixed when it is
     created: of a map listed in both, only its count and frozen flag can move."""
-    ids, counts, frozen = _columns(new)
-    ids0, counts0, frozen0 = _columns(old)
+    return _column_changes(_columns(new), _columns(old))
+
+
+def _column_changes(new: tuple, old: tuple) -> tuple[list[int], list[int], set[int]]:
+    """:func:`_listing_changes` of two listings' (ids, counts, frozen) columns."""
+    ids, counts, frozen = new
+    ids0, counts0, frozen0 = old
     if ids == ids0:
         if counts == counts0 and frozen == frozen0:
             return ids, [], set()
@@ -850,8 +855,20 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         if bpf_fds is not None and memo is not None and memo.stamps is not None:
             bpf_fds["pin_stamps"] = memo.stamps
     say("maps" + (" and their entries" if entries else ""))
-    data = (_map_listing(memo, counts=entries or memo is not None)
-            if kernel_counts and root == "/" else None)
+    light = None                # the light listing of a rescan: (ids, counts, frozen)
+    data = None
+    if (kernel_counts and root == "/" and memo is not None and memo.rows is not None
+            and memo.list_raw is not None and memo.owner_seen is not None
+            and (owner_raw is not None or not owners)):
+        from bpfmem.host.count_iter import CountsUnavailable, map_light_raw
+        try:
+            data = map_light_raw(kept, entries)
+        except CountsUnavailable:
+            data = None
+        else:
+            light = entries
+    if data is None and kernel_counts and root == "/":
+        data = _map_listing(memo, counts=entries or memo is not None)
     if collect is not None:
         say("processes")
     with FdinfoReader() as fdr:
@@ -869,11 +886,18 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         incremental = (memo is not None and memo.rows is not None and data is not None
                        and memo.list_raw is not None and memo.owner_seen is not None
                        and (owner_raw is not None or not owners))
+        if incremental and light is None and memo.list_light is not None:
+            incremental = False      # a full listing after light ones: no comparing them
         if incremental:
             need = _moved(memo, held, owner_of, users, pinned, pins, owners_same)
             need |= memo.again
             if data == memo.list_raw:
                 ids, moved, gone_ids = None, [], set()
+            elif light is not None:
+                from bpfmem.host.count_iter import full_as_light, light_columns
+                before = (memo.list_cols if memo.list_light == light
+                          else full_as_light(memo.list_raw, light))
+                ids, moved, gone_ids = _column_changes(light_columns(data), before)
             else:
                 ids, moved, gone_ids = _listing_changes(data, memo.list_raw)
             if not need and not moved and not gone_ids:
@@ -884,7 +908,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                 maps_t, lost = _patch(memo, data, ids, moved, need, gone_ids, dict(
                     entries=entries, bound=entry_time_bound, cpus=cpus, errors=errors,
                     fdr=fdr, memlock_of=memlock_of, frozen_of=frozen_of, held=held,
-                    owner_of=owner_of, users=users, pinned=pinned))
+                    owner_of=owner_of, users=users, pinned=pinned), light is not None)
                 vanished += lost
         if maps_t is None:
             if data is not None:
@@ -899,7 +923,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             if memo is not None:
                 _remember(memo, maps_t, again)
     if memo is not None:
-        memo.list_raw = data
+        if light is not None and data is not memo.list_raw:
+            from bpfmem.host.count_iter import light_columns
+            memo.list_cols = light_columns(data)
+        memo.list_raw, memo.list_light = data, light
         memo.users, memo.pins_seen = users, pinned
         memo.owner_seen = owner_of
     return Snapshot(taken_at=start_wall, duration=time.monotonic() - start,
@@ -910,16 +937,16 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
 
 
 def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set,
-           gone_ids: set, how: dict) -> tuple[tuple, int]:
+           gone_ids: set, how: dict, light: bool = False) -> tuple[tuple, int]:
     """A rescan's records: the last scan's, with those of the maps whose listing record
     moved (positions ``moved`` in listing ``data``) or that ``need`` another look rebuilt,
     and those of ``gone_ids`` left out; (records, maps vanished meanwhile). Only the maps
     rebuilt are unpacked and looked at: 1% of a node changing costs its 1%."""
     from bisect import bisect_left
 
-    from bpfmem.host.count_iter import RECORD
+    from bpfmem.host.count_iter import RECORD, light_columns
     if ids is None:
-        ids = _columns(data)[0]
+        ids = (light_columns(data) if light else _columns(data))[0]
     last_get = memo.maps.get
     rows = [last_get(mid) for mid in ids]           # None: a new map
     where = set(moved)
@@ -928,8 +955,16 @@ def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set
         if i < len(ids) and ids[i] == mid:
             where.add(i)
     where = sorted(where)
-    built, lost, again = _rows([RECORD.unpack_from(data, i * RECORD.size) for i in where],
-                               None, memo=memo, gaps=True, **how)
+    if light:
+        recs, lost0 = _light_records(memo, data, where, how["errors"])
+    else:
+        recs, lost0 = [RECORD.unpack_from(data, i * RECORD.size) for i in where], 0
+    built, lost, again = _rows([r for r in recs if r is not None], None, memo=memo,
+                               gaps=True, **how)
+    if lost0:                    # (a new map gone before its info was read: a gap too)
+        it = iter(built)
+        built = [None if r is None else next(it) for r in recs]
+        lost += lost0
     for i, row in zip(where, built):
         rows[i] = row
     memo.reused += len(ids) - len(where)            # (the rebuilt ones _rows counted)
@@ -951,6 +986,43 @@ def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set
             table.pop(mid, None)
     memo.rows = maps_t
     return maps_t, lost
+
+
+def _light_records(memo, data: bytes, where: list[int], errors: list[str]
+                   ) -> tuple[list[tuple | None], int]:
+    """The full records (count_iter.RECORD's tuples) of the maps at positions ``where`` of a
+    light listing: a map seen before has its info from its last record, its frozen flag and
+    count from the listing; a new map is opened for its info (BPF_OBJ_GET_INFO_BY_FD).
+    (None: gone meanwhile.)"""
+    from bpfmem.host.count_iter import LIGHT
+    last = memo.maps
+    out: list[tuple | None] = []
+    gone = 0
+    for i in where:
+        mid, frozen, count = LIGHT.unpack_from(data, i * LIGHT.size)
+        prev = last.get(mid)
+        if prev is not None:
+            out.append((mid, prev.type, prev.key_size, prev.value_size, prev.max_entries,
+                        prev.map_flags, prev.map_extra, prev.btf_id, frozen, count,
+                        prev.name))
+            continue
+        try:
+            fd = bpfsys.map_fd_by_id(mid)
+        except ObjectGone:
+            out.append(None)
+            gone += 1
+            continue
+        try:
+            info = bpfsys.map_info(fd)
+        except ObjectGone:
+            out.append(None)
+            gone += 1
+            continue
+        finally:
+            os.close(fd)
+        out.append((mid, info.type, info.key_size, info.value_size, info.max_entries,
+                    info.map_flags, info.map_extra, info.btf_id, frozen, count, info.name))
+    return out, gone
 
 
 def _remember(memo, rows: tuple, again: set) -> None:

@@ -88,6 +88,9 @@ class ScanMemo:
     # the kernel's listings of the last scan, as read, and what was made of them: while a
     # listing reads the same bytes, what was made of it stands
     list_raw: bytes | None = None                  # the map iterator's records (count_iter)
+    list_light: bool | None = None                 # list_raw is a light listing (of every
+    #                                                count: True; None: a full one)
+    list_cols: tuple | None = None                 # (ids, counts, frozen) of a light one
     again: set = field(default_factory=set)        # map ids whose memlock (or count) is
     #                                                read again every scan
     owner_raw: bytes | None = None                 # the task_file iterator's records
@@ -133,7 +136,7 @@ class ScanMemo:
             self.prog_last.clear()
             self.stamps, self.pins = None, {}
             self.maps = {}
-            self.list_raw = None
+            self.list_raw = self.list_light = self.list_cols = None
             self.again = set()
             self.owner_raw = self.owner_held = self.owner_seen = None
             self.owner_held_last = None
