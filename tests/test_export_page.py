@@ -212,3 +212,42 @@ def test_zlibs_crc_combination_gives_the_bytes_of_the_crc_of_zeros():
         assert a == b and gzip.decompress(a).endswith(b"# tail\n")
         maps[step * 7 + 1] = _map(step * 7 + 1, "changed", entries=step)
         maps.pop(step * 11 + 5, None)
+
+
+def test_the_program_families_kept_in_blocks_equal_the_families_written_afresh():
+    """The per-program families are kept in blocks as the maps' are (a program that changes
+    costs its block): page after page, as programs change, come and go, the programs' part
+    of the page is what render_families writes of program_families, and the page inflates
+    with its CRC checked."""
+    import gzip
+    import random
+    from bpfmem.api.export import program_families
+    from bpfmem.records import JitMemory, LiveProg
+    from bpfmem.report.prometheus import render_families
+    prof = api.profile("6.18", cpus=2)
+    rnd = random.Random(7)
+
+    def prog(i, jited):
+        return LiveProg(id=i, name=f"p{i}", type=rnd.choice([1, 6, 26]), tag="00" * 8,
+                        memlock=4096, xlated_prog_len=64, jited_prog_len=jited, map_ids=(),
+                        btf_id=0, verified_insns=8, load_time=1, created_by_uid=0,
+                        owners=(Owner(500 + i % 3, "loader", "/pod/b"),))
+    progs = {i: prog(i, 40) for i in range(1, 300)}
+    now = [None]
+    cache = ScanCache(lambda: now[0], 3600)
+    expo = Exposition(cache, prof)
+    for step in range(5):
+        from dataclasses import replace
+        snap = replace(_snap([_map(1, "m1")]), progs=tuple(progs[i] for i in sorted(progs)),
+                       btfs=(), jit=JitMemory(1 << 20, 8192, 1))
+        now[0], cache._at = snap, None
+        for accept in ("", OM):
+            body, gz, _ct = expo.page(accept)
+            assert gzip.decompress(gz) == body
+            want = bytes(render_families(program_families(snap), openmetrics=bool(accept)))
+            assert want and want in body
+        for i in rnd.sample(sorted(progs), 4):           # changed
+            progs[i] = prog(i, 40 + step)
+        for i in rnd.sample(sorted(progs), 3):           # unloaded
+            del progs[i]
+        progs[max(progs) + 1] = prog(max(progs) + 1, 99)  # loaded

@@ -490,3 +490,28 @@ def test_one_process_walked_alone_gives_its_records_of_the_whole_walk(holders, m
         mine = b"".join(whole[i:i + size] for i in range(0, len(whole), size)
                         if int.from_bytes(whole[i + at:i + at + 4], "little") == pid)
         assert mine and owner_iter.bpf_fds_raw(pid=pid) == mine
+
+
+def test_a_rescan_keeps_the_records_of_programs_that_did_not_move():
+    """A program loaded between two rescans makes the program listing move; the programs
+    that did not move keep their last record objects (so the exporter's page keeps their
+    block), and the new one is there, as in a full scan."""
+    from bpfmem.parse.insn import alu64, exit_insn
+    code = alu64("mov", 0, imm=0) + exit_insn()
+    memo = api.scan_memo(api.profile(), full_every=1000)
+    fds = [bpfsys.prog_load(1, code, name=f"rsp{i}") for i in range(2)]
+    try:
+        ids = {bpfsys.prog_info(fd).id for fd in fds}
+        api.scan_node(owners_method="iterator", memo=memo, programs=True)
+        first = {p.id: p for p in api.scan_node(owners_method="iterator", memo=memo,
+                                                programs=True).progs if p.id in ids}
+        fds.append(bpfsys.prog_load(1, code, name="rsp_new"))
+        new_id = bpfsys.prog_info(fds[-1]).id
+        later = {p.id: p for p in api.scan_node(owners_method="iterator", memo=memo,
+                                                programs=True).progs}
+        assert all(later[i] is first[i] for i in ids)
+        full = {p.id: p for p in api.scan_node(owners_method="iterator", programs=True).progs}
+        assert later[new_id] == full[new_id] and later[new_id].name == "rsp_new"
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -10,7 +10,8 @@ from typing import Iterator
 from .live import cgroup_sums, check_map, primary_owner
 from ..uapi import map_type_name
 
-__all__ = ["map_rows", "maps_rows", "CgroupRow", "cgroup_rows", "prog_rows", "ProgNode", "prog_node"]
+__all__ = ["map_rows", "maps_rows", "CgroupRow", "cgroup_rows", "prog_rows", "progs_rows",
+           "ProgNode", "prog_node"]
 
 
 def map_rows(snap, profile=None, charged_of: dict | None = None) -> Iterator[tuple]:
@@ -78,10 +79,15 @@ def prog_rows(snap) -> list[tuple]:
     """Per program of ``snap`` (a scan that listed programs): (label values, memlock, JIT
     bytes, xlated bytes); the labels are the maps' (id, name, type, owner_comm, cgroup: its
     first program-fd holder, else its first link holder; "" when none)."""
+    return progs_rows(snap.progs or ())
+
+
+def progs_rows(progs) -> list[tuple]:
+    """:func:`prog_rows` of some programs."""
     from ..uapi import prog_type_name
     from .progs import prog_holder
     out = []
-    for p in snap.progs or ():
+    for p in progs:
         o = prog_holder(p)
         labels = (str(p.id), p.name, prog_type_name(p.type), o.comm if o else "",
                   (o.cgroup or "") if o else "")

@@ -44,13 +44,14 @@ import time
 import zlib
 from typing import Callable
 
-from ..analysis.metrics import cgroup_rows, map_rows, maps_rows, prog_node, prog_rows
+from ..analysis.metrics import (cgroup_rows, map_rows, maps_rows, prog_node, prog_rows,
+                                progs_rows)
 from ..errors import BpfmemError
 from ..host import procfs
 from .node import sums_of
 from ..host.httpd import Answer, accepts_coding, serve_http, trim_malloc
-from ..report.prometheus import (EOF_LINE, METRIC_NAMES, ZEROS_CRC, Family, MapPage, Piece,
-                                 ScanStats,
+from ..report.prometheus import (EOF_LINE, METRIC_NAMES, PROG_FAMILIES, ZEROS_CRC, Family,
+                                 MapPage, Piece, ScanStats,
                                  map_families, negotiate, node_families, process_families,
                                  prog_families,
                                  render_families)
@@ -158,6 +159,7 @@ class Exposition:
         from ..host.zcrc import zlib_crc
         self._crc = zlib_crc() or ZEROS_CRC          # CRCs put together by zlib, in O(1)
         self._map_page = MapPage(crc=self._crc)
+        self._prog_page = MapPage(crc=self._crc, families=PROG_FAMILIES)
         self._prog_text: dict[bool, tuple] = {}
         self._charged: dict = {}
         self._lock = threading.Lock()
@@ -215,16 +217,23 @@ class Exposition:
             return entry, content_type
 
     def _programs(self, snap, om: bool) -> tuple:
-        """The program families, compressed (a Piece, or none), kept while the scan's program
-        records are the last one's (an incremental scan returns the same tuple when no
-        program moved): 1,000 programs are 3,000 lines, compressed once."""
+        """The program families, compressed (Pieces), kept while the scan's program records
+        are the last one's (an incremental scan returns the same tuple when no program
+        moved): the per-program families in blocks (a :class:`MapPage` of programs: a
+        program that changes costs its block), the sums per cgroup and for the node after
+        them."""
         progs = snap.progs if snap is not None else None
-        btfs, jit = (snap.btfs, snap.jit) if snap is not None else (None, None)
+        if progs is None:
+            return ()
+        btfs, jit = snap.btfs, snap.jit
         hit = self._prog_text.get(om)
-        if (hit is None or progs is None or hit[0] is not progs or hit[1] != btfs
-                or hit[2] != jit):
-            text = bytes(render_families(program_families(snap), openmetrics=om))
-            hit = (progs, btfs, jit, (Piece(text, self._crc),) if text else ())
+        if hit is None or hit[0] is not progs or hit[1] != btfs or hit[2] != jit:
+            ordered = progs if all(a.id < b.id for a, b in zip(progs, progs[1:])) else \
+                tuple(sorted(progs, key=lambda p: p.id))
+            pieces, _crc, _size = self._prog_page.section(ordered, progs_rows, openmetrics=om)
+            sums = bytes(render_families(prog_families((), prog_node(snap),
+                                                       per_program=False), openmetrics=om))
+            hit = (progs, btfs, jit, (*pieces, Piece(sums, self._crc)))
             if len(self._prog_text) >= 2:
                 self._prog_text.clear()
             self._prog_text[om] = hit

@@ -370,6 +370,7 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
             facts.append(hit)
     elif ids:
         seen = set(ids)
+    before = last.get("by_id", {}) if last is not None else {}
     for info, memlock in facts:     # (a ProgRecord or a ProgInfo: the same names)
         pid_ = info.id
         lids = links_of.get(pid_)
@@ -380,18 +381,22 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
         else:
             lids, lpins, link_owners = (), (), ()
         pins_of = prog_pins.get(pid_) if prog_pins else None
-        progs.append(LiveProg(
+        p = LiveProg(
             pid_, info.name, info.type, info.tag, memlock, info.xlated_prog_len,
             info.jited_prog_len, tuple(info.map_ids), info.btf_id,
             info.verified_insns or None, info.load_time, info.created_by_uid,
             _holders(by_prog.get(pid_, ()), owner_of), lids, link_owners,
-            tuple(sorted([*(pins_of or ()), *lpins])) if pins_of or lpins else ()))
+            tuple(sorted([*(pins_of or ()), *lpins])) if pins_of or lpins else ())
+        prev = before.get(pid_)
+        progs.append(prev if prev is not None and prev == p else p)   # (unchanged: the
+        #                                   same record, and the exporter's page keeps it)
     if known is not None:
         for stale in known.keys() - seen:
             del known[stale]
     progs = tuple(progs)
     if last is not None:
         last["key"], last["progs"] = key, progs
+        last["by_id"] = {p.id: p for p in progs}
     btfs: list[LiveBtf] = []
     for bid in bpfsys.btf_ids():
         try:

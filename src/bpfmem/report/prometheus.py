@@ -32,6 +32,13 @@ MAP_FAMILIES = (
     ("bpfmem_map_pressure_ratio", "entries / max_entries"),
 )
 MAP_LABELS = ("id", "name", "type", "owner_comm", "cgroup")
+# (metric name, help) of the per-program families, in page order (a program's labels are a
+# map's: its id, name, type and its first holder's comm and cgroup)
+PROG_FAMILIES = (
+    ("bpfmem_prog_memlock_bytes", "memlock of the program as fdinfo reports it"),
+    ("bpfmem_prog_jited_bytes", "bytes of the program's JIT image"),
+    ("bpfmem_prog_xlated_bytes", "bytes of the program's instructions after the verifier"),
+)
 
 # every bpfmem family a page has (deploy/ and the dashboard use these names)
 METRIC_NAMES = (
@@ -120,17 +127,14 @@ def node_families(cgroups, node: tuple[int, int] | None, stats: ScanStats,
     ]
 
 
-def prog_families(rows, node) -> list[Family]:
+def prog_families(rows, node, *, per_program: bool = True) -> list[Family]:
     """The program families: per program (``rows``: analysis.metrics.prog_rows, the maps'
-    labels), per cgroup and for the node (``node``: analysis.metrics.ProgNode)."""
+    labels; left out without ``per_program``: a page writes those with :class:`MapPage`),
+    per cgroup and for the node (``node``: analysis.metrics.ProgNode)."""
     cg = ("cgroup",)
     out = [Family(name, doc, labels=MAP_LABELS,
                   samples=tuple((r[0], r[col]) for r in rows if r[col] is not None))
-           for col, (name, doc) in enumerate((
-               ("bpfmem_prog_memlock_bytes", "memlock of the program as fdinfo reports it"),
-               ("bpfmem_prog_jited_bytes", "bytes of the program's JIT image"),
-               ("bpfmem_prog_xlated_bytes", "bytes of the program's instructions after the "
-                                            "verifier")), start=1)]
+           for col, (name, doc) in enumerate(PROG_FAMILIES, start=1)] if per_program else []
     out += [
         Family("bpfmem_cgroup_prog_memlock_bytes", "memlock of the programs whose first "
                "holder is in the cgroup", labels=cg,
@@ -234,10 +238,12 @@ class MapFamilies:
     """Writes the per-map families; keeps each map's escaped label set between pages (and
     forgets the maps that are gone, so its size follows the node's)."""
 
-    def __init__(self, float_text=go_float):
+    def __init__(self, float_text=go_float, families=MAP_FAMILIES):
         self._labels: dict[int, tuple[tuple, str]] = {}
         self._float = float_text
         self._floats: dict[float, str] = {}
+        self.names = [name for name, _doc in families]
+        self.families = families
 
     def _labelstr(self, map_id: int, key: tuple) -> str:
         hit = self._labels.get(map_id)
@@ -265,10 +271,10 @@ class MapFamilies:
         allocator's arenas after the page is written."""
         num = self._num
         seen = set()
-        names = [name for name, _doc in MAP_FAMILIES]
+        names = self.names
         buffers = [bytearray(f"# HELP {name} {_escape_help(doc, openmetrics)}\n"
                              f"# TYPE {name} gauge\n".encode())
-                   for name, doc in MAP_FAMILIES]
+                   for name, doc in self.families]
         for row in rows:
             key = row[0]
             map_id = int(key[0])
@@ -287,8 +293,8 @@ class MapFamilies:
         """The samples of ``rows`` per family (five byte strings, one a family, no headers);
         the label sets are kept (:meth:`forget` drops those of maps gone)."""
         num = self._num
-        names = [name for name, _doc in MAP_FAMILIES]
-        buffers = [bytearray() for _ in MAP_FAMILIES]
+        names = self.names
+        buffers = [bytearray() for _ in names]
         for row in rows:
             key = row[0]
             label = self._labelstr(int(key[0]), key)
@@ -390,8 +396,8 @@ class MapPage:
     or gone map are written and compressed. An unchanged node's page costs the other families
     alone; a map that changes costs its block."""
 
-    def __init__(self, float_text=go_float, crc=ZEROS_CRC):
-        self.families = MapFamilies(float_text)
+    def __init__(self, float_text=go_float, crc=ZEROS_CRC, families=MAP_FAMILIES):
+        self.families = MapFamilies(float_text, families)
         self.crc = crc             # how the pieces' CRCs are put together (ZerosCrc)
         self._blocks: dict[int, tuple[tuple, list]] = {}
         self._heads: dict[bool, list[Piece]] = {}
@@ -407,7 +413,7 @@ class MapPage:
             heads = self._heads[openmetrics] = [
                 Piece(f"# HELP {name} {_escape_help(doc, openmetrics)}\n"
                       f"# TYPE {name} gauge\n".encode(), self.crc)
-                for name, doc in MAP_FAMILIES]
+                for name, doc in self.families.families]
         return heads
 
     def gzip(self, maps, rows_of, rest: bytes, *, openmetrics: bool = False,
@@ -425,6 +431,16 @@ class MapPage:
                     [GZIP_HEADER, *(p.data for p in pieces)])
             return gzip_of(pieces, crc, size, rest, body=body, kept=kept,
                            combine=self.crc.combine)
+        pieces, crc, size = self.section(maps, rows_of, openmetrics=openmetrics)
+        return gzip_of(pieces, crc, size, rest, kept=kept, combine=self.crc.combine)
+
+    def section(self, maps, rows_of, *, openmetrics: bool = False) -> tuple[list, int, int]:
+        """(the compressed pieces, their texts' CRC-32 and size) of the families of ``maps``
+        (records with an ``id``, in page order; ``rows_of`` as :meth:`gzip` takes it):
+        the blocks whose records are the last call's very records are the last call's."""
+        if maps is self._maps and self._openmetrics_seen(openmetrics):
+            self.written = 0
+            return self._section[openmetrics]
         old, blocks, written = self._blocks, {}, 0
         is_ = operator.is_
         order: list[int] = []
@@ -465,7 +481,7 @@ class MapPage:
         self._section[openmetrics] = (pieces, crc, size)
         self._body = {}
         self._maps = maps
-        return gzip_of(pieces, crc, size, rest, kept=kept, combine=self.crc.combine)
+        return pieces, crc, size
 
     def _openmetrics_seen(self, openmetrics: bool) -> bool:
         return openmetrics in self._section
