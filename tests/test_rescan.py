@@ -515,3 +515,21 @@ def test_a_rescan_keeps_the_records_of_programs_that_did_not_move():
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_the_activity_of_a_sleeping_process_reads_the_same_and_of_one_that_ran_not(holders):
+    """host/owner_iter.activity: a holder asleep reads the same twice; once it has run (it
+    took a command) it does not; this process, running as it reads, never reads as before
+    (its figures lag while it runs)."""
+    from bpfmem.host import owner_iter
+    a, _b = holders
+    try:
+        first = owner_iter.activity(owner_iter.task_stamps_raw())
+    except owner_iter.IteratorUnavailable as e:
+        pytest.skip(f"no task iterator here: {e}")
+    again = owner_iter.activity(owner_iter.task_stamps_raw())
+    assert first[a.pid] == again[a.pid]
+    assert first[os.getpid()] != again[os.getpid()]
+    a.rename("rs_ran")
+    after = owner_iter.activity(owner_iter.task_stamps_raw())
+    assert after[a.pid] != again[a.pid]

@@ -73,6 +73,7 @@ class Layout:
     task_nvcsw: int = -1      # offsetof(struct task_struct, nvcsw)
     task_nivcsw: int = -1     # offsetof(struct task_struct, nivcsw)
     task_runtime: int = -1    # offsetof(struct task_struct, se.sum_exec_runtime)
+    task_on_cpu: int = -1     # offsetof(struct task_struct, on_cpu)
 
 
 def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
@@ -81,7 +82,7 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
     btf = Btf(btf_data, section="vmlinux BTF")
     want = {"file": ("f_op", "private_data"), "file_operations": ("release",),
             "task_struct": ("tgid", "comm", "cgroups", "pid", "flags", "nvcsw", "nivcsw",
-                            "se"),
+                            "se", "on_cpu"),
             "sched_entity": ("sum_exec_runtime",), "bpf_map": ("id",),
             "bpf_prog": ("aux",), "bpf_prog_aux": ("id",), "bpf_link": ("id", "prog"),
             "btf": ("id",), "css_set": ("dfl_cgrp", "subsys"),
@@ -138,7 +139,7 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
                   offsets.get("task_struct.nivcsw", -1),
                   offsets["task_struct.se"] + offsets["sched_entity.sum_exec_runtime"]
                   if "task_struct.se" in offsets and "sched_entity.sum_exec_runtime" in offsets
-                  else -1)
+                  else -1, offsets.get("task_struct.on_cpu", -1))
 
 
 # ---- a record's stamps of its process ---------------------------------------------------
@@ -227,8 +228,11 @@ def program(lay: Layout) -> bytes:
 # open file) writes each user task's context switches and run time: a process whose tasks
 # read the same twice has the same fds, and its records of the file walk stand.
 # tgid, pid, nvcsw, nivcsw, se.sum_exec_runtime, then the task's STAMPS (comm and cgroups:
-# another process can move it to another cgroup while it sleeps)
-TASK_RECORD = struct.Struct("=IIQQQ16sQQ")
+# another process can move it to another cgroup while it sleeps), and whether it is on a CPU
+# as it is read: a running task's switches and run time are brought up to date only at the
+# scheduler's next tick or switch, so a task on a CPU may have changed its fds since its
+# figures last moved (the scanner itself, always)
+TASK_RECORD = struct.Struct("=IIQQQ16sQQi4x")
 PF_KTHREAD = 0x00200000
 
 
@@ -253,6 +257,9 @@ def tasks_program(lay: Layout) -> bytes:
         ldx(8, 2, 7, lay.task_nivcsw), stx(8, 10, 2, at + 16),
         ldx(8, 2, 7, lay.task_runtime), stx(8, 10, 2, at + 24),
         *_stamps(lay, at + 32),
+        *([ldx(4, 2, 7, lay.task_on_cpu), stx(4, 10, 2, at + 64)] if lay.task_on_cpu >= 0
+          else [st(4, 10, at + 64, 1)]),      # (not known: taken as running)
+        st(4, 10, at + 68, 0),
         ldx(8, 1, 6, 0),                           # r1 = meta->seq
         alu64("mov", 2, src=10),
         alu64("add", 2, imm=at),
@@ -279,18 +286,25 @@ def task_stamps_raw(kept: dict | None = None) -> bytes:
     return run_iterator(make, "bpfmem_tasks", IteratorUnavailable, "task", kept)
 
 
-def activity(data: bytes) -> dict[int, bytes]:
+def activity(data: bytes) -> dict[int, object]:
     """{tgid: the bytes of its tasks' records} from :func:`task_stamps_raw` (the tasks of a
-    process come one after another, by tid)."""
+    process come one after another, by tid); a process with a task on a CPU as it was read
+    gets a value equal to no other (its fds may have changed since its figures last moved),
+    and so does this process."""
     n = len(data) // TASK_RECORD.size
     size = TASK_RECORD.size
-    tgids = memoryview(data)[:n * size].cast("I")[0::size // 4].tolist()
-    out: dict[int, bytes] = {}
+    words = memoryview(data)[:n * size].cast("I")
+    tgids = words[0::size // 4].tolist()
+    running = {tgids[i] for i, on in enumerate(words[16::size // 4]) if on}
+    running.add(os.getpid())
+    out: dict[int, object] = {}
     start = 0
     for i in range(1, n + 1):
         if i == n or tgids[i] != tgids[start]:
             out[tgids[start]] = out.get(tgids[start], b"") + data[start * size:i * size]
             start = i
+    for tgid in running & out.keys():
+        out[tgid] = object()
     return out
 
 
@@ -472,7 +486,7 @@ def read_layout() -> Layout:
         st = os.stat(HOST_BTF)
     except OSError as e:
         raise IteratorUnavailable(f"no kernel BTF or boot id ({e.strerror})") from None
-    key = f"iter-v3|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
+    key = f"iter-v4|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
     d = cache.load("iter-layout", key)
     if d is not None:
         try:
