@@ -533,3 +533,30 @@ def test_the_activity_of_a_sleeping_process_reads_the_same_and_of_one_that_ran_n
     a.rename("rs_ran")
     after = owner_iter.activity(owner_iter.task_stamps_raw())
     assert after[a.pid] != again[a.pid]
+
+
+def test_column_changes_equal_a_comparison_map_by_map():
+    """The listing's columns compared place by place up to the first id that differs, then by
+    id (host/live._column_changes), give what comparing every map by id gives: on random
+    pairs of listings with maps gone, new (last and in between), counted and frozen."""
+    import random
+    from bpfmem.host.live import _column_changes
+    rnd = random.Random(3)
+
+    def by_id(new, old):
+        ids, counts, frozen = new
+        before = dict(zip(old[0], zip(old[1], old[2])))
+        return ids, [i for i, key in enumerate(zip(ids, counts, frozen))
+                     if before.get(key[0]) != key[1:]], before.keys() - set(ids)
+    for _ in range(300):
+        ids0 = sorted(rnd.sample(range(1000), rnd.randrange(0, 60)))
+        old = (ids0, [rnd.randrange(-1, 3) for _ in ids0], [rnd.randrange(2) for _ in ids0])
+        keep = [(i, c + (rnd.random() < 0.1), f if rnd.random() > 0.05 else 1 - f)
+                for i, c, f in zip(*old) if rnd.random() > 0.1]
+        keep += [(i, 0, 0) for i in rnd.sample(range(1000, 1100), rnd.randrange(0, 4))]
+        keep += [(i, 0, 0) for i in rnd.sample(sorted(set(range(1000)) - set(ids0)),
+                                               rnd.randrange(0, 3))]
+        keep.sort()
+        new = tuple(list(col) for col in zip(*keep)) if keep else ([], [], [])
+        got, want = _column_changes(new, old), by_id(new, old)
+        assert (got[0], sorted(got[1]), got[2]) == (want[0], sorted(want[1]), want[2])

@@ -240,8 +240,68 @@ def _scan_owners(root: str, pids: list[int] | None = None, columns=None, memo=No
     return holders, memlock_of, frozen_of, owner_of, gone
 
 
-def _owner_table(pids, root: str, memo=None, stamps: dict | None = None
-                 ) -> tuple[dict[int, "Owner"], int]:
+def _owner_delta(memo, root: str, every_kind: bool) -> tuple[tuple, list | None, set]:
+    """The owner scan of a rescan whose owner records moved for a few processes only
+    (``memo.owner_delta``: {pid: (its records before, after)}): the last holders with those
+    processes' map fds replaced, the other BPF fds likewise, their Owners read again (the
+    others' kept); (the scan as :func:`_scan_owners` gives it, the other fds, the ids of
+    the maps whose holders moved)."""
+    from .owner_iter import FD_RECORD, KINDS, RECORD, STAMPS
+    size = FD_RECORD.size if every_kind else RECORD.size
+    at, step = STAMPS.size // 4, size // 4
+
+    def parse(chunk: bytes):
+        words = memoryview(chunk).cast("I")
+        n = len(chunk) // size
+        maps: dict[int, int] = {}
+        others = []
+        for i in range(n):
+            w = i * step + at
+            kind = words[w + 2] if every_kind else 0
+            if kind == 0:
+                mid = words[w + 3] if every_kind else words[w + 2]
+                maps[mid] = maps.get(mid, 0) + 1
+            else:
+                others.append((words[w], words[w + 1], KINDS.get(kind, "?"), words[w + 3],
+                               words[w + 4]))
+        return maps, others
+
+    held = dict(memo.owner_held)
+    moved: set[int] = set()
+    new_others: list = []
+    stamps: dict[int, bytes] = {}
+    for pid, (before, after) in memo.owner_delta.items():
+        was, _o = parse(before)
+        now, others = parse(after)
+        new_others += others
+        if after:
+            stamps[pid] = after[:STAMPS.size]
+        for mid in was.keys() | now.keys():
+            if was.get(mid) == now.get(mid):
+                continue
+            moved.add(mid)
+            per = [(p, n) for p, n in held.get(mid, ()) if p != pid]
+            if now.get(mid):
+                per.append((pid, now[mid]))
+                per.sort()
+            if per:
+                held[mid] = tuple(per)
+            else:
+                held.pop(mid, None)
+    others = None
+    if every_kind:
+        delta = memo.owner_delta
+        others = sorted([o for o in memo.owner_others or () if o[0] not in delta]
+                        + new_others, key=lambda o: (o[0], o[1]))
+    alive = memo.owner_pids_all
+    owner_of = {p: o for p, o in memo.owner_seen.items() if p in alive}
+    fresh, gone = _owner_table(sorted(stamps), root, memo, stamps, every=False)
+    owner_of.update(fresh)
+    return (held, {}, {}, owner_of, gone), others, moved
+
+
+def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
+                 every: bool = True) -> tuple[dict[int, "Owner"], int]:
     """(Owner per pid, processes gone) from each process's comm and cgroup; with a memo, a
     process whose comm and cgroup read as before keeps its Owner (the same object).
 
@@ -294,9 +354,9 @@ def _owner_table(pids, root: str, memo=None, stamps: dict | None = None
                               if cg else None)
         if known is not None:
             known[pid] = (stamp, comm, cg, owner_of[pid])
-    if known is not None and len(known) > len(owner_of):
-        for pid in known.keys() - owner_of.keys():
-            del known[pid]
+    if every and known is not None and len(known) > len(owner_of):   # (``pids``: every
+        for pid in known.keys() - owner_of.keys():                     # holder: the others
+            del known[pid]                                             # are gone)
     return owner_of, gone
 
 
@@ -382,6 +442,7 @@ def _owner_records_again(memo, kept, every_kind: bool, walk) -> bytes:
     where the task iterator cannot run, or when many processes ran, every file is walked."""
     if memo is None:
         return walk(kept)
+    memo.owner_delta = None
     from .owner_iter import (FD_RECORD, RECORD, STAMPS, IteratorUnavailable, activity,
                              task_stamps_raw)
     try:
@@ -410,10 +471,13 @@ def _owner_records_again(memo, kept, every_kind: bool, walk) -> bytes:
                 held = memo.owner_pids_all
                 if not any(fresh.values()) and held.isdisjoint(changed):
                     return last             # those that ran hold no BPF fd, before or now
-                data = _merged(last, size, STAMPS.size // 4, fresh, changed)
+                delta: dict = {}
+                data = _merged(last, size, STAMPS.size // 4, fresh, changed, delta)
                 memo.owner_pids_all = (held - changed) | {p for p, b in fresh.items() if b}
+                memo.owner_delta = delta if data is not last else None
                 return data
     memo.owner_kind = every_kind
+    memo.owner_delta = None
     words = memoryview(data)[:len(data) // size * size].cast("I")[STAMPS.size // 4::size // 4]
     pids = words.tolist()
     memo.owner_sorted = all(a <= b for a, b in zip(pids, pids[1:]))
@@ -421,10 +485,12 @@ def _owner_records_again(memo, kept, every_kind: bool, walk) -> bytes:
     return data
 
 
-def _merged(last: bytes, size: int, at: int, fresh: dict[int, bytes], changed: set) -> bytes:
+def _merged(last: bytes, size: int, at: int, fresh: dict[int, bytes], changed: set,
+            delta: dict | None = None) -> bytes:
     """Records of ``size`` bytes in process order (their tgid the ``at``-th word): ``last``
     with each process of ``changed`` replaced by its ``fresh`` records (none: gone); ``last``
-    itself when each reads as before."""
+    itself when each reads as before. ``delta`` gets {pid: (its records before, after)} of
+    the processes whose records moved."""
     from bisect import bisect_left, bisect_right
     n = len(last) // size
     pids = memoryview(last)[:n * size].cast("I")[at::size // 4]    # (bisect reads a few)
@@ -432,7 +498,12 @@ def _merged(last: bytes, size: int, at: int, fresh: dict[int, bytes], changed: s
     for pid in sorted(changed):
         lo, hi = bisect_left(pids, pid), bisect_right(pids, pid)
         spans.append((lo, hi, fresh.get(pid, b"")))
-    if all(last[lo * size:hi * size] == new for lo, hi, new in spans):
+    moved = {pid: (last[lo * size:hi * size], new)
+             for pid, (lo, hi, new) in zip(sorted(changed), spans)
+             if last[lo * size:hi * size] != new}
+    if delta is not None:
+        delta.update(moved)
+    if not moved:
         return last
     out, pos = [], 0
     for lo, hi, new in spans:
@@ -573,17 +644,23 @@ def _listing_changes(new: bytes, old: bytes) -> tuple[list[int], list[int], set[
 
 def _column_changes(new: tuple, old: tuple) -> tuple[list[int], list[int], set[int]]:
     """:func:`_listing_changes` of two listings' (ids, counts, frozen) columns."""
+    from operator import ne
     ids, counts, frozen = new
     ids0, counts0, frozen0 = old
-    if ids == ids0:
-        if counts == counts0 and frozen == frozen0:
-            return ids, [], set()
-        return ids, [i for i, (a, b, c, d) in enumerate(zip(counts, counts0, frozen, frozen0))
-                     if a != b or c != d], set()
-    before = dict(zip(ids0, zip(counts0, frozen0)))
-    moved = [i for i, key in enumerate(zip(ids, counts, frozen))
-             if before.get(key[0]) != key[1:]]
-    return ids, moved, before.keys() - set(ids)
+    # the maps before the first id that differs are the same maps at the same places (new
+    # maps mostly come last: ids grow): compared place by place; the rest by id
+    differs = list(map(ne, ids, ids0))
+    p = differs.index(True) if True in differs else min(len(ids), len(ids0))
+    if p == len(ids) == len(ids0) and counts == counts0 and frozen == frozen0:
+        return ids, [], set()
+    moved = [i for i, (a, b, c, d) in enumerate(zip(counts[:p], counts0[:p], frozen[:p],
+                                                    frozen0[:p])) if a != b or c != d]
+    if p == len(ids) == len(ids0):
+        return ids, moved, set()
+    before = dict(zip(ids0[p:], zip(counts0[p:], frozen0[p:])))
+    moved += [p + i for i, key in enumerate(zip(ids[p:], counts[p:], frozen[p:]))
+              if before.get(key[0]) != key[1:]]
+    return ids, moved, before.keys() - set(ids[p:])
 
 
 def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: int,
@@ -804,6 +881,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     if every_kind:
         owners_from = "kernel iterator"
     owners_same = False
+    held_moved = None           # the maps whose holders moved, where known without a diff
     owner_scan: tuple = ({}, {}, {}, {}, 0)
     if owner_raw is not None:
         say("processes")
@@ -818,6 +896,14 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             owner_scan = (memo.owner_held, {}, {}, *table)
             others = memo.owner_others
             owners_same = True
+        elif (memo is not None and memo.owner_delta is not None and memo.owner_stamps
+                and memo.owner_held is not None and memo.owner_seen is not None):
+            # the records of a few processes moved: their holdings replaced in the last
+            # scan's (no parse of every record, no comparison of every map's holders)
+            owner_scan, others, held_moved = _owner_delta(memo, root, every_kind)
+            memo.owner_raw, memo.owner_held = owner_raw, owner_scan[0]
+            memo.owner_pids = sorted(memo.owner_pids_all)
+            memo.owner_others = others
         else:
             from .owner_iter import fd_columns, map_columns
             if every_kind:
@@ -889,7 +975,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         if incremental and light is None and memo.list_light is not None:
             incremental = False      # a full listing after light ones: no comparing them
         if incremental:
-            need = _moved(memo, held, owner_of, users, pinned, pins, owners_same)
+            need = _moved(memo, held, owner_of, users, pinned, pins, owners_same, held_moved)
             need |= memo.again
             if data == memo.list_raw:
                 ids, moved, gone_ids = None, [], set()
@@ -1052,12 +1138,15 @@ def _diff(new: dict, old: dict) -> set:
 _ABSENT = object()
 
 
-def _moved(memo, held, owner_of, users, pinned, pins: bool, owners_same: bool) -> set[int]:
+def _moved(memo, held, owner_of, users, pinned, pins: bool, owners_same: bool,
+           held_moved: set | None = None) -> set[int]:
     """The ids of the maps whose records can differ from the last scan's beyond their
     listing: holders that changed (fds, or a holder's comm or cgroup), programs, pins.
     (Called before the memo takes this scan's figures.)"""
     dirty: set[int] = set()
-    if not owners_same and held is not memo.owner_held_last:
+    if held_moved is not None:
+        dirty |= held_moved
+    elif not owners_same and held is not memo.owner_held_last:
         dirty |= _diff(held, memo.owner_held_last or {})
     seen = memo.owner_seen
     renamed = {p for p, o in owner_of.items() if seen.get(p) is not o}

@@ -105,6 +105,8 @@ class ScanMemo:
     owner_kind: bool = False                       # owner_raw is of every BPF fd
     owner_sorted: bool = False                     # owner_raw's records are in tgid order
     owner_pids_all: set = field(default_factory=set)  # the tgids of owner_raw's records
+    owner_delta: dict | None = None                # pid -> (records before, after) of the
+    #                                                processes whose records last moved
     owner_seen: dict | None = None                 # pid -> Owner of the last scan
     users: dict | None = None                      # map id -> programs, of the last scan
     pins_seen: dict | None = None                  # the pins the last scan used
@@ -145,6 +147,7 @@ class ScanMemo:
             self.task_act = None
             self.owner_sorted = False
             self.owner_pids_all = set()
+            self.owner_delta = None
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.full_scans += 1

@@ -303,6 +303,11 @@ class MapFamilies:
                     buf += f"{name}{label} {num(v)}\n".encode()
         return [bytes(b) for b in buffers]
 
+    def drop(self, map_ids) -> None:
+        """Drop the label sets of the maps ``map_ids``."""
+        for gone in map_ids:
+            self._labels.pop(gone, None)
+
     def forget(self, map_ids: set[int]) -> None:
         """Drop the label sets of maps not in ``map_ids``."""
         if len(self._labels) > len(map_ids):
@@ -444,12 +449,17 @@ class MapPage:
         old, blocks, written = self._blocks, {}, 0
         is_ = operator.is_
         order: list[int] = []
+        before: set[int] = set()        # the ids of the blocks written anew, before and now
+        now: set[int] = set()
 
         def close(key, group) -> None:
             nonlocal written
             group = tuple(group)
             hit = old.get(key)
             if hit is None or len(hit[0]) != len(group) or not all(map(is_, hit[0], group)):
+                if hit is not None:
+                    before.update(m.id for m in hit[0])
+                now.update(m.id for m in group)
                 hit = (group, [Piece(t, self.crc) if t else None
                                for t in self.families.lines(rows_of(group))])
                 written += 1
@@ -465,8 +475,9 @@ class MapPage:
             close(key, maps[start:end])
             start = end
         self._blocks, self.written = blocks, written
-        if written or len(blocks) != len(old):
-            self.families.forget({m.id for m in maps})
+        for key in old.keys() - blocks.keys():      # blocks gone whole
+            before.update(m.id for m in old[key][0])
+        self.families.drop(before - now)            # the label sets of maps gone
         heads = self._head(openmetrics)
         pieces = []
         for f, head in enumerate(heads):
