@@ -17,10 +17,9 @@ from collections import Counter
 import fnmatch
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice, repeat
-from typing import Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from ..errors import ParseError
-from .imports import WhyLinked, why_linked
 from ..units import format_size
 from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE,
                          SHT_NOBITS, SHT_PROGBITS, STT_FILE, STT_FUNC, STT_SECTION, ElfImage,
@@ -31,6 +30,9 @@ from ..parse.gosym import packages_of
 from ..parse import dwarf
 from ..parse.x86 import rip_relative_refs
 from ..parse.gotypes import type_ranges as _type_ranges
+
+if TYPE_CHECKING:
+    from .imports import WhyLinked
 
 _START = operator.itemgetter(0)
 _END = operator.itemgetter(1)
@@ -1076,6 +1078,8 @@ def size_result(reports, *, by: str = "package", top: int = 30,
     """The ``size`` result of ``reports``; ``why``: (import graph, savings[, notes]) of the
     first one's program (:func:`bpfmem.analysis.imports.import_savings`)."""
     reports = tuple(reports)
+    if why is not None:
+        from .imports import why_linked
     linked = None if why is None else why_linked(
         why[0], why[1], reports[0].package_bytes(), notes=tuple(why[2]) if len(why) > 2 else ())
     return SizeResult(reports, by, top, linked)
@@ -1086,6 +1090,8 @@ def size_diff(old: SizeReport, new: SizeReport, *, by: str = "package", top: int
     """The ``size diff`` result; ``why``: (import graph, savings[, notes]) of NEW's
     program."""
     grown = [d.name for d in diff_reports(old, new, "package") if d.delta > 0][:10]
+    if why is not None:
+        from .imports import why_linked
     linked = None if why is None else why_linked(
         why[0], why[1], new.package_bytes(), grown=grown,
         notes=tuple(why[2]) if len(why) > 2 else ())

@@ -6,18 +6,15 @@ from __future__ import annotations
 import gc
 import os
 
-from ..analysis.imports import graph_notes, import_savings
 from ..errors import UsageError
 from ..analysis.size import (BinaryCheck, SizeDiff, SizeReport, SizeResult, analyse_image,
                              code_ref_window, judge_binary, limit_for, size_diff,
                              size_result)
 from ..errors import ParseError, UnsupportedError
-from ..host.gotool import cxxfilt, go_list_deps, go_version
 from ..inputs import is_image, let_go, mapped_input
 from ..inputs import split_binaries as _split_binaries
 from ..parse.elf import parse_image
 from ..parse.gobin import BUILDINFO_MAGIC, parse_buildinfo, parse_pclntab
-from ..parse.golist import parse_go_list
 from ..parse.reader import decoding
 from ..parse.x86 import rip_relative_refs
 
@@ -82,9 +79,19 @@ def load_binary_size(source: str | os.PathLike | bytes, *, path: str | None = No
         return size_report(data, path=path or os.fspath(source), demangle=demangler)
 
 
+def cxxfilt(names: list[str]) -> list[str]:
+    """c++filt's names (the toolchain's door, and subprocess, imported for an ELF binary's
+    symbols only: a Go binary's size needs neither)."""
+    from ..host.gotool import cxxfilt as demangle
+    return demangle(names)
+
+
 def why_linked(report: SizeReport, go_src: str, *, go: str | None = None):
     """The import savings of a Go binary's program (``go list -deps -json`` in ``go_src``,
     weighted by the bytes each package has in ``report``)."""
+    from ..analysis.imports import graph_notes, import_savings
+    from ..host.gotool import go_list_deps, go_version
+    from ..parse.golist import parse_go_list
     graph = parse_go_list(go_list_deps(go_src, go=go))
     main = report.main_path
     if main and main != "command-line-arguments" and graph.main != main:
