@@ -200,9 +200,10 @@ _PATH = (rf"(?!type[.:]|go[.:]|_\.|main\.)((?>(?>{_ELEM}/|{_HOSTNAME}/)"
 _PLAIN = rf"(?:type[.:]\.(?:eq|hash)\.\**(?:\[[^\]]*\])*)?{_PATH}[^/\[]*+(?:\[|\Z)"
 _ITAB = rf"go[.:]itab\.\**{_PATH}[^/\[\](){{}},]*+,"
 _HASHED = r"type[.:](?:\.(?!eq\.|hash\.)|[A-Za-z0-9+/]*\Z)"
-#: the three in one pattern (one call a name): group 1 the package of the first form, group
-#: 2 of an itab; neither when it is a hashed type name
-_USUAL = re.compile(f"{_PLAIN}|{_ITAB}|{_HASHED}")
+#: the three in one pattern (one call a name; they exclude one another, the hashed names,
+#: half of a stripped PIE's dynamic symbols, tried first): group 1 the package of the first
+#: form, group 2 of an itab; neither when it is a hashed type name
+_USUAL = re.compile(f"{_HASHED}|{_PLAIN}|{_ITAB}")
 
 
 def packages_of(names) -> list[str]:
