@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -284,9 +285,12 @@ def test_load_50_concurrent_scrapers_on_5000_maps(capsys):
                   f"samples (MiB): {[round(x / 1024) for x in samples]}")
         assert not failed, failed[:3]
         assert ok[0] >= 50
-        # stable: after the threads' first wave the RSS plateaus; the second half of the run
-        # peaks less than 4 MiB above the first half's peak
-        assert max(second) - max(first) < 4 * 1024, samples
+        # stable: after the threads' first wave the RSS plateaus. A leak raises the level of
+        # the second half (its median) above the first's; a moment when more scrapes than
+        # usual are in flight raises one sample (under load 8-15 a sample reached 67-80 MiB
+        # in either half, on main's server too), which the median of a half does not follow
+        assert statistics.median(second) - statistics.median(first) < 4 * 1024, samples
+        assert max(samples) - rss_start < 64 * 1024, samples
 
 
 def test_exporter_metric_names_are_the_ones_deploy_and_the_dashboard_use():
