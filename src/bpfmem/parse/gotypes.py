@@ -157,71 +157,56 @@ def _name(rd: _Reader, addr: int) -> tuple[str, int] | None:
 _NONE = object()
 
 
-def _decode_name(rd: _Reader, addr: int) -> tuple[str, int] | None:
-    head = rd.raw(addr, 11)
-    if not head:
-        return None
-    flags = head[0]
-    n, shift, k = 0, 0, 1
-    while k < len(head):
-        b = head[k]
+def _uvarint(buf: bytes, k: int) -> tuple[int, int]:
+    """(value, offset after it) of the unsigned LEB128 varint at ``buf[k:]`` (cut at the
+    buffer's end)."""
+    n = shift = 0
+    while k < len(buf):
+        b = buf[k]
         k += 1
         n |= (b & 0x7F) << shift
         shift += 7
         if b < 0x80:
             break
-    text = rd.raw(addr + k, n)
-    if text is None:
+    return n, k
+
+
+def _name_extent(rd: _Reader, addr: int) -> tuple[int, int, int] | None:
+    """(offset of the text, its length, the bytes of the whole encoding) of the encoded
+    name at ``addr``: flags, varint length, text, then an optional varint-prefixed tag
+    (flags & 2) and a 4-byte package path offset (flags & 4); None where it is not there."""
+    head = rd.raw(addr, 11)
+    if not head:
         return None
+    n, k = _uvarint(head, 1)
     size = k + n
-    if flags & 2:               # a tag: another varint-prefixed string
-        tag = rd.raw(addr + size, 10) or b""
-        m, shift, j = 0, 0, 0
-        while j < len(tag):
-            b = tag[j]
-            j += 1
-            m |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
+    flags = head[0]
+    if flags & 2:
+        m, j = _uvarint(rd.raw(addr + size, 10) or b"", 0)
         size += j + m
     if flags & 4:
         size += 4
+    return k, n, size
+
+
+def _decode_name(rd: _Reader, addr: int) -> tuple[str, int] | None:
+    ext = _name_extent(rd, addr)
+    if ext is None:
+        return None
+    k, n, size = ext
+    text = rd.raw(addr + k, n)
+    if text is None:
+        return None
     return text.decode("utf-8", "replace"), size
 
 
 def _name_size(rd: _Reader, addr: int) -> int | None:
     """The bytes of the encoded name at ``addr`` (:func:`_decode_name`'s size, without
     decoding its text), or None where that gives None."""
-    head = rd.raw(addr, 11)
-    if not head:
+    ext = _name_extent(rd, addr)
+    if ext is None or rd.off(addr + ext[0], ext[1]) is None:
         return None
-    n, shift, k = 0, 0, 1
-    while k < 11:
-        b = head[k]
-        k += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            break
-    if rd.off(addr + k, n) is None:
-        return None
-    size = k + n
-    flags = head[0]
-    if flags & 2:               # a tag: another varint-prefixed string
-        tag = rd.raw(addr + size, 10) or b""
-        m, shift, j = 0, 0, 0
-        while j < len(tag):
-            b = tag[j]
-            j += 1
-            m |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
-        size += j + m
-    if flags & 4:
-        size += 4
-    return size
+    return ext[2]
 
 
 def _words(rd: _Reader, addr: int, count: int, code: str) -> tuple | None:
