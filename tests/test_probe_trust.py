@@ -108,3 +108,33 @@ def test_one_rule_for_the_cache_a_directory_others_can_write_is_refused(tmp_path
     assert facts.private_dir(link) == "not a directory (a symlink?)"
     with pytest.raises(HostError, match="not a directory"):
         build_probe(link)
+
+
+def test_a_cached_layout_is_used_whole_or_built_again(tmp_path, monkeypatch):
+    """The iterators' kernel layouts go through one door (host/cache.layout): a stored entry
+    that reads back whole is used without building; a malformed one is built again and
+    replaced; what the build raises reaches the caller."""
+    from bpfmem.host import cache
+    from bpfmem.values import dataclass
+
+    @dataclass(frozen=True)
+    class Lay:
+        a: int
+        b: int
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = []
+
+    def build():
+        built.append(1)
+        return Lay(1, 2)
+    assert cache.layout("t-layout", "k", Lay, build) == Lay(1, 2) and len(built) == 1
+    assert cache.layout("t-layout", "k", Lay, build) == Lay(1, 2) and len(built) == 1
+    cache.store("t-layout", "k", {"a": 1})                  # a field missing
+    assert cache.layout("t-layout", "k", Lay, build) == Lay(1, 2) and len(built) == 2
+    assert cache.load("t-layout", "k") == {"a": 1, "b": 2}
+
+    def broken():
+        raise OSError("no BTF")
+    with pytest.raises(OSError, match="no BTF"):
+        cache.layout("t-layout", "other", Lay, broken)

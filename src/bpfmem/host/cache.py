@@ -97,3 +97,19 @@ def store(kind: str, key: str, value: dict) -> None:
         os.replace(tmp, path)
     except (OSError, TypeError, ValueError):
         pass
+
+
+def layout(kind: str, key: str, cls, build):
+    """A record of integers (a ``values.dataclass`` such as an iterator's kernel layout)
+    kept under ``key``: the stored one when it reads back whole, else ``build()``'s, which
+    is stored. What ``build`` raises goes to the caller."""
+    from bpfmem.values import fields
+    d = load(kind, key)
+    if d is not None:
+        try:
+            return cls(**{f.name: int(d[f.name]) for f in fields(cls)})
+        except (ValueError, TypeError, KeyError):
+            pass
+    made = build()
+    store(kind, key, {f.name: getattr(made, f.name) for f in fields(made)})
+    return made

@@ -270,20 +270,13 @@ def _layout_key() -> str:
 
 def read_map_layout() -> CountLayout:
     """The running kernel's layout, cached per kernel build (it holds no addresses)."""
-    key = _layout_key()
-    d = cache.load("count-iter-layout", key)
-    if d is not None:
+    def build() -> CountLayout:
         try:
-            return CountLayout(**{f.name: int(d[f.name]) for f in fields(CountLayout)})
-        except (ValueError, TypeError, KeyError):
-            pass
-    try:
-        with open(HOST_BTF, "rb") as f:
-            lay = parse_map_layout(f.read())
-    except (OSError, ParseError) as e:
-        raise CountsUnavailable(str(e)) from None
-    cache.store("count-iter-layout", key, {f.name: getattr(lay, f.name) for f in fields(lay)})
-    return lay
+            with open(HOST_BTF, "rb") as f:
+                return parse_map_layout(f.read())
+        except (OSError, ParseError) as e:
+            raise CountsUnavailable(str(e)) from None
+    return cache.layout("count-iter-layout", _layout_key(), CountLayout, build)
 
 
 def read_count_layout() -> CountLayout:

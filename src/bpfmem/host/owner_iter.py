@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
-from bpfmem.values import dataclass, fields
+from bpfmem.values import dataclass
 
 from bpfmem.errors import HostError, ParseError
 from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, exit_insn, ld_imm64, ldx, st,
@@ -487,22 +487,17 @@ def read_layout() -> Layout:
     except OSError as e:
         raise IteratorUnavailable(f"no kernel BTF or boot id ({e.strerror})") from None
     key = f"iter-v4|{boot}|{os.uname().release}|{os.uname().version}|{st.st_size}"
-    d = cache.load("iter-layout", key)
-    if d is not None:
+
+    def build() -> Layout:
         try:
-            return Layout(**{f.name: int(d[f.name]) for f in fields(Layout)})
-        except (ValueError, TypeError, KeyError):
-            pass
-    try:
-        with open(HOST_BTF, "rb") as f:
-            btf = f.read()
-        with open("/proc/kallsyms") as f:
-            syms = f.read()
-        lay = parse_layout(btf, syms)
-    except (OSError, ParseError) as e:
-        raise IteratorUnavailable(str(e)) from None
-    cache.store("iter-layout", key, {f.name: getattr(lay, f.name) for f in fields(lay)})
-    return lay
+            with open(HOST_BTF, "rb") as f:
+                btf = f.read()
+            with open("/proc/kallsyms") as f:
+                syms = f.read()
+            return parse_layout(btf, syms)
+        except (OSError, ParseError) as e:
+            raise IteratorUnavailable(str(e)) from None
+    return cache.layout("iter-layout", key, Layout, build)
 
 
 def map_fds() -> list[tuple[int, int, int]]:

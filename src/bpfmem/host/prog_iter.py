@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import struct
 from operator import itemgetter
-from bpfmem.values import dataclass, fields
+from bpfmem.values import dataclass
 
 from bpfmem.errors import HostError, ParseError
 from bpfmem.parse.insn import Jump, Label, alu64, assemble, call, exit_insn, ldx, st, stx
@@ -313,19 +313,14 @@ def read_prog_layout() -> ProgLayout:
     except OSError as e:
         raise ProgsUnavailable(f"no kernel BTF ({e.strerror})") from None
     key = f"prog-iter-v1|{os.uname().release}|{os.uname().version}|{st_.st_size}"
-    d = cache.load("prog-iter-layout", key)
-    if d is not None:
+
+    def build() -> ProgLayout:
         try:
-            return ProgLayout(**{f.name: int(d[f.name]) for f in fields(ProgLayout)})
-        except (ValueError, TypeError, KeyError):
-            pass
-    try:
-        with open(HOST_BTF, "rb") as f:
-            lay = parse_prog_layout(f.read())
-    except (OSError, ParseError) as e:
-        raise ProgsUnavailable(str(e)) from None
-    cache.store("prog-iter-layout", key, {f.name: getattr(lay, f.name) for f in fields(lay)})
-    return lay
+            with open(HOST_BTF, "rb") as f:
+                return parse_prog_layout(f.read())
+        except (OSError, ParseError) as e:
+            raise ProgsUnavailable(str(e)) from None
+    return cache.layout("prog-iter-layout", key, ProgLayout, build)
 
 
 def progs_raw(kept: dict | None = None) -> tuple[bytes, int | None]:
