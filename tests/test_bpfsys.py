@@ -168,3 +168,18 @@ def test_snapshot_entries_stays_bounded_on_a_map_of_1mib_values():
     finally:
         os.close(big)
         os.close(pcpu)
+
+
+def test_info_by_id_closes_its_fd_and_says_gone():
+    """map_info_by_id (and its program, BTF and link siblings, the same door): the info a fd
+    of the caller's gives, no fd left open, ObjectGone once the object is gone."""
+    fd = bpfsys.map_create(T.ARRAY, 4, 8, 4, 0, "byid_test")
+    try:
+        info = bpfsys.map_info(fd)
+        before = len(os.listdir("/proc/self/fd"))
+        assert bpfsys.map_info_by_id(info.id) == info
+        assert len(os.listdir("/proc/self/fd")) == before
+    finally:
+        os.close(fd)
+    with pytest.raises(ObjectGone):
+        bpfsys.map_info_by_id(info.id)

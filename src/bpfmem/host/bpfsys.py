@@ -393,6 +393,35 @@ def link_info(fd: int) -> LinkInfo:
 _OBJ_GET_ATTR = struct.Struct("=QII")  # pathname, bpf_fd, file_flags
 
 
+def _info_by_id(open_id, read_info, obj_id: int):
+    fd = open_id(obj_id)
+    try:
+        return read_info(fd)
+    finally:
+        os.close(fd)
+
+
+def map_info_by_id(map_id: int) -> MapInfo:
+    """Map ``map_id``'s info through a read-only fd of its own, closed again; ObjectGone
+    when the map is gone (between its id and its fd, or its fd and its info)."""
+    return _info_by_id(map_fd_by_id, map_info, map_id)
+
+
+def prog_info_by_id(prog_id: int) -> ProgInfo:
+    """As :func:`map_info_by_id`, for a program."""
+    return _info_by_id(prog_fd_by_id, prog_info, prog_id)
+
+
+def btf_info_by_id(btf_id: int) -> BtfInfo:
+    """As :func:`map_info_by_id`, for a BTF object."""
+    return _info_by_id(btf_fd_by_id, btf_info, btf_id)
+
+
+def link_info_by_id(link_id: int) -> LinkInfo:
+    """As :func:`map_info_by_id`, for a link."""
+    return _info_by_id(link_fd_by_id, link_info, link_id)
+
+
 def obj_get(path: str | os.PathLike, flags: int = BPF_F_RDONLY) -> int:
     """Open a pinned object (BPF_OBJ_GET), read-only by default."""
     raw = ctypes.create_string_buffer(os.fsencode(path))

@@ -279,19 +279,11 @@ def programs(data: bytes, known: dict | None = None, skip: int | None = None
 
             from . import bpfsys
             try:
-                fd = bpfsys.prog_fd_by_id(r[0])
+                info = bpfsys.prog_info_by_id(r[0])
             except ObjectGone:
                 gone += 1
                 out[i] = None
                 continue
-            try:
-                info = bpfsys.prog_info(fd)
-            except ObjectGone:
-                gone += 1
-                out[i] = None
-                continue
-            finally:
-                os.close(fd)
             hit = ProgRecord(r[:4] + ((info.jited_prog_len if r[12] else r[4]),) + r[5:9]
                              + (tuple(info.map_ids),) + r[10:])
             if known is not None:

@@ -400,17 +400,10 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
     btfs: list[LiveBtf] = []
     for bid in bpfsys.btf_ids():
         try:
-            bfd = bpfsys.btf_fd_by_id(bid)
+            bi = bpfsys.btf_info_by_id(bid)
         except ObjectGone:
             gone += 1
             continue
-        try:
-            bi = bpfsys.btf_info(bfd)
-        except ObjectGone:
-            gone += 1
-            continue
-        finally:
-            os.close(bfd)
         btfs.append(LiveBtf(id=bi.id, name=bi.name, btf_size=bi.btf_size,
                             kernel_btf=bi.kernel_btf,
                             owners=_holders(by_btf.get(bi.id, []), owner_of)))
@@ -432,15 +425,9 @@ def _links() -> list[tuple[int, int]]:
     out = []
     for lid in bpfsys.link_ids():
         try:
-            lfd = bpfsys.link_fd_by_id(lid)
-        except ObjectGone:
+            out.append((lid, bpfsys.link_info_by_id(lid).prog_id))
+        except HostError:          # ObjectGone among them
             continue
-        try:
-            out.append((lid, bpfsys.link_info(lfd).prog_id))
-        except HostError:
-            continue
-        finally:
-            os.close(lfd)
     return out
 
 
@@ -501,14 +488,8 @@ def _btf_facts(btf_id: int, cache: dict):
     if key in cache:
         return cache[key]
     try:
-        bfd = bpfsys.btf_fd_by_id(btf_id)
+        bi = bpfsys.btf_info_by_id(btf_id)
     except ObjectGone:
         return None
-    try:
-        bi = bpfsys.btf_info(bfd)
-    except ObjectGone:
-        return None
-    finally:
-        os.close(bfd)
     cache[key] = bi
     return bi
