@@ -15,11 +15,10 @@ import operator
 import re
 from collections import Counter
 import fnmatch
-from dataclasses import dataclass, field
-from itertools import accumulate, compress, islice, repeat
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from itertools import compress, islice, repeat
 
 from ..errors import ParseError
+from ..values import Record, dataclass, field, items
 from ..units import format_size
 from ..parse.elf import (PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE,
                          SHT_NOBITS, SHT_PROGBITS, STT_FILE, STT_FUNC, STT_SECTION, ElfImage,
@@ -31,7 +30,10 @@ from ..parse import dwarf
 from ..parse.x86 import rip_relative_refs
 from ..parse.gotypes import type_ranges as _type_ranges
 
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
+    from typing import Callable, Iterable
+
     from .imports import WhyLinked
 
 _START = operator.itemgetter(0)
@@ -55,14 +57,15 @@ SYMTAB = "(symbol table)"
 BUILDINFO = "(Go build info)"
 
 
-class Piece(NamedTuple):
+class Piece(Record):
     """A run of bytes with one label: ``file`` bytes in the file, ``vm`` bytes in memory.
     (Stored as plain tuples of these five fields: a large binary has 10^5 of them.)"""
-    section: str
-    package: str
-    symbol: str
-    file: int
-    vm: int
+    __slots__ = ()
+    _fields = ("section", "package", "symbol", "file", "vm")
+    section, package, symbol, file, vm = items(_fields)
+
+    def __new__(cls, section: str, package: str, symbol: str, file: int, vm: int):
+        return tuple.__new__(cls, (section, package, symbol, file, vm))
 
 
 @dataclass(frozen=True, slots=True)

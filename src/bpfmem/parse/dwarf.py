@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
+from ..values import dataclass
 
 from ..errors import ParseError
 from .elf import SHF_COMPRESSED, ElfImage, Section

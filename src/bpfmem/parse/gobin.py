@@ -21,7 +21,7 @@ import operator
 import re
 import struct
 import sys
-from dataclasses import dataclass, field
+from ..values import dataclass, field
 from itertools import accumulate, chain, repeat
 
 from ..errors import ParseError, UnsupportedError

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from ..units import format_share
 
-from typing import IO, Any
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 from ..units import format_bytes, format_delta as _delta, format_size as fs
 from .text import _say

@@ -9,7 +9,9 @@ from ..units import format_share
 
 from ..units import count
 
-from typing import IO, Any
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 from ..units import format_bytes, format_delta as delta, format_size as fs
 from .escape import markup, term
