@@ -1007,7 +1007,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             vanished += lost
             maps_t = tuple(rows)
             if memo is not None:
-                _remember(memo, maps_t, again)
+                maps_t = _remember(memo, maps_t, again)
     if memo is not None:
         if light is not None and data is not memo.list_raw:
             from bpfmem.host.count_iter import light_columns
@@ -1111,8 +1111,12 @@ def _light_records(memo, data: bytes, where: list[int], errors: list[str]
     return out, gone
 
 
-def _remember(memo, rows: tuple, again: set) -> None:
-    """The memo takes a scan's records; what it kept of maps that are gone goes."""
+def _remember(memo, rows: tuple, again: set) -> tuple:
+    """The memo takes a scan's records (returned: after a full scan, a record equal to the
+    scan before's is that scan's very object, and all of them equal, its very tuple, so what
+    is kept by identity downstream, the exporter's compressed page blocks, stands); what it
+    kept of maps that are gone goes."""
+    rows = memo.same_as_before(rows)
     last = memo.maps
     if memo.rows is not None and len(rows) == len(memo.rows) and all(
             a is b for a, b in zip(rows, memo.rows)):
@@ -1124,6 +1128,7 @@ def _remember(memo, rows: tuple, again: set) -> None:
         if len(table) > len(maps):
             for gone in table.keys() - maps.keys():
                 del table[gone]
+    return rows
 
 
 def _diff(new: dict, old: dict) -> set:

@@ -27,7 +27,9 @@ figures, owners, programs and pins are all as before keeps the last scan's recor
 an idle node's scan allocates almost nothing (the exporter's memory stays flat).
 
 Every ``full_every``-th scan forgets all of it and reads everything again, which bounds how
-stale a map's frozen flag or a program's bound maps (``BPF_PROG_BIND_MAP``) can be.
+stale anything the rescans take on trust can be (a memlock the model says cannot change, a
+cgroup renamed); a record it reads as the scan before had it stays that scan's very object,
+so what is kept by identity downstream (the exporter's compressed page) is not made again.
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ class ScanMemo:
     pins_seen: dict | None = None                  # the pins the last scan used
     rows: tuple | None = None                      # the last scan's LiveMaps, in order
     unchanged: int = 0                             # scans that found nothing moved
+    before_full: tuple | None = None               # (maps, rows) of the scan before a full
+    #                                                one, until that full one is remembered
     iterators: dict = field(default_factory=dict)  # the kernel iterators' links, kept
     #   (loaded and verified once; closed by close(), or when the memo is collected)
 
@@ -137,6 +141,8 @@ class ScanMemo:
             self.prog_known.clear()
             self.prog_last.clear()
             self.stamps, self.pins = None, {}
+            if self.rows is not None:
+                self.before_full = (self.maps, self.rows)
             self.maps = {}
             self.list_raw = self.list_light = self.list_cols = None
             self.again = set()
@@ -154,6 +160,22 @@ class ScanMemo:
         self.scans += 1
         self.reused = 0
         return full
+
+
+    def same_as_before(self, rows: tuple) -> tuple:
+        """``rows`` (a scan's records, in order), where the scan is a full one: a record equal
+        to the one the scan before it kept for the same map is that very object, and where
+        all are, the scan before's very tuple. A full scan reads everything again, but what
+        it finds unchanged stays the same object to whatever keeps work by identity."""
+        if self.before_full is None:
+            return rows
+        maps, last = self.before_full
+        self.before_full = None
+        get = maps.get
+        same = tuple(old if (old := get(m.id)) is not None and old == m else m for m in rows)
+        if len(same) == len(last) and all(a is b for a, b in zip(same, last)):
+            return last
+        return same
 
 
 def pin_stamps(mount_points: list[str]) -> tuple:
