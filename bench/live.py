@@ -13,7 +13,8 @@ end, also on Ctrl-C), then in the same run times, as a user would run them:
 and prints medians, the ratios and bpfmem's peak RSS; then runs `bpfmem export` against the
 same maps, scrapes it for a while as Prometheus does (gzip) and prints its steady RSS.
 and the exporter's CPU per scan (user + system of its process over several intervals, one
-scrape per interval, divided by the scans it made), on an unchanged node and on a node where
+scrape per interval, divided by the scans it made: 30 by default, one full rescan among them
+as in every 30 of the exporter's scans), on an unchanged node and on a node where
 1% of the maps change per interval (half of them closed and made anew by this process, half
 of the farm's hash maps given an entry more or less), against the CPU of one
 `bpftool -j map show` listing, measured in the same run; and `snapshot` against bpftool
@@ -261,7 +262,10 @@ def main() -> int:
                     help="programs loaded beside the maps (10 processes; 0: none)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--export-seconds", type=float, default=20)
-    ap.add_argument("--scans", type=int, default=10, help="exporter scans measured per case")
+    ap.add_argument("--scans", type=int, default=30,
+                    help="exporter scans measured per case (default 30: the exporter reads "
+                         "everything again every 30th scan, so a window of 30 holds one such "
+                         "full rescan, as the exporter's own average does)")
     ap.add_argument("--interval", type=float, default=1.0, help="exporter interval, seconds")
     ap.add_argument("--src", default=str(ROOT / "src"),
                     help="the bpfmem sources to measure (another checkout's src: the one "
