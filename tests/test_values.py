@@ -175,6 +175,54 @@ def test_record_reads_as_a_namedtuple():
     assert sorted([_Rec("b", 1), _Rec("a", 2)]) == [("a", 2, 8), ("b", 1, 8)]
 
 
+def test_tuple_dataclass_is_a_frozen_dataclass_stored_as_a_tuple():
+    """values.tuple_dataclass (LiveMap's kind): what @dataclass(frozen=True) of the same
+    declaration gives (signature, repr, eq, hash, replace, fields, asdict, pickle), while
+    an instance is a Record: one tuple.__new__ to make, fields by index too."""
+    def declare(deco):
+        @deco
+        class Row:
+            """A row."""
+            id: int
+            name: str
+            owners: tuple = ()
+            memlock: int | None = None
+
+            @property
+            def big(self) -> bool:
+                return (self.memlock or 0) > 10
+        return Row
+
+    T, D = declare(values.tuple_dataclass), declare(dataclasses.dataclass(frozen=True))
+    def params(c):
+        return [(p.name, p.default) for p in inspect.signature(c).parameters.values()]
+    assert params(T) == params(D)
+    assert issubclass(T, values.Record) and T.__slots__ == () and T.__doc__ == "A row."
+    for args, kw in (((1, "a"), {}), ((2, "b", (3,)), {"memlock": 11}), ((), {"id": 3,
+                                                                          "name": "c"})):
+        t, d = T(*args, **kw), D(*args, **kw)
+        assert repr(t) == repr(d)[repr(d).index("Row("):]     # (a local class: its qualname)
+        assert hash(t) == hash(d) and t == T(*args, **kw) and t.big == d.big
+        assert tuple(t) == tuple(getattr(d, f.name) for f in dataclasses.fields(d))
+        assert dataclasses.asdict(t) == dataclasses.asdict(d)
+        assert [f.name for f in dataclasses.fields(t)] == [f.name for f in dataclasses.fields(d)]
+        assert [f.name for f in values.fields(t)] == list(T._fields)
+        for rep in (dataclasses.replace, values.replace):
+            r = rep(t, memlock=5)
+            assert type(r) is T and r == T(*tuple(t)[:3], memlock=5)
+        assert dataclasses.is_dataclass(t) and T._make(tuple(t)) == t
+        for c in (copy.copy, copy.deepcopy):
+            assert c(t) == t and type(c(t)) is T
+        with pytest.raises(AttributeError):
+            t.id = 5
+    with pytest.raises(TypeError):
+        T(1)
+    from bpfmem.records import LiveMap
+    m = LiveMap(1, "m", 1, 4, 8, 16, 0, 0, 0, 4096, False, entries=4, entries_method="batch")
+    assert issubclass(LiveMap, values.Record) and dataclasses.is_dataclass(LiveMap)
+    assert pickle.loads(pickle.dumps(m)) == m and m.pressure == 0.25 and m[9] == m.memlock
+
+
 def test_parse_records_are_records():
     """The parser's records (BTF types, ELF sections and symbols, instructions) are the cheap
     kind: no typing.NamedTuple on the start-up path."""

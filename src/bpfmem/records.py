@@ -11,7 +11,7 @@ them from the running system (:func:`bpfmem.host.live.scan_maps`,
 
 from __future__ import annotations
 
-from bpfmem.values import dataclass, field
+from bpfmem.values import dataclass, field, tuple_dataclass
 
 __all__ = ["Owner", "ProgRef", "LiveMap", "LiveProg", "LiveBtf", "JitMemory", "Snapshot", "CgroupMemory", "ProcMem", "Pin",
            "PodSample"]
@@ -35,9 +35,10 @@ class ProgRef:
     type: int
 
 
-@dataclass(frozen=True, slots=True)
+@tuple_dataclass
 class LiveMap:
-    """One map as the kernel reports it now, with who holds and uses it."""
+    """One map as the kernel reports it now, with who holds and uses it (a frozen dataclass
+    stored as a tuple: a scan makes one per map on the node, values.tuple_dataclass)."""
     id: int
     name: str
     type: int

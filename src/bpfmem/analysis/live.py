@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import fnmatch
 from bpfmem.values import dataclass
+from collections import Counter
 from functools import lru_cache
+from operator import itemgetter, le
 
 from ..model import formulas as fm
 from ..model.estimate import estimate
@@ -180,35 +182,54 @@ class SnapshotView:
     #                                           scan did not list programs)
 
 
+# a LiveMap (a tuple: records.py) read at once: the fields of its model check, its memlock
+_CHECK_KEY = itemgetter(*map(LiveMap._fields.index, (
+    "type", "key_size", "value_size", "max_entries", "map_flags", "map_extra", "entries",
+    "entries_complete", "memlock")))
+_ID, _MEMLOCK = (itemgetter(LiveMap._fields.index(f)) for f in ("id", "memlock"))
+
+
+class _Checks(dict):
+    """The model's check of each distinct _CHECK_KEY, worked out on first use (a node's maps
+    come in few shapes and fills)."""
+
+    def __init__(self, prof: KernelProfile):
+        super().__init__()
+        self.prof = prof
+
+    def __missing__(self, key):
+        t, k, v, e, flags, extra, entries, complete, memlock = key
+        c = self[key] = _check(t, k, v, e, flags or 0, extra or 0, entries, bool(complete),
+                               memlock, self.prof)
+        return c
+
+
 def snapshot_view(snap: Snapshot, prof: KernelProfile | None = None) -> SnapshotView:
     """The :class:`SnapshotView` of ``snap``; ``prof`` (the scanning kernel's) adds the
     model's check of every map."""
     maps = snap.maps
-    if any(a.id > b.id for a, b in zip(maps, maps[1:])):
-        maps = tuple(sorted(maps, key=lambda m: m.id))
-    if prof is not None:      # a node's maps come in few shapes and fills: each key once
-        seen: dict[tuple, ModelCheck] = {}
-        checks_: list[ModelCheck] = []
-        for m in maps:
-            key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
-                   m.entries, m.entries_complete, m.memlock)
-            c = seen.get(key)
-            if c is None:
-                c = seen[key] = check_map(m, prof)
-            checks_.append(c)
-        checks = tuple(checks_)
+    ids = list(map(_ID, maps))
+    if not all(map(le, ids, ids[1:])):
+        maps = tuple(sorted(maps, key=_ID))
+    statuses: dict[str, int] = {}
+    charged = None
+    if prof is not None:
+        table = _Checks(prof)
+        checks = tuple(map(table.__getitem__, map(_CHECK_KEY, maps)))
+        times = Counter(map(id, checks))            # each distinct check: how many maps
+        charged = 0
+        for c in {id(c): c for c in table.values()}.values():   # in the order first seen
+            n = times[id(c)]
+            statuses[c.status] = statuses.get(c.status, 0) + n
+            charged += (c.charged or 0) * n
     else:
         checks = (None,) * len(maps)
-    statuses: dict[str, int] = {}
-    for c in checks:
-        if c is not None:
-            statuses[c.status] = statuses.get(c.status, 0) + 1
     return SnapshotView(
         snapshot=snap, maps=maps, checks=checks,
         model_kernel=None if prof is None else prof.version,
         cgroups=tuple(cgroup_sums(snap.maps)),
-        memlock=sum(m.memlock or 0 for m in snap.maps),
-        charged_model=sum(c.charged or 0 for c in checks) if prof is not None else None,
+        memlock=sum(filter(None, map(_MEMLOCK, snap.maps))),
+        charged_model=charged,
         model_status=tuple(statuses.items()),
         programs=None if snap.progs is None else _program_totals(snap))
 

@@ -690,6 +690,7 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
     mem_get, frozen_get = memlock_of.get, frozen_of.get
     held_get, users_get, pinned_get = held.get, users.get, pinned.get
     fd_by_id, close = bpfsys.map_fd_by_id, os.close
+    make = tuple.__new__                        # LiveMap._make, without the call
     read_memlock = fdr.memlock
     kernel_counted, full_types, walked_types = KERNEL_COUNTED, ALWAYS_FULL_TYPES, COUNTED_TYPES
     owned: dict[tuple, tuple] = {}          # holders -> their Owners (shared between maps)
@@ -804,8 +805,8 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
                 and prev.entries_method == method and prev.name == name):
             row = prev        # unchanged: the same record
         else:
-            row = LiveMap(mid, name, mtype, ks, vs, me, flags, extra, btf, memlock, frozen,
-                          own, progs, pins_of, n, complete, method)
+            row = make(LiveMap, (mid, name, mtype, ks, vs, me, flags, extra, btf, memlock,
+                                 frozen, own, progs, pins_of, n, complete, method))
         rows.append(row)
         if memo is not None:
             if read_now and memlock is not None:

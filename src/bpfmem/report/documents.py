@@ -975,54 +975,52 @@ def _live_map_json(m, check, procs: dict, progs: dict, texts: dict) -> str:
     """One map of ``bpfmem/snapshot/v2`` as compact JSON text (the keys left out are listed
     in :func:`snapshot_document`); its owners and programs are added to ``procs``/
     ``progs``. ``texts`` keeps what recurs among maps (maps of one shape, one holder, one
-    model check), written once."""
-    key = (m.type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.map_extra,
-           m.btf_id)
-    shape = texts.get(key)
+    model check), written once. (``m`` a LiveMap: a tuple, its fields read at once.)"""
+    (mid, name, _t, _k, _v, _e, _f, _x, _b, memlock, frozen, owners, programs, pins,
+     entries, complete, method) = m
+    shape = texts.get(m[2:9])                 # type ... btf_id
     if shape is None:
-        shape = texts[key] = _shape_json(m)
-    out = ['{"id":', _JSON_INT(m.id), ',"name":', _q(m.name), shape, ',"memlock":',
-           "null" if m.memlock is None else _JSON_INT(m.memlock)]
-    if m.frozen is not False:
-        out += [',"frozen":', _json_value(m.frozen)]
-    if m.entries is not None:
-        out += [',"entries":', _json_value(m.entries), ',"entries_complete":',
-                _json_value(m.entries_complete), ',"entries_method":',
-                _json_value(m.entries_method)]
+        shape = texts[m[2:9]] = _shape_json(m)
+    text = (f'{{"id":{_JSON_INT(mid)},"name":{_q(name)}{shape},"memlock":'
+            f'{"null" if memlock is None else _JSON_INT(memlock)}')
+    if frozen is not False:
+        text += ',"frozen":' + _json_value(frozen)
+    if entries is not None:
+        text += (f',"entries":{_json_value(entries)},"entries_complete":'
+                 f'{_json_value(complete)},"entries_method":{_json_value(method)}')
         if (p := m.pressure) is not None:
-            out += [',"pressure":', _JSON_COMPACT(round(p, 6))]
-    if m.owners:
-        hit = texts.get(id(m.owners))       # holder lists are shared by a holder's maps
-        owners = hit[0] if hit is not None and hit[1] is m.owners else None
-        if owners is None:
+            text += ',"pressure":' + _JSON_COMPACT(round(p, 6))
+    if owners:
+        hit = texts.get(id(owners))         # holder lists are shared by a holder's maps
+        held = hit[0] if hit is not None and hit[1] is owners else None
+        if held is None:
             refs = []
-            for o in m.owners:
+            for o in owners:
                 seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
                 if seen == (o.comm, o.cgroup):
                     refs.append(_owner_ref(o.pid, o.fds))
                 else:   # the same pid seen with another comm or cgroup: said inline
                     refs.append({**_owner_ref(o.pid, o.fds), "comm": o.comm,
                                  "cgroup": o.cgroup})
-            owners = ',"owners":' + _JSON_COMPACT(refs)
-            texts[id(m.owners)] = (owners, m.owners)      # (kept: its id stays its own)
-        out.append(owners)
-    if m.programs:
+            held = ',"owners":' + _JSON_COMPACT(refs)
+            texts[id(owners)] = (held, owners)      # (kept: its id stays its own)
+        text += held
+    if programs:
         ids = []
-        for p in m.programs:
+        for p in programs:
             seen = progs.setdefault(p.id, (p.name, p.type))
             ids.append(p.id if seen == (p.name, p.type) else
                        {"id": p.id, **_program_ref(p.name, p.type)})
-        out += [',"programs":', _JSON_COMPACT(ids)]
-    if m.pins:
-        out += [',"pins":', _JSON_COMPACT(list(m.pins))]
+        text += ',"programs":' + _JSON_COMPACT(ids)
+    if pins:
+        text += ',"pins":' + _JSON_COMPACT(list(pins))
     if check is not None:
         model = texts.get(id(check))
         if model is None:
             model = texts[id(check)] = (',"model":' + _JSON_COMPACT(_model_check(check)),
                                         check)      # (the check kept: its id stays its own)
-        out.append(model[0])
-    out.append("}")
-    return "".join(out)
+        text += model[0]
+    return text + "}"
 
 
 def _model_check(c) -> dict[str, Any]:
