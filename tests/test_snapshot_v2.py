@@ -472,3 +472,19 @@ def test_each_map_written_as_text_is_what_json_dumps_writes(indent):
             assert json.loads(out.getvalue()) == whole
             assert all(ln.startswith('    {"id":') for ln in out.getvalue().splitlines()
                        if '"id":' in ln and '"memlock"' in ln)
+
+
+def test_taken_at_is_written_as_datetime_writes_it():
+    """documents.iso_time (no datetime import on a snapshot's start-up) against datetime's
+    isoformat, at the microsecond rounding that carries into the next second too."""
+    import datetime
+    import random
+    from bpfmem.report.documents import iso_time
+    rng = random.Random(31)
+    times = [0.0, 1.9999995, 1.9999994999, 1e9 + 0.9999996, 1764683000.4999995, -0.5,
+             -1.0000001] + [rng.uniform(0, 4e9) for _ in range(2000)]
+    times += [rng.randrange(4_000_000_000) + f for f in (0.9999995, 0.9999994, 0.9999996)
+              for _ in range(300)]
+    for t in times:
+        assert iso_time(t) == datetime.datetime.fromtimestamp(
+            t, datetime.timezone.utc).isoformat(timespec="seconds"), t

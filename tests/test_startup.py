@@ -81,6 +81,7 @@ MAPS_JSON_ALLOWED = CLI | {
     "bpfmem.parse", "bpfmem.parse.reader", "bpfmem.parse.elf", "bpfmem.parse.btf",
     "bpfmem.parse.sections", "bpfmem.parse.loader", "bpfmem.parse.objspec",
     "bpfmem.parse.programs", "bpfmem.parse.insn", "bpfmem.parse.kernel_btf",
+    "bpfmem.parse.kernel_facts",
     "bpfmem.model", "bpfmem.model.kernel", "bpfmem.model.structs", "bpfmem.model.shape",
     "bpfmem.model.limits", "bpfmem.model.formulas", "bpfmem.model.estimate",
     "bpfmem.report", "bpfmem.report.escape",

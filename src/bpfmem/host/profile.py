@@ -132,7 +132,7 @@ def _cached_host_facts(btf_path: str, release: str):
     (about 5 MB) costs a fifth of a second, so the facts are kept in the user's cache, keyed
     by the release, the build string and the BTF file's size and mtime."""
     from . import cache
-    from ..parse.kernel_btf import KernelFacts, parse_kernel_btf
+    from ..parse.kernel_facts import KernelFacts
     st = os.stat(btf_path)
     key = f"v3|{release}|{os.uname().version}|{st.st_size}|{st.st_mtime_ns}"
     d = cache.load("btf-facts", key)
@@ -145,6 +145,7 @@ def _cached_host_facts(btf_path: str, release: str):
                                str(d["container"]))
         except (ValueError, TypeError, KeyError):
             pass
+    from ..parse.kernel_btf import parse_kernel_btf
     facts = parse_kernel_btf(read_input(btf_path, "kernel"), name="", struct_names=STRUCT_NAMES)
     from dataclasses import asdict      # a cache miss only: the import costs every start
     d = asdict(facts)

@@ -33,10 +33,11 @@ types and the strings the release patterns run on are bounded too.
 from __future__ import annotations
 
 import re
-from ..values import dataclass, replace
+from ..values import replace
 
 from ..errors import ParseError
 from .elf import ElfImage
+from .kernel_facts import KernelFacts  # noqa: F401 (where it was declared first)
 from .reader import Bytes, decoding
 
 # The codecs, tarfile and the BTF parser are imported where a file needs them: a profile from
@@ -73,27 +74,6 @@ _ARM64_MAGIC = b"ARM\x64"                      # arm64 Image header, at 0x38
 _ARM64_PAGES = {1: 4096, 2: 16384, 3: 65536}   # Image header flags bits 1-2
 # struct bpf_map members every kernel since 4.x has: without them the BTF is not a kernel's.
 REQUIRED_MAP_MEMBERS = ("map_type", "key_size", "value_size", "max_entries", "map_flags")
-
-
-@dataclass(frozen=True)
-class KernelFacts:
-    """What a kernel's BTF says about its maps' memory."""
-
-    struct_sizes: tuple[tuple[str, int], ...]   # (struct name, sizeof), for the names asked
-    members: frozenset[str]                     # "struct.member" for MARKER_STRUCTS
-    map_types: frozenset[int]                   # the values of enum bpf_map_type
-    nr_cpus: int | None                         # CONFIG_NR_CPUS, from sizeof(struct cpumask)
-    release: str | None                         # "6.1.0-57-cloud-amd64", when the file says
-    container: str                              # "raw BTF", "ELF vmlinux", "bzImage", ...
-    arch: str | None = None                     # "x86_64", "aarch64" (uname -m), when known
-    page_size: int | None = None                # when the image says (arm64 Image header)
-
-    def has(self, struct_member: str) -> bool:
-        return struct_member in self.members
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return dict(self.struct_sizes)
 
 
 class Budget:
