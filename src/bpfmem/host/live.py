@@ -196,16 +196,16 @@ def _holders(pids, map_ids) -> dict[int, tuple]:
     """map id -> ((pid, fds), ...) by pid, from the (pid, map id) of every map fd, in pid
     order (the kernel's iterator and the /proc walk both go pid by pid). A map held by one fd
     of one process (most maps) shares that process's ``((pid, 1),)``."""
-    one: dict[int, tuple] = {}
-    held: dict[int, tuple] = {}
+    one: dict[int, tuple] = {p: ((p, 1),) for p in set(pids)}
+    held = dict(zip(map_ids, map(one.__getitem__, pids)))
+    if len(held) == len(map_ids):       # no map held by two fds (most nodes): made in C
+        return held
+    held = {}
     several: dict[int, dict[int, int]] = {}
     for pid, mid in zip(pids, map_ids):
         h = held.get(mid)
         if h is None:
-            t = one.get(pid)
-            if t is None:
-                t = one[pid] = ((pid, 1),)
-            held[mid] = t
+            held[mid] = one[pid]
         else:
             per = several.get(mid)
             if per is None:
@@ -315,6 +315,7 @@ def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
     ns_roots = None
     owner_of: dict[int, Owner] = {}
     by_group: dict[bytes, bytes] = {}       # cgroup ids -> /proc/PID/cgroup of one of them
+    paths: dict[bytes, str | None] = {}     # /proc/PID/cgroup -> its memory cgroup
     gone = 0
     read = _read_small
     for pid in pids:
@@ -349,9 +350,13 @@ def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
                 ns_roots = namespace_roots(root)
             except (OSError, HostError):
                 ns_roots = {}
-        owner_of[pid] = Owner(pid, comm.decode(errors="replace").rstrip("\n"),
-                              memory_cgroup_path(cg.decode(errors="replace"), ns_roots)
-                              if cg else None)
+        if cg:
+            path = paths.get(cg, _ABSENT)
+            if path is _ABSENT:
+                path = paths[cg] = memory_cgroup_path(cg.decode(errors="replace"), ns_roots)
+        else:
+            path = None
+        owner_of[pid] = Owner(pid, comm.decode(errors="replace").rstrip("\n"), path)
         if known is not None:
             known[pid] = (stamp, comm, cg, owner_of[pid])
     if every and known is not None and len(known) > len(owner_of):   # (``pids``: every
@@ -663,6 +668,85 @@ def _column_changes(new: tuple, old: tuple) -> tuple[list[int], list[int], set[i
     return ids, moved, before.keys() - set(ids[p:])
 
 
+def _owners_maker(owner_of: dict):
+    """The function giving a map's Owners from its holders ((pid, fds), ...): the Owner of
+    each pid (with its fd count when more than one; those made once per (pid, fds))."""
+    with_fds: dict[tuple[int, int], Owner] = {}
+
+    def owners(per: tuple) -> tuple:
+        out = []
+        for pid, n in per:
+            base = owner_of.get(pid)
+            if base is None:
+                continue
+            if n != 1:
+                o = with_fds.get((pid, n))
+                if o is None:
+                    o = with_fds[(pid, n)] = Owner(pid, base.comm, base.cgroup, n)
+                base = o
+            out.append(base)
+        return tuple(out)
+    return owners
+
+
+def _rows_once(recs, *, fdr: FdinfoReader, memlock_of: dict, frozen_of: dict, held: dict,
+               owner_of: dict, users: dict, pinned: dict) -> tuple[list[LiveMap], int]:
+    """:func:`_rows` of a single scan that counts no entries (``bpfmem snapshot``: no memo,
+    so no map is kept or read again later): the same records, made without the rescan's
+    bookkeeping in the loop over 10,000 maps. (records, maps vanished meanwhile)"""
+    rows: list[LiveMap] = []
+    append = rows.append
+    vanished = 0
+    make = tuple.__new__                        # LiveMap._make, without the call
+    fd_by_id, close, pread, find = bpfsys.map_fd_by_id, os.close, os.pread, bytes.find
+    files = fdr.files
+    mem_get = memlock_of.get if memlock_of else None
+    frozen_get = frozen_of.get if frozen_of else None
+    held_get = held.get
+    users_get = users.get if users else None
+    pinned_get = pinned.get if pinned else None
+    owned: dict[tuple, tuple] = {}          # holders -> their Owners (shared between maps)
+    owners = _owners_maker(owner_of)
+    for mid, mtype, ks, vs, me, flags, extra, btf, frozen, _count, name in recs:
+        if name.__class__ is bytes:
+            name = name.rstrip(b"\0").decode(errors="replace")
+        memlock = mem_get(mid) if mem_get is not None else None
+        if memlock is None:
+            try:
+                fd = fd_by_id(mid)
+            except ObjectGone:
+                vanished += 1
+                continue
+            try:
+                f = files.get(fd)               # FdinfoReader.memlock, inlined
+                raw = pread(f, 1024, 0) if f is not None else fdr.read(fd)
+                i = find(raw, b"\nmemlock:") if raw else -1
+                if i >= 0:
+                    memlock = int(raw[i + 9:find(raw, b"\n", i + 9)])
+            except OSError:             # the fdinfo file: its fd closed meanwhile
+                memlock = None
+            finally:
+                close(fd)
+        if frozen.__class__ is int:
+            frozen = frozen != 0
+        if frozen_get is not None:
+            f = frozen_get(mid)
+            if f is not None:
+                frozen = f
+        per = held_get(mid)
+        if not per:
+            own = ()
+        else:
+            own = owned.get(per)
+            if own is None:
+                own = owned[per] = owners(per)
+        append(make(LiveMap, (mid, name, mtype, ks, vs, me, flags, extra, btf, memlock, frozen,
+                              own, users_get(mid, ()) if users_get is not None else (),
+                              pinned_get(mid, ()) if pinned_get is not None else (),
+                              None, None, None)))
+    return rows, vanished
+
+
 def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: int,
           errors: list[str], fdr: FdinfoReader, memlock_of: dict, frozen_of: dict,
           held: dict, owner_of: dict, users: dict, pinned: dict, gaps: bool = False
@@ -694,22 +778,8 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
     read_memlock = fdr.memlock
     kernel_counted, full_types, walked_types = KERNEL_COUNTED, ALWAYS_FULL_TYPES, COUNTED_TYPES
     owned: dict[tuple, tuple] = {}          # holders -> their Owners (shared between maps)
-    with_fds: dict[tuple[int, int], Owner] = {}
+    owners = _owners_maker(owner_of)
     reused = 0
-
-    def owners(per: tuple) -> tuple:
-        out = []
-        for pid, n in per:
-            base = owner_of.get(pid)
-            if base is None:
-                continue
-            if n != 1:
-                o = with_fds.get((pid, n))
-                if o is None:
-                    o = with_fds[(pid, n)] = Owner(pid, base.comm, base.cgroup, n)
-                base = o
-            out.append(base)
-        return tuple(out)
 
     files = fdr.files
     pread, find = os.pread, bytes.find
@@ -1001,10 +1071,16 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             if data is not None:
                 from bpfmem.host.count_iter import records
                 recs = records(data)
-            how = dict(memo=memo, entries=entries, bound=entry_time_bound, cpus=cpus,
-                       errors=errors, fdr=fdr, memlock_of=memlock_of, frozen_of=frozen_of,
-                       held=held, owner_of=owner_of, users=users, pinned=pinned)
-            rows, lost, again = _rows(recs, need, **how)
+            if memo is None and not entries:
+                rows, lost = _rows_once(recs, fdr=fdr, memlock_of=memlock_of,
+                                        frozen_of=frozen_of, held=held, owner_of=owner_of,
+                                        users=users, pinned=pinned)
+            else:
+                how = dict(memo=memo, entries=entries, bound=entry_time_bound, cpus=cpus,
+                           errors=errors, fdr=fdr, memlock_of=memlock_of,
+                           frozen_of=frozen_of, held=held, owner_of=owner_of, users=users,
+                           pinned=pinned)
+                rows, lost, again = _rows(recs, need, **how)
             vanished += lost
             maps_t = tuple(rows)
             if memo is not None:

@@ -424,14 +424,9 @@ def pid_stamps(data: bytes, size: int, pids: list[int]) -> dict[int, bytes] | No
     record order), the first record of each process; None when the kernel wrote none."""
     if not data or not any(data[STAMPS.size - 16:STAMPS.size]):
         return None
-    out: dict[int, bytes] = {}
-    prev = -1
-    for i, p in enumerate(pids):
-        if p != prev:
-            prev = p
-            if p not in out:
-                out[p] = data[i * size:i * size + STAMPS.size]
-    return out
+    first = dict(zip(reversed(pids), range(len(pids) - 1, -1, -1)))   # (the last one wins)
+    return {p: data[i * size:i * size + STAMPS.size] for p, i in sorted(
+        first.items(), key=lambda pi: pi[1])}
 
 
 def bpf_fds_raw(kept: dict | None = None, pid: int | None = None) -> bytes:
