@@ -19,8 +19,14 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
     ``owners_method`` "auto", "iterator" (the kernel's task_file iterator) or "proc";
     ``memo`` (from :func:`scan_memo`, kept between calls) makes repeated scans incremental.
     ``programs`` also walks every program, link and BTF object (host/progs.py): the
-    Snapshot's ``progs``, ``btfs`` and ``jit`` (None without)."""
+    Snapshot's ``progs``, ``btfs`` and ``jit`` (None without); with ``parallel`` and no
+    memo, the JIT's memory (/proc/vmallocinfo, which the kernel takes 3-8 ms to write) is
+    read by a thread beside the map scan."""
     found: dict | None = {} if programs else None   # one owner walk for maps and programs
+    jit_soon = None
+    if programs and parallel and memo is None:      # a single scan from the command line:
+        from ..host.progs import jit_memory_soon    # the JIT's memory read beside the maps
+        jit_soon = jit_memory_soon()
     snap = scan_maps(entries=entries, entry_time_bound=time_bound, pins=pins, owners=owners,
                      progress=progress, parallel=parallel, owners_method=owners_method,
                      memo=memo, bpf_fds=found)
@@ -35,7 +41,7 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
                        jit_cache=memo.prog_jit if memo is not None else None,
                        fds=found.get("fds"), last=memo.prog_last if memo is not None else None,
                        listed=found.get("progs"), owner_of=found.get("owners"),
-                       pin_stamps=found.get("pin_stamps"))
+                       pin_stamps=found.get("pin_stamps"), jit_soon=jit_soon)
     return replace(snap, progs=ps.progs, btfs=ps.btfs, jit=ps.jit,
                    skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 

@@ -198,6 +198,30 @@ def read_jit_memory(root: str = "/") -> JitMemory:
     return JitMemory(limit=limit, in_use=in_use, packs=packs)
 
 
+def jit_memory_soon(root: str = "/"):
+    """:func:`read_jit_memory` in a thread started now (most of it is the kernel writing
+    /proc/vmallocinfo: on a second CPU, beside the caller's map scan); returns the function
+    that waits for it and gives its JitMemory."""
+    import threading
+    box: list = []
+
+    def work() -> None:
+        try:
+            box.append(read_jit_memory(root))
+        except BaseException as e:      # noqa: BLE001 - handed to the caller
+            box.append(e)
+
+    t = threading.Thread(target=work, name="bpfmem-jit-memory", daemon=True)
+    t.start()
+
+    def result() -> JitMemory:
+        t.join()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+    return result
+
+
 # ---- the walk ----
 
 @dataclass(frozen=True)
@@ -266,8 +290,8 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
                   bpffs: list[str] | None = None, known: dict | None = None,
                   jit_cache: dict | None = None, fds: list | None = None,
                   last: dict | None = None, listed: tuple | None = None,
-                  owner_of: dict | None = None, pin_stamps: tuple | None = None
-                  ) -> ProgScan:
+                  owner_of: dict | None = None, pin_stamps: tuple | None = None,
+                  jit_soon=None) -> ProgScan:
     """Every program, BTF object and link on the host with their owners (processes holding
     a program, link or BTF fd) and pins, and the JIT's memory. ``listed``: (the bytes, the
     records) of the kernel's program iterator (host/prog_iter.py) read by the map scan,
@@ -411,7 +435,7 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
     if jit_cache is not None and jit_cache.get("ids") == ids:
         jit = jit_cache["jit"]
     else:
-        jit = read_jit_memory(root)
+        jit = jit_soon() if jit_soon is not None else read_jit_memory(root)
         if jit_cache is not None:
             jit_cache.update(ids=ids, jit=jit)
     out = ProgScan(progs, tuple(btfs), jit, gone, tuple(errors))
