@@ -7,7 +7,10 @@ from ..analysis.live import cgroup_sums, memlock_behaviour
 from ..errors import HostError
 from ..host.cgroup import CgroupMemory, CgroupUsage, read_cgroup_memory, read_cgroup_usage
 from ..host.live import Snapshot, scan_maps
-from ..host.rescan import ScanMemo
+
+TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
+if TYPE_CHECKING:
+    from ..host.rescan import ScanMemo
 
 
 def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = True,
@@ -50,6 +53,7 @@ def scan_memo(profile, *, full_every: int = 30) -> ScanMemo:
     """What repeated :func:`scan_node` calls keep between scans (the exporter's), with the
     model of ``profile``'s kernel saying which maps' memlock cannot change or follows their
     count; every ``full_every``-th scan reads everything again."""
+    from ..host.rescan import ScanMemo     # (weakref: the exporter's, not a snapshot's)
     return ScanMemo(memlock_static=lambda m: memlock_behaviour(m, profile) == "static",
                     memlock_counts=lambda m: memlock_behaviour(m, profile) == "counts",
                     full_every=full_every)

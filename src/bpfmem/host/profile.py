@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 from ..errors import ParseError
-from ..inputs import mapped_input, read_input
 from ..model.kernel import KernelProfile, parse_cpu_list, parse_release, profile_from_facts
 from ..model.structs import STRUCT_NAMES
 
@@ -54,6 +53,7 @@ def read_btf_profile(path: str, *, release: str | None = None, cpus: int | None 
     # the door's reader of large files: over 32Mi, into an anonymous mapping with the file's
     # holes skipped (a sparse 511 MiB file costs its data, not 1 GiB); of a vmlinux only the
     # section headers, .rodata's banner and .BTF are then looked at
+    from ..inputs import mapped_input      # (a file to read: not a cached host's start-up)
     with mapped_input(path, "kernel") as data:
         try:
             facts = parse_kernel_btf(data, name=os.path.basename(path),
@@ -145,6 +145,7 @@ def _cached_host_facts(btf_path: str, release: str):
                                str(d["container"]))
         except (ValueError, TypeError, KeyError):
             pass
+    from ..inputs import read_input
     from ..parse.kernel_btf import parse_kernel_btf
     facts = parse_kernel_btf(read_input(btf_path, "kernel"), name="", struct_names=STRUCT_NAMES)
     from dataclasses import asdict      # a cache miss only: the import costs every start
