@@ -22,6 +22,12 @@ again with two busy loops running beside them (a loaded node). With --programs (
 1,000: tests/progfarm.py) the node also has programs, which the exporter lists.
 Goals: snapshot ratio <= 1.5 quiet and busy; exporter CPU per scan <= 0.1x bpftool's listing
 unchanged, <= 0.3x at 1% churn; snapshot peak RSS < 80 MiB; exporter RSS <= 40 MiB.
+Measured (2 CPUs, load 0.2, --runs 7, before and after issue 31's snapshot work one after the
+other, ``--src`` the one before): bpftool 105 / 103 ms; snapshot 204 -> 165 ms (ratio
+1.95 -> 1.59), --no-owners 1.68 -> 1.33, beside two busy loops 1.43 -> 1.53 (that ratio
+moved between 0.97 and 1.96 from run to run before); exporter CPU per scan unchanged
+0.21 -> 0.19x, at 1% churn 0.32 -> 0.26x; snapshot peak RSS 28.6 -> 28.4 MiB, exporter
+38.7 -> 38.5 MiB. Interpreter start and CLI import (--version) took 42-45 ms of each.
 
 Every bpfmem child runs from byte-compiled modules (compiled once into a temporary cache, as
 an installed package runs), whatever PYTHONDONTWRITEBYTECODE says. ``--src OTHER/src``
