@@ -42,6 +42,20 @@ def measured(argv: list[str], *, limit_gib: float, timeout: float, env: dict
     return status, wall, rss, first
 
 
+def peak_rss_kib(argv: list[str], *, env: dict, cwd: str | None = None) -> int:
+    """The peak RSS (KiB) of one run of ``argv``, output discarded, measured by GNU time.
+    Not from the bench's own wait4: a child's ru_maxrss counts the memory of the process it
+    was forked from (Linux keeps the larger of the old and new address space's high-water
+    mark at exec), so a child of a 28 MiB bench reads at least 28 MiB, whatever it used
+    (seen: bpftool and bpfmem snapshot both "28.6 MiB"). /usr/bin/time is a small C
+    program: what it adds is about 1 MiB."""
+    with tempfile.NamedTemporaryFile("r", prefix="bpfmem-bench-rss-") as out:
+        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *argv], env=env, cwd=cwd,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        lines = [ln for ln in out.read().splitlines() if ln.strip()]
+    return int(lines[-1]) if lines and lines[-1].strip().isdigit() else 0
+
+
 def stop(p: subprocess.Popen) -> None:
     """SIGTERM, then SIGKILL after 10 s: a child this script started, by its pid."""
     p.send_signal(signal.SIGTERM)

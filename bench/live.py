@@ -56,7 +56,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 from mapfarm import MapFarm, uniform_plans  # noqa: E402
 from progfarm import ProgFarm  # noqa: E402
 from scrape import scrape  # noqa: E402 (bench/scrape.py)
-from _child import stop  # noqa: E402 (bench/_child.py)
+from _child import peak_rss_kib, stop  # noqa: E402 (bench/_child.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 
@@ -100,8 +100,9 @@ def run_child_cpu(argv: list[str]) -> tuple[float, int, float]:
 
 
 def median_of(argv: list[str], runs: int) -> tuple[float, int]:
+    """(median wall seconds of ``runs`` runs, peak RSS KiB of one more, under GNU time)."""
     results = [run_child(argv) for _ in range(runs)]
-    return statistics.median(w for w, _ in results), max(r for _, r in results)
+    return statistics.median(w for w, _ in results), peak_rss_kib(argv, env=ENV)
 
 
 class BusyLoops:

@@ -49,9 +49,11 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import libbpf_harness  # noqa: E402
+from _child import peak_rss_kib  # noqa: E402 (bench/_child.py)
 from bpfmem.parse.objspec import parse_object  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "bpf" / "obj"
+
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PYTHONPATH"] = str(ROOT / "src")
 PY = sys.executable
@@ -79,7 +81,8 @@ CPU_MEDIAN: dict[str, float] = {}   # name -> median CPU seconds of the last int
 
 
 def interleaved(cmds: dict[str, list[str]], runs: int) -> dict[str, tuple[float, int]]:
-    """name -> (median wall seconds, max RSS KiB), the commands run in turn ``runs`` times;
+    """name -> (median wall seconds, peak RSS KiB: one more run under GNU time, as
+    bench/_child.peak_rss_kib says why), the commands run in turn ``runs`` times;
     the median CPU seconds of each in :data:`CPU_MEDIAN` (what a loaded machine disturbs
     less than wall time: the time the process ran, not the time it waited for a CPU)."""
     cpu: dict[str, list[float]] = {k: [] for k in cmds}
@@ -89,10 +92,11 @@ def interleaved(cmds: dict[str, list[str]], runs: int) -> dict[str, tuple[float,
         run_child(argv)
     for _ in range(runs):
         for k, argv in cmds.items():
-            w, r = run_child(argv)
+            w, _ = run_child(argv)
             times[k].append(w)
             cpu[k].append(CPU[-1])
-            rss[k] = max(rss[k], r)
+    for k, argv in cmds.items():
+        rss[k] = peak_rss_kib(argv, env=ENV, cwd="/")
     CPU_MEDIAN.clear()
     CPU_MEDIAN.update({k: statistics.median(v) for k, v in cpu.items()})
     return {k: (statistics.median(v), rss[k]) for k, v in times.items()}

@@ -48,6 +48,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bpfmem"
+sys.path.insert(0, str(ROOT / "bench"))
+from _child import peak_rss_kib  # noqa: E402 (bench/_child.py)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PYTHONPATH"] = str(ROOT / "src")
 #: issue 29's goals on dockerd
@@ -64,16 +66,17 @@ def run_child(argv: list[str]) -> tuple[float, int, int, float]:
 
 
 def measure(argv: list[str], runs: int) -> tuple[float, int, int, float]:
-    """Median wall, peak RSS, exit code, median CPU (on a busy machine CPU is the steadier
-    figure: wall includes waiting for a CPU)."""
-    walls, cpus, rss, code = [], [], 0, 0
+    """Median wall, peak RSS (one more run, under GNU time: bench/_child.peak_rss_kib says
+    why), exit code, median CPU (on a busy machine CPU is the steadier figure: wall includes
+    waiting for a CPU)."""
+    walls, cpus, code = [], [], 0
     for _ in range(runs):
-        w, r, code, c = run_child(argv)
+        w, _, code, c = run_child(argv)
         walls.append(w)
         cpus.append(c)
-        rss = max(rss, r)
         if code:
             break
+    rss = peak_rss_kib(argv, env=ENV) if not code else 0
     return statistics.median(walls), rss, code, statistics.median(cpus)
 
 
