@@ -194,7 +194,10 @@ def _first_type(s: str) -> str:
 #: no type: TYPES. The rest goes to :func:`package_of`.
 _ELEM = r"[A-Za-z0-9_~+-]++"
 _TAIL = r"[A-Za-z0-9_~-]++"
-_HOSTNAME = r"[a-z0-9-]++(?:\.[a-z0-9-]++)++"
+# not possessive: Debian 12's Python 3.11.2 matches a possessive repeat of a group that holds
+# a possessive repeat wrongly ("b.c./b.c,main.hash" read as in package "b.c./b", not "b";
+# 3.11.7 right)
+_HOSTNAME = r"[a-z0-9-]+(?:\.[a-z0-9-]+)+"
 _PATH = (rf"(?!type[.:]|go[.:]|_\.|main\.)((?>(?>{_ELEM}/|{_HOSTNAME}/)"
          rf"(?>(?:{_ELEM}|{_TAIL}\.{_TAIL}|(?<=/vendor/){_HOSTNAME})/)*)?{_ELEM})\.")
 _PLAIN = rf"(?:type[.:]\.(?:eq|hash)\.\**(?:\[[^\]]*\])*)?{_PATH}[^/\[]*+(?:\[|\Z)"
