@@ -26,8 +26,15 @@ Measured (2 CPUs, load 0.2, --runs 7, before and after issue 31's snapshot work 
 other, ``--src`` the one before): bpftool 105 / 103 ms; snapshot 204 -> 165 ms (ratio
 1.95 -> 1.59), --no-owners 1.68 -> 1.33, beside two busy loops 1.43 -> 1.53 (that ratio
 moved between 0.97 and 1.96 from run to run before); exporter CPU per scan unchanged
-0.21 -> 0.19x, at 1% churn 0.32 -> 0.26x; snapshot peak RSS 28.6 -> 28.4 MiB, exporter
-38.7 -> 38.5 MiB. Interpreter start and CLI import (--version) took 42-45 ms of each.
+0.21 -> 0.19x, at 1% churn 0.32 -> 0.26x; exporter RSS 38.7 -> 38.5 MiB. (The snapshot
+RSS of that run, 28.6 -> 28.4 MiB, was the bench's own: see bench/_child.peak_rss_kib.)
+Interpreter start and CLI import (--version) took 42-45 ms of each.
+At the end of issue 31's session (load 2.0, --runs 7): bpftool 101 ms, 2.1 MiB; snapshot
+154 ms (1.53), 27.0 MiB; --no-owners 1.37; beside two busy loops 1.60; exporter CPU per scan
+over 30 scans (one full rescan among them) 18 ms unchanged (0.18x), 28 ms at 1% churn
+(0.27x); exporter RSS 38.5 / 37.8 MiB. An unchanged scan alone is 7-14 ms in the exporter
+(its kernel iterators about 7 ms of that, the map listing 5 ms: the 10,000 maps' structs are
+cold after a second's sleep, 3.4 ms back to back); the full rescan 108-120 ms.
 
 Every bpfmem child runs from byte-compiled modules (compiled once into a temporary cache, as
 an installed package runs), whatever PYTHONDONTWRITEBYTECODE says. ``--src OTHER/src``
