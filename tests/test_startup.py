@@ -160,6 +160,29 @@ def test_the_collector_is_paused_while_an_object_is_parsed(monkeypatch):
         gc.enable()
 
 
+def test_collector_paused_is_one_door_and_freezes_when_asked():
+    """api.collector_paused (objects, size and snapshot pause the collector through it):
+    off inside, as found after (an exception too), and with freeze=True what is alive at
+    the end is frozen."""
+    import gc
+    from bpfmem import api
+    assert gc.isenabled()
+    with pytest.raises(KeyError):
+        with api.collector_paused():
+            assert not gc.isenabled()
+            raise KeyError
+    assert gc.isenabled()
+    gc.unfreeze()
+    before = gc.get_freeze_count()
+    with api.collector_paused(freeze=True):
+        kept = [[] for _ in range(1000)]
+    assert gc.isenabled() and gc.get_freeze_count() >= before + 1000 and kept
+    gc.unfreeze()
+    for name in ("api/objects.py", "api/size.py", "cli/snapshot.py"):
+        text = (SRC / "bpfmem" / name).read_text()
+        assert "gc.disable" not in text and "collector_paused" in text, name
+
+
 def test_maps_json_no_memory_reads_no_host_profile(tmp_path):
     code, out, mods = imported(["maps", "--format", "json", "--no-memory", str(OBJ)], tmp_path)
     assert code == 0 and json.loads(out)["objects"]

@@ -31,7 +31,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "snapshots": ("load_snapshot", "snapshot_view", "diff_snapshots",
                   "filter_snapshot"),
     "node": ("scan_node", "scan_memo", "cgroup_memory_of", "cgroup_usage_of"),
-    "session": ("sweep_leftovers", "signals_interrupt"),
+    "session": ("sweep_leftovers", "signals_interrupt", "collector_paused"),
     "export": ("metrics_cache", "serve_metrics"),
     "pod": ("pod_cgroup", "go_prober", "pod_view", "pod_headroom", "pod_result",
             "pod_trace", "load_trace", "write_trace_plot", "parse_container_id",

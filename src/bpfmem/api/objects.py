@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from ..values import dataclass
 
@@ -10,6 +9,7 @@ from ..errors import BpfmemError, ParseError
 from ..inputs import is_image, read_input  # noqa: F401  (is_image: re-exported)
 from ..parse.loader import get_loader
 from ..parse.objspec import ObjectCode, ObjectSpec, parse_object, parse_object_code
+from .session import collector_paused
 
 TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
@@ -61,15 +61,10 @@ def _parse(data: bytes, path: str | None, name: str | None, loader: str | None,
     # The parse makes tens of thousands of records (BTF types, sections, symbols, maps,
     # programs) that all live on: the collector's passes over them find nothing (on a
     # 4.7 MiB object 4.5% of the parse). Paused while one object is read, as it was after.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         if code:
             return parse_object_code(data, path=path, loader=loader)
         return parse_object(data, path=path, name=name, loader=loader, programs=programs)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def loader_name(name: str) -> str:

@@ -3,7 +3,6 @@ compared (``size diff``), binaries against their limits (``check --max-binary-si
 
 from __future__ import annotations
 
-import gc
 import os
 
 from ..errors import UsageError
@@ -17,6 +16,7 @@ from ..parse.elf import parse_image
 from ..parse.gobin import BUILDINFO_MAGIC, parse_buildinfo, parse_pclntab
 from ..parse.reader import decoding
 from ..parse.x86 import rip_relative_refs
+from .session import collector_paused
 
 
 _GO_SECTIONS = (".gopclntab", ".go.buildinfo", ".note.go.buildid")
@@ -32,10 +32,9 @@ def size_report(data, *, path: str, demangle=None) -> SizeReport:
     of numbers and strings, which make no cycles (its 3,053 passes over dockerd, containerd,
     prometheus, two Go toolchains and ls collected nothing; on dockerd they took 76 ms of
     1.75 s)."""
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        with decoding():    # a low-level error of the Go tables' decoders is a ParseError
+        # a low-level error of the Go tables' decoders is a ParseError
+        with collector_paused(), decoding():
             img = parse_image(data, path=path)
             is_go = any(img.section(s) is not None for s in _GO_SECTIONS) or (
                 not img.sections and data.find(BUILDINFO_MAGIC) >= 0)
@@ -60,9 +59,6 @@ def size_report(data, *, path: str, demangle=None) -> SizeReport:
         raise e.with_path(path) from None
     except UnsupportedError as e:
         raise UnsupportedError(f"{path}: {e.what}", e.since) from None
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def load_binary_size(source: str | os.PathLike | bytes, *, path: str | None = None,

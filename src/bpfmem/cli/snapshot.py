@@ -80,10 +80,7 @@ class Snapshot(Command):
         # JSON lines) and no cycles: the collector, which walked them 46 times (7 ms of a
         # 150 ms snapshot), waits until they are written; what is left then is frozen as
         # start-up's was (cli.main), and exit does not walk it either.
-        import gc
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with api.collector_paused(freeze=True):
             status, say = progress("scanning")
             try:
                 snap = scan(args, progress=say)
@@ -97,10 +94,6 @@ class Snapshot(Command):
                            if args.format == "json" else {})
                 render(view, args.format, out, **options)
             emit(args.output, draw)
-        finally:
-            gc.freeze()
-            if collecting:
-                gc.enable()
         if args.output:
             from ..units import count, format_size
             note(f"{count(len(view.maps), 'map')}, memlock {format_size(view.memlock)} -> "
