@@ -775,7 +775,6 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
     held_get, users_get, pinned_get = held.get, users.get, pinned.get
     fd_by_id, close = bpfsys.map_fd_by_id, os.close
     make = tuple.__new__                        # LiveMap._make, without the call
-    read_memlock = fdr.memlock
     kernel_counted, full_types, walked_types = KERNEL_COUNTED, ALWAYS_FULL_TYPES, COUNTED_TYPES
     owned: dict[tuple, tuple] = {}          # holders -> their Owners (shared between maps)
     owners = _owners_maker(owner_of)

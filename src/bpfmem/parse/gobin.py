@@ -227,7 +227,6 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
     if layout == "1.2":
         nfunc = unpack(w, 8, "nfunc")[0]
         ftab, pair, nametab_base, func_base = 8 + ptr, 2 * ptr, 0, 0
-        hdr_size = 8 + ptr
         parts_offsets = []
     else:
         n = 7 if layout == "1.16" else 8
@@ -236,7 +235,6 @@ def parse_pclntab(img: ElfImage) -> Pclntab:
         if layout != "1.16":
             text_start = words[2]
         funcname, cu, filetab, pctab, pcln = words[-5:]
-        hdr_size = 8 + n * ptr
         ftab, nametab_base, func_base = pcln, funcname, pcln
         pair = 8 if layout != "1.16" else 2 * ptr
         parts_offsets = [("header", 0), ("funcnametab", funcname), ("cutab", cu),
