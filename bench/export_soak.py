@@ -145,8 +145,8 @@ def main() -> int:
                 if now >= end:
                     break
                 time.sleep(max(0.0, args.scrape_every - took))
-            print(f"first (full) scan {first_scan:.3f} s; the exporter reads everything again "
-                  f"every 30th scan", flush=True)
+            print(f"first (full) scan {first_scan:.3f} s; the exporter reads what it keeps "
+                  f"on trust again at least every --recheck (5m)", flush=True)
         finally:
             for p in (exporter.pid if exporter else None, churner):
                 if p:

@@ -604,3 +604,156 @@ def test_column_changes_equal_a_comparison_map_by_map():
         new = tuple(list(col) for col in zip(*keep)) if keep else ([], [], [])
         got, want = _column_changes(new, old), by_id(new, old)
         assert (got[0], sorted(got[1]), got[2]) == (want[0], sorted(want[1]), want[2])
+
+
+def test_each_slice_comes_due_once_a_round():
+    """ScanMemo.recheck spreads the checking over SLICES slices: the t-th turn, t * recheck
+    / SLICES seconds into the round, is slice (t - 1) % SLICES's; a scan takes every turn
+    that came since the last one, and a long pause every slice once (pure: a clock of ours)."""
+    from bpfmem.host.rescan import SLICES
+    now = [0.0]
+    memo = ScanMemo(recheck=float(SLICES), clock=lambda: now[0])   # a turn a second
+    assert memo.begin() is True and memo.due == frozenset()
+    seen: list[int] = []
+    for step in range(1, 2 * SLICES * 3 + 1):          # two rounds, a scan every 1/3 s
+        now[0] = step / 3
+        assert memo.begin() is False
+        seen += sorted(memo.due)
+    assert seen == [t % SLICES for t in range(2 * SLICES)]
+    now[0] += 0.5
+    memo.begin()
+    assert memo.due == frozenset()
+    now[0] += 10 * SLICES                                # asleep for ten rounds
+    memo.begin()
+    assert memo.due == frozenset(range(SLICES))          # every slice, once
+    memo.recheck = 0
+    now[0] += 5 * SLICES
+    memo.begin()
+    assert memo.due == frozenset()                       # 0: never
+
+
+def test_kept_memlock_is_taken_on_trust_until_its_slice_comes_due(maps):
+    """A memlock the model says cannot move is kept between scans, and a map rebuilt for
+    another reason takes it from the memo; when the map's slice comes due, its memlock is
+    read from the kernel again (a wrong kept figure is so corrected within ``recheck``
+    seconds), and the maps of the other slices keep their very records."""
+    from bpfmem.host.live import _self_fdinfo
+    from bpfmem.host.rescan import SLICES
+    now = [0.0]
+    memo = api.scan_memo(api.profile(), recheck=float(SLICES))   # a turn a second
+    memo.clock = lambda: now[0]
+
+    def scan() -> dict:
+        return {m.id: m for m in api.scan_node(owners_method="iterator", memo=memo).maps}
+
+    aid = bpfsys.map_info(maps["array"]).id
+    truth = _self_fdinfo(maps["array"])[0]
+    ours = {bpfsys.map_info(fd).id for fd in maps.values()}
+    first = scan()
+    assert memo.fields[aid] == truth == first[aid].memlock
+    memo.fields[aid] = truth + 4096      # a kept figure gone wrong (as a wrong model's)
+    memo.again.add(aid)                  # and the map looked at again for another reason
+    trusted = scan()
+    assert trusted[aid].memlock == truth + 4096
+    now[0] = aid % SLICES + 1.01         # the turn of the array's slice
+    again = scan()
+    assert aid % SLICES in memo.due and aid in memo.due_maps
+    assert again[aid].memlock == truth and memo.fields[aid] == truth
+    for mid in ours - memo.due_maps:
+        assert again[mid] is trusted[mid]
+
+
+def test_maps_checked_again_that_read_as_before_stay_the_same_records(maps):
+    """A whole round of checks (every slice due) reads every map again: those that read as
+    before keep their very records, so what is kept by identity downstream stands."""
+    from bpfmem.host.rescan import SLICES
+    now = [0.0]
+    memo = api.scan_memo(api.profile(), recheck=60.0)
+    memo.clock = lambda: now[0]
+    ours = {bpfsys.map_info(fd).id for fd in maps.values()}
+
+    def scan() -> dict:
+        return {m.id: m for m in api.scan_node(owners_method="iterator", memo=memo).maps
+                if m.id in ours}
+    scan()
+    before = scan()
+    now[0] = 61.0
+    after = scan()
+    assert memo.due == frozenset(range(SLICES)) and ours <= memo.due_maps
+    assert after.keys() == ours
+    for mid in ours:
+        assert after[mid] is before[mid]
+
+
+def test_a_renamed_cgroup_is_seen_when_its_holders_slice_comes_due(holders, maps):
+    """A cgroup renamed keeps its ids, so the owner iterator's records of its processes do
+    not move and the rescans keep the path they had; when the holder's slice comes due,
+    /proc/PID/cgroup is read again and its maps get the new path."""
+    from bpfmem.host.cgroup import scratch_cgroup
+    from bpfmem.host.rescan import SLICES
+    now = [0.0]
+    memo = api.scan_memo(api.profile(), recheck=float(SLICES))
+    memo.clock = lambda: now[0]
+    a, _b = holders
+    hid = bpfsys.map_info(maps["hash"]).id
+    a.hold(hid, maps["hash"])
+
+    def owner_cgroup() -> str | None:
+        snap = api.scan_node(owners_method="iterator", memo=memo)
+        return next(o.cgroup for m in snap.maps if m.id == hid for o in m.owners
+                    if o.pid == a.pid)
+
+    with scratch_cgroup(prefix="bpfmem-rename-", version=1) as cg:
+        home = cg.fs_path
+        cg.add_pid(a.pid)
+        try:
+            old = owner_cgroup()
+            assert old.endswith(os.path.basename(home))
+            renamed = home + "-renamed"
+            os.rename(home, renamed)
+            try:
+                assert owner_cgroup() == old            # its ids as before: kept
+                now[0] = a.pid % SLICES + 1.01          # the turn of the holder's slice
+                new = owner_cgroup()
+                assert a.pid % SLICES in memo.due
+                assert new.endswith(os.path.basename(renamed)) and new != old
+            finally:
+                os.rename(renamed, home)
+        finally:
+            with open("/sys/fs/cgroup/memory/cgroup.procs", "w") as f:
+                f.write(str(a.pid))
+
+
+def test_a_round_of_checks_forgets_the_program_side_and_the_pins():
+    """At the turn of slice 0 (a round's start) the program side is read again whole (the
+    programs' kept figures, the JIT's, the quick return of the last result that kept a
+    module's BTF loaded meanwhile out) and the pins are walked again; the program records
+    by id stay, so those that read as before stay the very objects."""
+    from bpfmem.host.rescan import SLICES
+    now = [0.0]
+    memo = ScanMemo(recheck=float(SLICES), clock=lambda: now[0])
+    memo.begin()
+
+    def fill():
+        memo.prog_infos[7] = ("info", 4096)
+        memo.prog_jit["jit"] = (1, 2)
+        memo.prog_last.update(quick=1, key=2, pins=3, by_id={7: "p"})
+        memo.stamps = (("/sys/fs/bpf", 1, 2),)
+        memo.fields[SLICES + 1] = memo.counts[SLICES + 2] = 4096
+        memo.maps = {SLICES + 1: "m1", SLICES + 2: "m2"}
+    fill()
+    now[0] = 0.5
+    memo.begin()                                   # no turn yet: all kept
+    assert memo.prog_infos and memo.prog_jit and memo.stamps and "quick" in memo.prog_last
+    now[0] = 1.01
+    memo.begin()                                   # slice 0's turn
+    assert memo.due == {0}
+    assert not memo.prog_infos and not memo.prog_jit and memo.stamps is None
+    assert memo.prog_last == {"by_id": {7: "p"}}
+    assert memo.fields and memo.counts and memo.due_maps == frozenset()   # slices 1, 2
+    fill()
+    now[0] = 3.01
+    memo.begin()                                   # slices 1 and 2
+    assert memo.due == {1, 2} and memo.due_maps == {SLICES + 1, SLICES + 2}
+    assert not memo.fields and not memo.counts
+    assert memo.prog_infos and memo.stamps        # not a round's start

@@ -49,14 +49,16 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
                    skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 
 
-def scan_memo(profile, *, full_every: int = 30) -> ScanMemo:
+def scan_memo(profile, *, recheck: float = 300.0, full_every: int = 0) -> ScanMemo:
     """What repeated :func:`scan_node` calls keep between scans (the exporter's), with the
     model of ``profile``'s kernel saying which maps' memlock cannot change or follows their
-    count; every ``full_every``-th scan reads everything again."""
+    count; what is so taken on trust is read again, a slice at a time, at least every
+    ``recheck`` seconds (0: never); with ``full_every``, every ``full_every``-th scan reads
+    everything again (the first always does)."""
     from ..host.rescan import ScanMemo     # (weakref: the exporter's, not a snapshot's)
     return ScanMemo(memlock_static=lambda m: memlock_behaviour(m, profile) == "static",
                     memlock_counts=lambda m: memlock_behaviour(m, profile) == "counts",
-                    full_every=full_every)
+                    full_every=full_every, recheck=recheck)
 
 
 _SUMS: list = [None, None]      # (maps, their cgroup sums) of the last call

@@ -32,6 +32,12 @@ class Export(Command):
                             "only unless told otherwise)")
         p.add_argument("--interval", type=a.duration, default=15.0, metavar="DUR",
                        help="reuse a scan for this long (default 15s)")
+        p.add_argument("--recheck", type=a.duration, default=300.0, metavar="DUR",
+                       help="read again at least this often what a scan keeps on trust "
+                            "between scans: a memlock the kernel's model says cannot move "
+                            "(arrays, preallocated hash maps, ...), a cgroup's path, the "
+                            "programs' figures, the pins; a slice of the maps at a time, so "
+                            "the cost is spread evenly (default 5m)")
         a.add_scan(p, programs=True)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -43,7 +49,8 @@ class Export(Command):
         from .snapshot import scan
 
         profile = api.profile()
-        memo = api.scan_memo(profile)   # incremental scans: unchanged maps are not read again
+        memo = api.scan_memo(profile, recheck=args.recheck)   # incremental scans: unchanged
+        #                                   maps are not read again
 
         def scan_with_cgroups():
             snap = scan(args, parallel=False, memo=memo)

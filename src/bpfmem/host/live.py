@@ -300,6 +300,39 @@ def _owner_delta(memo, root: str, every_kind: bool) -> tuple[tuple, list | None,
     return (held, {}, {}, owner_of, gone), others, moved
 
 
+def _recheck_owners(memo, root: str, owner_of: dict) -> dict:
+    """``owner_of`` with the processes whose slice is due (:meth:`ScanMemo.owners_due`)
+    checked again: their comm comes with the owner iterator's records at every scan, but
+    their cgroup path is kept while the cgroup ids are as before, and a cgroup renamed
+    keeps its ids. A process whose /proc/PID/cgroup reads as before keeps its Owner (the
+    same object); one whose path moved gets a new one (its maps are then looked at again);
+    the dict is copied only then."""
+    cache, base = memo.owner_cache, os.path.join(root, "proc")
+    out = owner_of
+    ns_roots = None
+    for pid in memo.owners_due(owner_of):
+        hit = cache.get(pid)
+        if hit is None:
+            continue
+        cg = _read_small(f"{base}/{pid}/cgroup")
+        if cg is None or cg == hit[2]:
+            continue                    # gone (the next scan sees it), or as before
+        if ns_roots is None:
+            try:
+                ns_roots = namespace_roots(root)
+            except (OSError, HostError):
+                ns_roots = {}
+        old = owner_of[pid]
+        owner = Owner(pid, old.comm,
+                      memory_cgroup_path(cg.decode(errors="replace"), ns_roots) if cg
+                      else None)
+        cache[pid] = (hit[0], hit[1], cg, owner)
+        if out is owner_of:
+            out = dict(owner_of)
+        out[pid] = owner
+    return out
+
+
 def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
                  every: bool = True) -> tuple[dict[int, "Owner"], int]:
     """(Owner per pid, processes gone) from each process's comm and cgroup; with a memo, a
@@ -987,6 +1020,9 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                 memo.owner_pids = sorted(set(pids).union(o[0] for o in others or ()))
                 memo.owner_others = others
                 memo.owner_stamps = stamps is not None
+        if memo is not None and memo.due and memo.owner_stamps:
+            owner_scan = (*owner_scan[:3], _recheck_owners(memo, root, owner_scan[3]),
+                          owner_scan[4])
         if every_kind and bpf_fds is not None:
             bpf_fds["fds"] = others     # programs', links' and BTF objects' fds
             bpf_fds["owners"] = owner_scan[3]
@@ -1047,6 +1083,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         if incremental:
             need = _moved(memo, held, owner_of, users, pinned, pins, owners_same, held_moved)
             need |= memo.again
+            need |= memo.due_maps       # their turn to be read again (ScanMemo.recheck)
             if data == memo.list_raw:
                 ids, moved, gone_ids = None, [], set()
             elif light is not None:
@@ -1086,8 +1123,12 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                 maps_t = _remember(memo, maps_t, again)
     if memo is not None:
         if light is not None and data is not memo.list_raw:
-            from bpfmem.host.count_iter import light_columns
-            memo.list_cols = light_columns(data)
+            if (memo.list_cols is not None and memo.list_light is not None
+                    and data == memo.list_raw):
+                data = memo.list_raw    # the same bytes: their columns as they were made
+            else:
+                from bpfmem.host.count_iter import light_columns
+                memo.list_cols = light_columns(data)
         memo.list_raw, memo.list_light = data, light
         memo.users, memo.pins_seen = users, pinned
         memo.owner_seen = owner_of
@@ -1107,10 +1148,16 @@ def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set
     from bisect import bisect_left
 
     from bpfmem.host.count_iter import RECORD, light_columns
-    if ids is None:
-        ids = (light_columns(data) if light else _columns(data))[0]
+    same = ids is None          # the listing as the last scan's: its columns, its records
+    if same:
+        cols = memo.list_cols if light and memo.list_light is not None else None
+        ids = (cols if cols is not None and data == memo.list_raw
+               else light_columns(data) if light else _columns(data))[0]
     last_get = memo.maps.get
-    rows = [last_get(mid) for mid in ids]           # None: a new map
+    if same and memo.rows is not None and len(memo.rows) == len(ids):
+        rows = list(memo.rows)                      # (the same maps, in the same order)
+    else:
+        rows = [last_get(mid) for mid in ids]       # None: a new map
     where = set(moved)
     for mid in need:
         i = bisect_left(ids, mid)
@@ -1131,6 +1178,10 @@ def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set
         rows[i] = row
     memo.reused += len(ids) - len(where)            # (the rebuilt ones _rows counted)
     maps_t = tuple(r for r in rows if r is not None) if lost or None in rows else tuple(rows)
+    last = memo.rows
+    if last is not None and len(maps_t) == len(last) and all(
+            a is b for a, b in zip(maps_t, last)):
+        maps_t = last       # all read as before (maps due for a check): the very tuple
     rebuilt = {ids[i] for i in where}
     maps = memo.maps
     for i, row in zip(where, built):

@@ -147,7 +147,8 @@ def parse_layout(btf_data: bytes, kallsyms: str) -> Layout:
 # task: its cgroup on the default (v2) hierarchy and the cgroup of its memory controller's
 # state (v1 or v2), each the kernfs node id (64 bits, never reused while the kernel runs).
 # Equal stamps: the process's /proc/PID/comm and the cgroups /proc/PID/cgroup names are
-# the same (a cgroup renamed keeps its id: that waits for the scanner's next full scan). A
+# the same (a cgroup renamed keeps its id: that waits for the scanner's next check of that
+# process, host/rescan.py). A
 # kernel whose BTF lacks a field writes 0 there (then the stamps say nothing).
 STAMPS = struct.Struct("=16sQQ")
 

@@ -311,7 +311,8 @@ def scan_programs(*, root: str = "/", owners: bool = True, pins: bool = True,
     listing's bytes, the links, the stamps and the holders are the last scan's, the whole
     last result is (BTF objects and the JIT's figures included: a BTF object comes or goes
     with a program or an fd, and the JIT's memory with the programs; a module's BTF loaded
-    meanwhile waits for the caller's next full scan)."""
+    meanwhile waits until the caller forgets ``last``: the exporter's memo does so once
+    every round of checks, host/rescan.py)."""
     errors: list[str] = []
     gone = 0
     try:

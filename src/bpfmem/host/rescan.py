@@ -22,14 +22,26 @@ INT_MAX, so an id names one object while the kernel runs):
   same mtime (the next scan walks the pins again).
 Owners are read every scan (the kernel's iterator gives them in one stream, each record with
 its process's comm and cgroup ids: a process whose stamps are as before keeps its Owner
-unread; a cgroup renamed keeps its id, and waits for the next full scan). A map whose
+unread; a cgroup renamed keeps its ids, and waits for its process's slice to come due,
+below). A map whose
 figures, owners, programs and pins are all as before keeps the last scan's record object, so
 an idle node's scan allocates almost nothing (the exporter's memory stays flat).
 
-Every ``full_every``-th scan forgets all of it and reads everything again, which bounds how
-stale anything the rescans take on trust can be (a memlock the model says cannot change, a
-cgroup renamed); a record it reads as the scan before had it stays that scan's very object,
-so what is kept by identity downstream (the exporter's compressed page) is not made again.
+What is taken on trust (a memlock the model says cannot change or follows the count, a
+process's cgroup path while its cgroup ids are as before, the programs' figures, BTF objects,
+the JIT's memory and the pins while their stamps stand) is read again at least every
+``recheck`` seconds, a slice at a time: the maps and processes are spread over
+:data:`SLICES` slices by id, and each scan reads again the slices whose turn came since
+the last one (a map's whole record is made again; one that reads as before stays the very
+object it was); the program side is read again at the start of every round. The
+cost of checking is so spread evenly in time, whatever the scan interval: 10,000 maps
+checked over 5 minutes are some 33 maps a second, where a full rescan every 30th scan read
+all 10,000 at once (135 ms) and bounded staleness by scans, not time.
+
+A full scan, which forgets all of it and reads everything again, is the first one, and with
+``full_every`` every ``full_every``-th; a record it reads as the scan before had it stays
+that scan's very object, so what is kept by identity downstream (the exporter's compressed
+page) is not made again.
 """
 
 from __future__ import annotations
@@ -46,6 +58,10 @@ if TYPE_CHECKING:
     from typing import Callable
 
 __all__ = ["ScanMemo", "pin_stamps", "settled"]
+
+# The slices the maps and processes are spread over for checking again (by id modulo): one
+# slice's turn comes every ``recheck / SLICES`` seconds
+SLICES = 64
 
 # How long after its last change a directory's mtime is trusted to change with the next
 # one: far more than the coarse clock's tick (a jiffy, at most 10 ms) the kernel stamps with
@@ -66,7 +82,13 @@ class ScanMemo:
 
     memlock_static: Callable = _never
     memlock_counts: Callable = _never
-    full_every: int = 30
+    full_every: int = 0                            # 0: only the first scan is a full one
+    recheck: float = 300.0                         # seconds (0: never read again on trust)
+    clock: Callable = time.monotonic
+    round_start: float = 0.0                       # when the checking round began
+    checked: int = 0                               # slices whose turn came since then
+    due: frozenset = frozenset()                   # the slices this scan reads again
+    due_maps: frozenset = frozenset()              # the map ids of those slices
     scans: int = 0
     full_scans: int = 0
     fields: dict = field(default_factory=dict)     # map id -> memlock, of static maps
@@ -129,9 +151,13 @@ class ScanMemo:
         close_kept(self.iterators)
 
     def begin(self) -> bool:
-        """Start a scan; True (everything forgotten) when it is a full one."""
-        full = self.scans % max(1, self.full_every) == 0
+        """Start a scan; True (everything forgotten) when it is a full one. Otherwise the
+        slices whose turn came are forgotten (:meth:`slices_due`)."""
+        full = self.scans == 0 or (self.full_every > 0 and self.scans % self.full_every == 0)
+        now = self.clock()
+        self.due = self.due_maps = frozenset()
         if full:
+            self.round_start, self.checked = now, 0
             self.fields.clear()
             self.counts.clear()
             self.programs.clear()
@@ -157,9 +183,46 @@ class ScanMemo:
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.full_scans += 1
+        else:
+            self._forget_due(now)
         self.scans += 1
         self.reused = 0
         return full
+
+    def slices_due(self, now: float) -> frozenset:
+        """The slices whose turn came since the last scan (at most every slice once): the
+        ``t``-th turn, ``t * recheck / SLICES`` seconds into the round, is slice
+        ``(t - 1) % SLICES``'s, so each slice's comes once every ``recheck`` seconds."""
+        if self.recheck <= 0:
+            return frozenset()
+        turns = int((now - self.round_start) * SLICES / self.recheck)
+        new = min(turns - self.checked, SLICES)
+        self.checked = turns
+        return frozenset((turns - i) % SLICES for i in range(1, new + 1)) if new > 0 \
+            else frozenset()
+
+    def _forget_due(self, now: float) -> None:
+        """Forget what is kept on trust of the slices due now: the maps' kept memlock (their
+        records are made again: ``due_maps``, which the scan looks at), and at a round's
+        start (slice 0) the program side and the pins."""
+        due = self.due = self.slices_due(now)
+        if not due:
+            return
+        self.due_maps = frozenset(mid for mid in self.maps if mid % SLICES in due)
+        for table in (self.fields, self.counts):
+            for mid in self.due_maps.intersection(table):
+                del table[mid]
+        if 0 in due:        # the program side's figures, the JIT's, BTF objects, pins
+            self.prog_infos.clear()
+            self.prog_jit.clear()
+            for key in ("quick", "key", "pins"):
+                self.prog_last.pop(key, None)
+            self.stamps = None
+
+    def owners_due(self, pids) -> list:
+        """The pids among ``pids`` whose slice is due in this scan."""
+        due = self.due
+        return [p for p in pids if p % SLICES in due] if due else []
 
 
     def same_as_before(self, rows: tuple) -> tuple:
