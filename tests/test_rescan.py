@@ -755,5 +755,7 @@ def test_a_round_of_checks_forgets_the_program_side_and_the_pins():
     now[0] = 3.01
     memo.begin()                                   # slices 1 and 2
     assert memo.due == {1, 2} and memo.due_maps == {SLICES + 1, SLICES + 2}
+    assert memo.fields and memo.counts          # (the scan forgets those whose memlock moved)
+    memo.forget_memlock({SLICES + 1, SLICES + 2})
     assert not memo.fields and not memo.counts
     assert memo.prog_infos and memo.stamps        # not a round's start

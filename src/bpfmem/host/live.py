@@ -1083,7 +1083,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
         if incremental:
             need = _moved(memo, held, owner_of, users, pinned, pins, owners_same, held_moved)
             need |= memo.again
-            need |= memo.due_maps       # their turn to be read again (ScanMemo.recheck)
+            if memo.due_maps:           # their turn to be read again (ScanMemo.recheck)
+                need |= _memlock_moved(memo, fdr, memo.due_maps - need)
             if data == memo.list_raw:
                 ids, moved, gone_ids = None, [], set()
             elif light is not None:
@@ -1236,6 +1237,31 @@ def _light_records(memo, data: bytes, where: list[int], errors: list[str]
         out.append((mid, info.type, info.key_size, info.value_size, info.max_entries,
                     info.map_flags, info.map_extra, info.btf_id, frozen, count, info.name))
     return out, gone
+
+
+def _memlock_moved(memo, fdr: FdinfoReader, ids) -> set[int]:
+    """The maps among ``ids`` (whose slice is due: ScanMemo.recheck) whose memlock the
+    kernel gives now differs from their last record's, or that are gone; the memo forgets
+    what it kept of them (their records are made again). Checking the others costs an open
+    by id, a read of fdinfo and a close each: no record is made."""
+    moved: set[int] = set()
+    last = memo.maps
+    fd_by_id, close = bpfsys.map_fd_by_id, os.close
+    for mid in ids:
+        try:
+            fd = fd_by_id(mid)
+        except ObjectGone:
+            moved.add(mid)
+            continue
+        try:
+            memlock = fdr.memlock(fd)
+        finally:
+            close(fd)
+        prev = last.get(mid)
+        if prev is None or prev.memlock != memlock:
+            moved.add(mid)
+    memo.forget_memlock(moved)
+    return moved
 
 
 def _remember(memo, rows: tuple, again: set) -> tuple:

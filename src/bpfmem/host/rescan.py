@@ -88,7 +88,8 @@ class ScanMemo:
     round_start: float = 0.0                       # when the checking round began
     checked: int = 0                               # slices whose turn came since then
     due: frozenset = frozenset()                   # the slices this scan reads again
-    due_maps: frozenset = frozenset()              # the map ids of those slices
+    due_maps: frozenset = frozenset()              # the map ids of those slices (kept
+    #                                                memlock: read again by the scan)
     scans: int = 0
     full_scans: int = 0
     fields: dict = field(default_factory=dict)     # map id -> memlock, of static maps
@@ -202,22 +203,25 @@ class ScanMemo:
             else frozenset()
 
     def _forget_due(self, now: float) -> None:
-        """Forget what is kept on trust of the slices due now: the maps' kept memlock (their
-        records are made again: ``due_maps``, which the scan looks at), and at a round's
-        start (slice 0) the program side and the pins."""
+        """Name the maps of the slices due now (``due_maps``: the scan reads their memlock
+        again, and makes again the record of one that moved, :meth:`forget_memlock`), and at
+        a round's start (slice 0) forget the program side and the pins."""
         due = self.due = self.slices_due(now)
         if not due:
             return
         self.due_maps = frozenset(mid for mid in self.maps if mid % SLICES in due)
-        for table in (self.fields, self.counts):
-            for mid in self.due_maps.intersection(table):
-                del table[mid]
         if 0 in due:        # the program side's figures, the JIT's, BTF objects, pins
             self.prog_infos.clear()
             self.prog_jit.clear()
             for key in ("quick", "key", "pins"):
                 self.prog_last.pop(key, None)
             self.stamps = None
+
+    def forget_memlock(self, ids) -> None:
+        """Forget the memlock kept of maps ``ids`` (read again when their record is made)."""
+        for table in (self.fields, self.counts):
+            for mid in ids:
+                table.pop(mid, None)
 
     def owners_due(self, pids) -> list:
         """The pids among ``pids`` whose slice is due in this scan."""
