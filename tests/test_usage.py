@@ -114,3 +114,25 @@ def test_top_into_a_pipe_prints_frames_and_ends():
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("bpfmem top ") == 2, r.stdout[:2000]
     assert "\x1b[?1049h" not in r.stdout          # no alternate screen into a pipe
+
+
+@pytest.mark.kernel
+@needs_root
+def test_top_refreshes_are_incremental_scans(monkeypatch, capsys):
+    """`top`'s frames after the first come from incremental scans (the exporter's memo: what
+    cannot have changed is not read again), and the kernel iterators the scans kept loaded
+    are closed when it ends."""
+    from bpfmem import api
+    from bpfmem.cli import main
+    made = []
+    real = api.scan_memo
+
+    def spy(profile, **kw):
+        made.append(real(profile, **kw))
+        return made[-1]
+    monkeypatch.setattr(api, "scan_memo", spy)
+    assert main(["top", "-n", "3", "--interval", "0.05s", "--no-owners"]) == 0
+    assert capsys.readouterr().out.count("bpfmem top ") == 3
+    (memo,) = made
+    assert memo.scans == 3 and memo.full_scans == 1
+    assert memo.iterators == {}
