@@ -474,6 +474,62 @@ def test_each_map_written_as_text_is_what_json_dumps_writes(indent):
                        if '"id":' in ln and '"memlock"' in ln)
 
 
+def test_maps_sharing_holders_checks_and_fills_are_written_as_each_alone():
+    """What maps share is written once (a holder list by its object, a model check, a shape,
+    a fill: documents._live_map_lines): maps sharing one holder list (as a scan's maps of
+    one holder do), among them a pid first seen under another name (inline each time),
+    owners with several fds, counts alike but for max_entries or method (pressure differs)
+    or complete, frozen true and unknown beside counts, pins with escapes and programs are
+    each what the oracle writes for the map alone."""
+    import random
+    rng = random.Random(7)
+    first = (Owner(20, "agent", "/kubepods/a"), Owner(21, "ñ\t\"x\"", None, 4))
+    renamed = (Owner(20, "agent-new", "/kubepods/b", 2),)
+    lists = [first, renamed, (), first[1:]]
+    progs_ = [ProgRef(5, "xdp", 6), ProgRef(6, "tc", 3), ProgRef(5, "xdp2", 6)]
+    maps = []
+    for i in range(300):
+        counted = rng.random() < 0.7
+        method = rng.choice(["kernel", "array", "batch"])
+        maps.append(LiveMap(
+            id=1 + i, name=rng.choice(["a", "é", 'q"\\', "\x01"]),
+            type=rng.choice([T.HASH, T.ARRAY, 240]), key_size=4, value_size=8,
+            max_entries=rng.choice([1, 3, 64]), map_flags=rng.choice([0, 1]), map_extra=0,
+            btf_id=rng.choice([0, 2]), memlock=rng.choice([None, 4096, 8192]),
+            frozen=rng.choice([False, False, True, None]), owners=rng.choice(lists),
+            programs=tuple(rng.sample(progs_, rng.randrange(0, 3))),
+            pins=rng.choice([(), ("/sys/fs/bpf/\u00fc\"p",)]),
+            entries=rng.choice([0, 1, 3]) if counted else None,
+            entries_complete=rng.choice([True, False]) if counted else None,
+            entries_method=method if counted else None))
+    snap = Snapshot(taken_at=1.7e9, duration=0.5, hostname="h", kernel="6.18", possible_cpus=4,
+                    maps=tuple(maps), entries_counted=True)
+    from bpfmem.report.documents import snapshot_parts
+    for prof in (PROF, None):
+        v = snapshot_view(snap, prof)
+        doc, lines = snapshot_parts(v)
+        procs, progs = {}, {}
+        inline = 0
+        for m, c, line in zip(v.maps, v.checks, lines):
+            want = _oracle_map(m, c, procs, progs)
+            assert line == json.dumps(want, separators=(",", ":"))
+            inline += any("comm" in o for o in want.get("owners", ()))
+        assert inline > 10             # the renamed pid, written inline each time
+        back = snapshot_from_dict(json.loads(json.dumps(document(v))))
+        assert [m.owners for m in back.maps] == [m.owners for m in v.maps]
+        assert [m.entries for m in back.maps] == [m.entries for m in v.maps]
+
+
+def test_scalars_are_written_as_json_dumps_writes_them():
+    """documents._json_value (entries, pressure, frozen...) against json.dumps, on floats
+    json writes in its own words (NaN, Infinity) and int and float subclasses."""
+    from bpfmem.report.documents import _json_value
+    from bpfmem.uapi import MapType
+    for x in (None, True, False, 0, -3, 2**70, 0.5, 1e-7, 1/3, 1e300, float("nan"),
+              float("inf"), -float("inf"), "é\n", "", MapType.HASH, type("F", (float,), {})(2.5)):
+        assert _json_value(x) == json.dumps(x, separators=(",", ":")), x
+
+
 def test_taken_at_is_written_as_datetime_writes_it():
     """documents.iso_time (no datetime import on a snapshot's start-up) against datetime's
     isoformat, at the microsecond rounding that carries into the next second too."""

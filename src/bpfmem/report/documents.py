@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii
+from math import isfinite
 
 from .. import uapi
 from .hints import words
@@ -803,9 +804,7 @@ def snapshot_parts(v) -> tuple[dict[str, Any], list[str]]:
     document takes each map's dict from its text)."""
     procs: dict[int, tuple[str, str | None]] = {}
     progs: dict[int, tuple[str, int]] = {}
-    texts: dict = {}                         # what recurs among maps, written once: a
-    #                                          shape's keys, a model check, an owner list
-    lines = [_live_map_json(m, c, procs, progs, texts) for m, c in zip(v.maps, v.checks)]
+    lines = _live_map_lines(v.maps, v.checks, procs, progs)
     doc = _snapshot_head(v, SNAPSHOT)
     doc["processes"] = {str(pid): {"comm": comm, "cgroup": cg}
                         for pid, (comm, cg) in sorted(procs.items())}
@@ -950,7 +949,8 @@ def _owner_ref(pid: int, fds: int) -> dict[str, Any]:
 
 
 _JSON_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
-_JSON_INT = int.__repr__
+_JSON_INT = int.__repr__          # what json writes for an int, and for a finite float:
+_JSON_FLOAT = float.__repr__
 _JSON_CONST = {None: "null", True: "true", False: "false"}
 
 
@@ -960,7 +960,11 @@ def _json_value(x) -> str:
         return _JSON_CONST[x]
     if isinstance(x, str):
         return _q(x)
-    return _JSON_COMPACT(x)
+    if type(x) is int:
+        return _JSON_INT(x)
+    if type(x) is float and isfinite(x):
+        return _JSON_FLOAT(x)
+    return _JSON_COMPACT(x)                 # NaN, Infinity, int and float subclasses
 
 
 def _shape_json(m) -> str:
@@ -980,56 +984,93 @@ def _shape_json(m) -> str:
     return "".join(out)
 
 
-def _live_map_json(m, check, procs: dict, progs: dict, texts: dict) -> str:
-    """One map of ``bpfmem/snapshot/v2`` as compact JSON text (the keys left out are listed
-    in :func:`snapshot_document`); its owners and programs are added to ``procs``/
-    ``progs``. ``texts`` keeps what recurs among maps (maps of one shape, one holder, one
-    model check), written once. (``m`` a LiveMap: a tuple, its fields read at once.)"""
-    (mid, name, _t, _k, _v, _e, _f, _x, _b, memlock, frozen, owners, programs, pins,
-     entries, complete, method) = m
-    shape = texts.get(m[2:9])                 # type ... btf_id
-    if shape is None:
-        shape = texts[m[2:9]] = _shape_json(m)
-    text = (f'{{"id":{_JSON_INT(mid)},"name":{_q(name)}{shape},"memlock":'
-            f'{"null" if memlock is None else _JSON_INT(memlock)}')
-    if frozen is not False:
-        text += ',"frozen":' + _json_value(frozen)
-    if entries is not None:
-        text += (f',"entries":{_json_value(entries)},"entries_complete":'
-                 f'{_json_value(complete)},"entries_method":{_json_value(method)}')
-        if (p := m.pressure) is not None:
-            text += ',"pressure":' + _JSON_COMPACT(round(p, 6))
-    if owners:
-        hit = texts.get(id(owners))         # holder lists are shared by a holder's maps
-        held = hit[0] if hit is not None and hit[1] is owners else None
+def _live_map_lines(maps, checks, procs: dict, progs: dict) -> list[str]:
+    """Each map of ``bpfmem/snapshot/v2`` as compact JSON text (the keys left out are listed
+    in :func:`snapshot_document`); their owners and programs are added to ``procs``/
+    ``progs``. A node's maps come in few shapes, held by few holder lists (a holder's maps
+    share one), checked by few model checks: each is written once, into ``shapes`` (the
+    keys from ``type`` to ``btf_id``), ``holders`` and ``models`` (these two by the id of
+    the object, kept beside its text so that the id stays its own) and ``states`` (frozen and
+    entry count), and a map costs its id, name and memlock, three look-ups, and its state,
+    programs and pins when it has any. (A LiveMap is a tuple: its fields are read at once.)"""
+    shapes: dict[tuple, str] = {}
+    holders: dict[int, tuple[str, tuple]] = {}
+    models: dict[int, tuple[str, object]] = {}
+    states: dict[tuple, str] = {}
+    lines: list[str] = []
+    add = lines.append
+    for m, check in zip(maps, checks):
+        (mid, name, t, k, v, e, f, x, b, memlock, frozen, owners, programs, pins,
+         entries, complete, method) = m
+        shape = shapes.get((t, k, v, e, f, x, b))
+        if shape is None:
+            shape = shapes[(t, k, v, e, f, x, b)] = _shape_json(m)
+        held = holders.get(id(owners))
         if held is None:
-            refs = []
-            for o in owners:
-                seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
-                if seen == (o.comm, o.cgroup):
-                    refs.append(_owner_ref(o.pid, o.fds))
-                else:   # the same pid seen with another comm or cgroup: said inline
-                    refs.append({**_owner_ref(o.pid, o.fds), "comm": o.comm,
-                                 "cgroup": o.cgroup})
-            held = ',"owners":' + _JSON_COMPACT(refs)
-            texts[id(owners)] = (held, owners)      # (kept: its id stays its own)
-        text += held
-    if programs:
-        ids = []
-        for p in programs:
-            seen = progs.setdefault(p.id, (p.name, p.type))
-            ids.append(p.id if seen == (p.name, p.type) else
-                       {"id": p.id, **_program_ref(p.name, p.type)})
-        text += ',"programs":' + _JSON_COMPACT(ids)
-    if pins:
-        text += ',"pins":' + _JSON_COMPACT(list(pins))
-    if check is not None:
-        model = texts.get(id(check))
+            held = holders[id(owners)] = (_owners_json(owners, procs), owners)
+        model = models.get(id(check))
         if model is None:
-            model = texts[id(check)] = (',"model":' + _JSON_COMPACT(_model_check(check)),
-                                        check)      # (the check kept: its id stays its own)
-        text += model[0]
-    return text + "}"
+            model = models[id(check)] = (
+                "}" if check is None else f',"model":{_JSON_COMPACT(_model_check(check))}}}',
+                check)
+        if frozen is False and entries is None:
+            state = ""
+        else:       # counted maps of one shape often hold as many entries (0, or full)
+            state = states.get((frozen, entries, complete, method, e))
+            if state is None:
+                state = states[(frozen, entries, complete, method, e)] = _state_json(m)
+        used = _programs_json(programs, progs) if programs else ""
+        pinned = _pins_json(pins) if pins else ""
+        # (an id and a memlock are ints: an f-string writes an int as json does)
+        add(f'{{"id":{mid},"name":{_q(name)}{shape},"memlock":'
+            f'{"null" if memlock is None else memlock}'
+            f'{state}{held[0]}{used}{pinned}{model[0]}')
+    return lines
+
+
+def _state_json(m) -> str:
+    """A map's ``frozen`` (when not false) and entry count (when counted), as text (what
+    ``frozen``, ``entries``, ``entries_complete``, ``entries_method`` and ``max_entries``
+    make it)."""
+    text = "" if m.frozen is False else ',"frozen":' + _json_value(m.frozen)
+    if m.entries is not None:
+        text += (f',"entries":{_json_value(m.entries)},"entries_complete":'
+                 f'{_json_value(m.entries_complete)},"entries_method":'
+                 f'{_json_value(m.entries_method)}')
+        if (p := m.pressure) is not None:
+            text += ',"pressure":' + _json_value(round(p, 6))
+    return text
+
+
+def _owners_json(owners, procs: dict) -> str:
+    """A map's ``owners`` key as text ("" for none). A holder is written by reference, into
+    ``procs``, unless its pid was first seen with another comm or cgroup: then inline
+    (``procs`` only grows, so a holder list written again would be written the same)."""
+    if not owners:
+        return ""
+    refs = []
+    for o in owners:
+        seen = procs.setdefault(o.pid, (o.comm, o.cgroup))
+        if seen == (o.comm, o.cgroup):
+            refs.append(_owner_ref(o.pid, o.fds))
+        else:   # the same pid seen with another comm or cgroup: said inline
+            refs.append({**_owner_ref(o.pid, o.fds), "comm": o.comm, "cgroup": o.cgroup})
+    return ',"owners":' + _JSON_COMPACT(refs)
+
+
+def _programs_json(programs, progs: dict) -> str:
+    """A map's ``programs`` key as text: program ids, into ``progs``, but a program inline
+    when its id was first seen with another name or type."""
+    ids = []
+    for p in programs:
+        seen = progs.setdefault(p.id, (p.name, p.type))
+        ids.append(_JSON_INT(p.id) if seen == (p.name, p.type) else
+                   _JSON_COMPACT({"id": p.id, **_program_ref(p.name, p.type)}))
+    return ',"programs":[' + ",".join(ids) + "]"
+
+
+def _pins_json(pins) -> str:
+    return ',"pins":[' + ",".join(map(_q, pins)) + "]"
 
 
 def _model_check(c) -> dict[str, Any]:
