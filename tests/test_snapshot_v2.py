@@ -520,6 +520,114 @@ def test_maps_sharing_holders_checks_and_fills_are_written_as_each_alone():
         assert [m.entries for m in back.maps] == [m.entries for m in v.maps]
 
 
+def _oracle_programs(doc: dict, v) -> None:
+    """The programs of a scan as the document's dicts were built before each program was
+    written as text (kept as the oracle the text is compared with)."""
+    from bpfmem.report.documents import _owner_ref, _program_ref
+    s = v.snapshot
+    procs, table = doc["processes"], doc["programs"]
+
+    def holders(owners):
+        out = []
+        for o in owners:
+            procs.setdefault(str(o.pid), {"comm": o.comm, "cgroup": o.cgroup})
+            out.append(_owner_ref(o.pid, o.fds))
+        return out
+
+    for p in sorted(s.progs, key=lambda p: p.id):
+        rec = dict(_program_ref(p.name, p.type))
+        rec.update({"tag": p.tag, "memlock": p.memlock, "xlated_prog_len": p.xlated_prog_len,
+                    "jited_prog_len": p.jited_prog_len, "map_ids": list(p.map_ids),
+                    "verified_insns": p.verified_insns, "load_time": p.load_time,
+                    "created_by_uid": p.created_by_uid})
+        if p.btf_id:
+            rec["btf_id"] = p.btf_id
+        if p.owners:
+            rec["owners"] = holders(p.owners)
+        if p.links:
+            rec["links"] = list(p.links)
+        if p.link_owners:
+            rec["link_owners"] = holders(p.link_owners)
+        if p.pins:
+            rec["pins"] = list(p.pins)
+        table[str(p.id)] = rec
+    doc["programs"] = {k: table[k] for k in sorted(table, key=int)}
+    doc["processes"] = {k: procs[k] for k in sorted(procs, key=int)}
+    doc["btf"] = [{"id": b.id, "name": b.name, "btf_size": b.btf_size,
+                   "kernel_btf": b.kernel_btf, **({"owners": holders(b.owners)}
+                                                 if b.owners else {})}
+                  for b in sorted(s.btfs or (), key=lambda b: b.id)]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_each_program_written_as_text_is_what_json_dumps_writes(indent):
+    """The programs of a scan are written as text without a dict each: on programs with
+    every optional key (BTF, program-fd holders with several fds, links and their
+    holders, unicode and quoted pins and names, no memlock or verified count, a type with
+    no name), beside maps that use some of them and one the listing missed, the programs
+    table is the one the dicts made, and the whole page the one the dict document writes."""
+    from bpfmem.records import JitMemory, LiveBtf, LiveProg
+    from bpfmem.report.documents import snapshot_parts
+    import random
+    rng = random.Random(5)
+    agent = Owner(10, "agent", "/kubepods/a")
+    other = Owner(12, 'tc "loader"\tñ', None, 3)
+    late = Owner(14, "late", "/x")            # holds a program only
+    linker = Owner(15, "linker", "/z")        # holds a link only
+    progs_ = []
+    for i in range(60):
+        progs_.append(LiveProg(
+            id=200 + 3 * i, name=rng.choice(["xdp", "é\"n", ""]), type=rng.choice([6, 3, 999]),
+            tag=rng.choice(["b435f44616e08069", "00" * 8]),
+            memlock=rng.choice([None, 4096]), xlated_prog_len=rng.randrange(0, 10**6),
+            jited_prog_len=rng.choice([0, 28]), map_ids=tuple(rng.sample([1, 2, 3], 2)),
+            btf_id=rng.choice([0, 9]), verified_insns=rng.choice([None, 0, 12]),
+            load_time=rng.randrange(1 << 50), created_by_uid=rng.choice([0, 1000]),
+            owners=tuple(rng.sample([agent, other, late], rng.randrange(0, 3))),
+            links=tuple(rng.sample([7, 8], rng.randrange(0, 3))),
+            link_owners=tuple(rng.sample([other, linker], rng.randrange(0, 3))),
+            pins=tuple(rng.sample(["/sys/fs/bpf/ü", '/sys/fs/bpf/"q"'], rng.randrange(0, 3)))))
+    users = (ProgRef(200, progs_[0].name, progs_[0].type), ProgRef(1, "gone", 2))
+    maps = tuple(LiveMap(id=i, name="m", type=T.HASH, key_size=4, value_size=8,
+                         max_entries=64, map_flags=0, map_extra=0, btf_id=0, memlock=4096,
+                         frozen=False, owners=(agent,), programs=users[: i % 3])
+                 for i in range(1, 4))
+    btfs = (LiveBtf(9, "b", 100, False, (late, agent)),
+            LiveBtf(1, "vmlinux", 5 << 20, True))
+    snap = Snapshot(taken_at=1.7e9, duration=0.5, hostname="h", kernel="6.18",
+                    possible_cpus=4, maps=maps, entries_counted=False, progs=tuple(progs_),
+                    btfs=btfs, jit=JitMemory(1 << 20, 8192, None))
+    for prof in (PROF, None):
+        v = snapshot_view(snap, prof)
+        doc, lines = snapshot_parts(v)
+        want = dict(doc)
+        procs = {}
+        for m, c in zip(v.maps, v.checks):       # the maps' holders and programs first
+            _oracle_map(m, c, procs, {})
+        want["processes"] = {str(p): {"comm": c, "cgroup": g}
+                             for p, (c, g) in sorted(procs.items())}
+        want["programs"] = {"1": {"name": "gone", "type": prog_type_name(2)}}
+        _oracle_programs(want, v)
+        assert doc["processes"] == want["processes"] and "15" in want["processes"]
+        assert list(doc["programs"]) == list(want["programs"])
+        for k, text in doc["programs"].items():
+            assert text == json.dumps(want["programs"][k], separators=(",", ":")), k
+        assert doc["btf"] == want["btf"]
+        whole = document(v)
+        assert whole["programs"] == want["programs"]
+        out = io.StringIO()
+        report.render_json(v, out, indent=indent)
+        if indent is None:
+            assert out.getvalue() == json.dumps(whole, separators=(",", ":")) + "\n"
+        else:
+            assert json.loads(out.getvalue()) == whole
+            shown = set(out.getvalue().splitlines())    # a program a line
+            assert all(f'    "{k}": ' + json.dumps(e, separators=(",", ":")) + "," in shown
+                       for k, e in list(whole["programs"].items())[:-1])
+        back = snapshot_from_dict(json.loads(out.getvalue()))
+        assert back.progs == snap.progs
+
+
 def test_scalars_are_written_as_json_dumps_writes_them():
     """documents._json_value (entries, pressure, frozen...) against json.dumps, on floats
     json writes in its own words (NaN, Infinity) and int and float subclasses."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from operator import attrgetter
 from json.encoder import encode_basestring_ascii
 from math import isfinite
 
@@ -793,22 +794,25 @@ def snapshot_document(v) -> dict[str, Any]:
     :func:`bpfmem.parse.snapshot.snapshot_from_dict` reads either.
     """
     doc, lines = snapshot_parts(v)
+    doc["programs"] = {i: json.loads(text) for i, text in doc["programs"].items()}
     doc["maps"] = [json.loads(line) for line in lines]
     return doc
 
 
 def snapshot_parts(v) -> tuple[dict[str, Any], list[str]]:
-    """:func:`snapshot_document` as (the document without ``maps``, each map's compact JSON
-    text in order): a node's 10,000 maps are written as text, without a dict each (the text
-    is what ``json.dumps(map, separators=(",", ":"))`` of the document's map writes; the
-    document takes each map's dict from its text)."""
+    """:func:`snapshot_document` as (the document without ``maps`` and with each entry of
+    ``programs`` as its compact JSON text, each map's compact JSON text in order): a node's
+    10,000 maps and 1,000 programs are written as text, without a dict each (the text is
+    what ``json.dumps(x, separators=(",", ":"))`` of the document's map or program writes;
+    the document takes each dict from its text)."""
     procs: dict[int, tuple[str, str | None]] = {}
     progs: dict[int, tuple[str, int]] = {}
     lines = _live_map_lines(v.maps, v.checks, procs, progs)
     doc = _snapshot_head(v, SNAPSHOT)
     doc["processes"] = {str(pid): {"comm": comm, "cgroup": cg}
                         for pid, (comm, cg) in sorted(procs.items())}
-    doc["programs"] = {str(i): _program_ref(name, t) for i, (name, t) in sorted(progs.items())}
+    doc["programs"] = {str(i): _program_head(name, t) + "}"
+                       for i, (name, t) in sorted(progs.items())}
     if v.snapshot.progs is not None:
         _live_programs(doc, v)
     return doc, lines
@@ -824,34 +828,38 @@ def _live_programs(doc: dict[str, Any], v) -> None:
     and ``totals.btf`` sum them, ``program_cgroups`` and ``program_processes`` per holder
     (a program is counted for its first program-fd holder, else its first link holder),
     ``btf`` lists the BTF objects and ``jit`` is bpf_jit_limit against the JIT's vmalloc
-    (null: unreadable). A document without these keys was written without programs."""
+    (null: unreadable). A document without these keys was written without programs.
+    (Each program's entry is written as text: :func:`snapshot_parts`.)"""
     s, t = v.snapshot, v.programs
     procs, table = doc["processes"], doc["programs"]
 
-    def holders(owners):
-        out = []
+    def holders(owners) -> str:         # as text; each joins processes
         for o in owners:
-            procs.setdefault(str(o.pid), {"comm": o.comm, "cgroup": o.cgroup})
-            out.append(_owner_ref(o.pid, o.fds))
-        return out
+            if (pid := str(o.pid)) not in procs:
+                procs[pid] = {"comm": o.comm, "cgroup": o.cgroup}
+        return "[" + ",".join([_owner_json(o.pid, o.fds) for o in owners]) + "]"
 
-    for p in sorted(s.progs, key=lambda p: p.id):
-        rec = dict(_program_ref(p.name, p.type))
-        rec.update({"tag": p.tag, "memlock": p.memlock, "xlated_prog_len": p.xlated_prog_len,
-                    "jited_prog_len": p.jited_prog_len, "map_ids": list(p.map_ids),
-                    "verified_insns": p.verified_insns, "load_time": p.load_time,
-                    "created_by_uid": p.created_by_uid})
+    for p in sorted(s.progs, key=_ID):
+        # (a program's figures are ints, or None where said: an f-string writes an int as
+        # json does)
+        memlock, verified = p.memlock, p.verified_insns
+        text = (f'{_program_head(p.name, p.type)},"tag":{_q(p.tag)},"memlock":'
+                f'{"null" if memlock is None else memlock},'
+                f'"xlated_prog_len":{p.xlated_prog_len},"jited_prog_len":{p.jited_prog_len},'
+                f'"map_ids":[{",".join(map(str, p.map_ids))}],"verified_insns":'
+                f'{"null" if verified is None else verified},"load_time":{p.load_time},'
+                f'"created_by_uid":{p.created_by_uid}')
         if p.btf_id:
-            rec["btf_id"] = p.btf_id
+            text += f',"btf_id":{p.btf_id}'
         if p.owners:
-            rec["owners"] = holders(p.owners)
+            text += ',"owners":' + holders(p.owners)
         if p.links:
-            rec["links"] = list(p.links)
+            text += f',"links":[{",".join(map(str, p.links))}]'
         if p.link_owners:
-            rec["link_owners"] = holders(p.link_owners)
+            text += ',"link_owners":' + holders(p.link_owners)
         if p.pins:
-            rec["pins"] = list(p.pins)
-        table[str(p.id)] = rec
+            text += f',"pins":[{",".join(map(_q, p.pins))}]'
+        table[str(p.id)] = text + "}"
     doc["programs"] = {k: table[k] for k in sorted(table, key=int)}
     doc["processes"] = {k: procs[k] for k in sorted(procs, key=int)}
     doc["totals"]["programs"] = _prog_sum(t.node)
@@ -860,12 +868,16 @@ def _live_programs(doc: dict[str, Any], v) -> None:
     doc["program_cgroups"] = [{"cgroup": g.key, **_prog_sum(g)} for g in t.cgroups]
     doc["program_processes"] = [{"pid": g.key, **_prog_sum(g)} for g in t.processes]
     doc["btf"] = [{"id": b.id, "name": b.name, "btf_size": b.btf_size,
-                   "kernel_btf": b.kernel_btf, **({"owners": holders(b.owners)}
-                                                 if b.owners else {})}
-                  for b in sorted(s.btfs or (), key=lambda b: b.id)]
+                   "kernel_btf": b.kernel_btf,
+                   **({"owners": [_owner_ref(o.pid, o.fds) for o in b.owners]}
+                      if b.owners else {})}
+                  for b in sorted(s.btfs or (), key=_ID)]
     j = s.jit
     doc["jit"] = {"bpf_jit_limit": j.limit if j else None, "in_use": j.in_use if j else None,
                   "packs": j.packs if j else None}
+
+
+_ID = attrgetter("id")
 
 
 def _prog_sum(g) -> dict[str, Any]:
@@ -946,6 +958,18 @@ def _program_ref(name: str, t: int) -> dict[str, Any]:
 @lru_cache(maxsize=1 << 12)
 def _owner_ref(pid: int, fds: int) -> dict[str, Any]:
     return {"pid": pid} if fds == 1 else {"pid": pid, "fds": fds}
+
+
+@lru_cache(maxsize=256)
+def _program_head(name: str, t: int) -> str:
+    """A program's ``name``, ``type`` (and ``type_id``) as JSON text, its closing brace left
+    off (the rest of its entry follows)."""
+    return _JSON_COMPACT(_program_ref(name, t))[:-1]
+
+
+@lru_cache(maxsize=1 << 12)
+def _owner_json(pid: int, fds: int) -> str:
+    return _JSON_COMPACT(_owner_ref(pid, fds))
 
 
 _JSON_COMPACT = json.JSONEncoder(separators=(",", ":")).encode

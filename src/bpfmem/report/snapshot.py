@@ -17,6 +17,8 @@ TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import IO
 
+from json.encoder import encode_basestring_ascii as _q
+
 from .documents import SNAPSHOT, document, snapshot_parts
 from .escape import markup, md_code, md_text, term
 from ..uapi import map_type_name
@@ -26,39 +28,48 @@ from ..units import format_delta, format_size
 def render_json(result, out: IO[str], indent: int | None = 2) -> None:
     """Write the result's document. With ``indent`` the top level is indented and
     every map (and every entry of v2's processes and programs tables) is one line (readable,
-    diffable with line tools, and fast: each line goes through the C encoder); without, one
-    compact line."""
-    if type(result).__name__ == "SnapshotView":    # its maps as text, no dict each
+    diffable with line tools, and fast: each line goes through the C encoder or is written
+    as text already); without, one compact line."""
+    if type(result).__name__ == "SnapshotView":    # its maps and programs as text, no dicts
         doc, lines = snapshot_parts(result)
         doc["maps"] = lines
+        written = _WRITTEN
     else:
-        doc, lines = document(result), None
+        doc, written = document(result), ()
     # the snapshot is written compact, as bpftool -j is; the snapshot diff keeps the blanks
     # it was first written with
     compact = doc.get("schema") == SNAPSHOT
     dumps = partial(json.dumps, separators=(",", ":")) if compact else json.dumps
     if indent is None:
-        if lines is not None:                   # "maps" comes last: its texts joined in
-            doc["maps"] = []
-            head = dumps(doc)
-            assert head.endswith('"maps":[]}')
-            out.write(head[:-2])
-            out.write(",".join(lines))
-            out.write("]}\n")
+        if not written:
+            out.write(dumps(doc))
+            out.write("\n")
             return
-        out.write(dumps(doc))
-        out.write("\n")
+        sep = "{"
+        for k, v in doc.items():        # (the maps' text, megabytes, is not copied again)
+            out.write(f"{sep}{_q(k)}:")
+            sep = ","
+            if k == "maps" and k in written:
+                out.write("[")
+                out.write(",".join(v))
+                out.write("]")
+            elif k in written:
+                out.write("{" + ",".join([f"{_q(i)}:{e}" for i, e in v.items()]) + "}")
+            else:
+                out.write(dumps(v))
+        out.write("}\n")
         return
     pad = " " * indent
     inner = pad + pad
     parts = []
     for k, v in doc.items():
         if k == "maps":
-            body = f",\n{inner}".join(v if lines is not None else (dumps(m) for m in v))
+            body = f",\n{inner}".join(v if k in written else (dumps(m) for m in v))
             parts.append(f"{pad}\"maps\": [" + (f"\n{inner}{body}\n{pad}" if body else "")
                          + "]")
         elif k in _TABLES and isinstance(v, dict):
-            body = f",\n{inner}".join(f"{dumps(i)}: {dumps(e)}" for i, e in v.items())
+            body = f",\n{inner}".join(f"{_q(i)}: {e if k in written else dumps(e)}"
+                                      for i, e in v.items())
             parts.append(f"{pad}{dumps(k)}: {{" + (f"\n{inner}{body}\n{pad}" if body else "")
                          + "}")
         else:
@@ -66,6 +77,7 @@ def render_json(result, out: IO[str], indent: int | None = 2) -> None:
     out.write("{\n" + ",\n".join(parts) + "\n}\n")
 
 
+_WRITTEN = ("maps", "programs")   # a SnapshotView's keys written as text (snapshot_parts)
 _TABLES = ("processes", "programs")   # snapshot/v2's tables: one entry a line
 
 
