@@ -308,3 +308,20 @@ def test_size_imports_no_object_parser_nor_urllib(tmp_path, fmt):
     assert not mods & _NOT_ON_SIZE, sorted(mods & _NOT_ON_SIZE)
     if fmt == "json":
         assert not mods & _NOT_ON_SIZE_JSON, sorted(mods & _NOT_ON_SIZE_JSON)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a live scan needs root")
+def test_snapshot_json_imports_no_table_escapes(tmp_path):
+    """`bpfmem snapshot` writing JSON (stdout not a terminal) draws no table: neither the
+    terminal and Markdown escapes (report.escape compiles its patterns on import) nor rich;
+    and the cache's sha256 module, absent on 3.11 under its 3.12 name, is looked for once
+    (four cache reads: each used to search sys.path for it again)."""
+    import bpfmem.host.cache as cache
+    code, out, mods = imported(["snapshot", "--no-programs"], tmp_path)
+    assert code == 0 and json.loads(out)["schema"] == "bpfmem/snapshot/v2"
+    assert "bpfmem.report.snapshot" in mods
+    for unused in ("bpfmem.report.escape", "rich"):
+        assert unused not in mods, unused
+    cache._sha256_maker.cache_clear()
+    assert cache._sha256(b"x") == cache._sha256(b"x")
+    assert cache._sha256_maker.cache_info().misses == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from functools import lru_cache
 
 MAX_ENTRY = 1 << 20
 
@@ -47,6 +48,13 @@ def private_dir(path: str | os.PathLike, *, create: bool = False) -> str | None:
 def _sha256(data: bytes) -> str:
     """sha256 hex digest from CPython's builtin module where there is one: importing hashlib
     loads OpenSSL, which costs more than a small `bpfmem maps` itself."""
+    return _sha256_maker()(data).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _sha256_maker():
+    # looked for once: a module that is not there is searched for on all of sys.path again
+    # at every import (a scan's four cache reads)
     try:
         from _sha2 import sha256  # CPython 3.12+
     except ImportError:
@@ -54,7 +62,7 @@ def _sha256(data: bytes) -> str:
             from _sha256 import sha256  # CPython 3.11
         except ImportError:
             from hashlib import sha256
-    return sha256(data).hexdigest()
+    return sha256
 
 
 def _path(kind: str, key: str) -> str:

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 from json.encoder import encode_basestring_ascii as _q
 
+# (the escapes of the table and markdown renderers, report.escape, are imported where they
+# are used: JSON, a snapshot's default, needs none)
 from .documents import SNAPSHOT, document, snapshot_parts
-from .escape import markup, md_code, md_text, term
 from ..uapi import map_type_name
 from ..units import format_delta, format_size
 
@@ -141,7 +142,7 @@ def _piped_width(out: IO[str], wide: int) -> int | None:
 
 def render_table(view, out: IO[str], *, limit: int | None = None,
                  width: int | None = None) -> None:
-    from .escape import console as Console
+    from .escape import console as Console, markup, term
     from rich.table import Table
     s = view.snapshot
     console = Console(file=out, width=width or _piped_width(out, 160), highlight=False,
@@ -204,6 +205,7 @@ def render_table(view, out: IO[str], *, limit: int | None = None,
 
 def _programs_table(view, console) -> None:
     """The programs beside the maps: totals, then memlock and JIT per cgroup."""
+    from .escape import term
     from rich.table import Table
     t, s = view.programs, view.snapshot
     j = s.jit
@@ -253,6 +255,7 @@ def _diff_counts(d) -> str:
 
 
 def render_diff_markdown(d, out: IO[str]) -> None:
+    from .escape import md_code, md_text
     lines = [f"### bpfmem: node maps {format_size(d.old.memlock)} → {format_size(d.new.memlock)} "
              f"({format_delta(d.delta_memlock)})", "", _diff_counts(d), "",
              "| map | type | status | memlock | Δ memlock | Δ entries | owner |",
@@ -264,7 +267,7 @@ def render_diff_markdown(d, out: IO[str]) -> None:
 
 
 def render_diff_table(d, out: IO[str]) -> None:
-    from .escape import console as Console
+    from .escape import console as Console, term
     from rich.table import Table
     console = Console(file=out, width=_piped_width(out, 140), highlight=False)
     t = Table(title=f"node maps {format_size(d.old.memlock)} -> {format_size(d.new.memlock)} "
