@@ -204,3 +204,43 @@ def test_rejections_are_values_branched_on_by_kind():
     assert fp.rejected.kind == LOADER and fp.rejected == Spec.refused
     assert pickle.loads(pickle.dumps(refused)).kind == KERNEL
     assert json.dumps({"r": refused}) == json.dumps({"r": str(refused)})
+
+
+def test_program_totals_per_holder():
+    """analysis.progs.program_totals in one pass against the sums written out: a program
+    counted for its first program-fd holder, else its first link holder, else no one
+    (cgroup None, no pid); groups largest memlock first, ties by key then first seen;
+    memlock None counts 0."""
+    import random
+    from bpfmem.analysis.progs import ProgSum, program_totals
+    from bpfmem.records import LiveBtf, LiveProg
+    rng = random.Random(3)
+    people = [Owner(1, "a", "/g/a"), Owner(2, "b", "/g/b"), Owner(3, "c", None),
+              Owner(4, "d", "/g/a")]
+    progs = tuple(LiveProg(
+        id=i, name="p", type=6, tag="", memlock=rng.choice([None, 4096, 8192]),
+        xlated_prog_len=rng.randrange(100), jited_prog_len=rng.randrange(100), map_ids=(),
+        btf_id=0, verified_insns=None, load_time=0, created_by_uid=0,
+        owners=tuple(rng.sample(people, rng.randrange(0, 3))),
+        link_owners=tuple(rng.sample(people, rng.randrange(0, 2)))) for i in range(200))
+    btfs = (LiveBtf(1, "vmlinux", 100, True), LiveBtf(2, "x", 7, False),
+            LiveBtf(3, "y", 5, False))
+
+    def holder(p):
+        return (p.owners or p.link_owners or (None,))[0]
+
+    def sums(key_of, ps):
+        keys = list(dict.fromkeys(key_of(p) for p in ps))
+        out = [ProgSum(k, len(g), sum(p.memlock or 0 for p in g),
+                       sum(p.jited_prog_len for p in g), sum(p.xlated_prog_len for p in g))
+               for k in keys for g in [[p for p in ps if key_of(p) == k]]]
+        return tuple(sorted(out, key=lambda s: (-s.memlock, str(s.key))))
+
+    t = program_totals(progs, btfs)
+    assert t.node == sums(lambda p: None, progs)[0]
+    assert t.cgroups == sums(lambda p: holder(p) and holder(p).cgroup, progs)
+    assert t.processes == sums(lambda p: holder(p).pid,
+                               [p for p in progs if holder(p) is not None])
+    assert None in [g.key for g in t.cgroups] and len(t.processes) == 4
+    assert (t.btf_objects, t.btf_bytes, t.kernel_btf_bytes) == (2, 12, 100)
+    assert program_totals((), ()).node == ProgSum(None, 0, 0, 0, 0)

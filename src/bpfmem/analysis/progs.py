@@ -71,32 +71,34 @@ def filter_programs(progs, *, owner: str | None = None, cgroup: str | None = Non
 
 
 def _sum(key, progs) -> ProgSum:
-    return ProgSum(key, len(progs), sum(p.memlock or 0 for p in progs),
-                   sum(p.jited_prog_len for p in progs), sum(p.xlated_prog_len for p in progs))
-
-
-def _grouped(progs, key_of) -> tuple[ProgSum, ...]:
-    groups: dict = {}
+    memlock = jited = xlated = 0
     for p in progs:
-        groups.setdefault(key_of(p), []).append(p)
-    sums = [_sum(k, v) for k, v in groups.items()]
-    return tuple(sorted(sums, key=lambda s: (-s.memlock, str(s.key))))
+        memlock += p.memlock or 0
+        jited += p.jited_prog_len
+        xlated += p.xlated_prog_len
+    return ProgSum(key, len(progs), memlock, jited, xlated)
+
+
+def _sums(groups: dict) -> tuple[ProgSum, ...]:
+    """Each group's sum, largest memlock first (then by key; ties keep the groups' order)."""
+    return tuple(sorted([_sum(k, v) for k, v in groups.items()],
+                        key=lambda s: (-s.memlock, str(s.key))))
 
 
 def program_totals(progs: tuple[LiveProg, ...], btfs: tuple[LiveBtf, ...] = ()
                    ) -> ProgramTotals:
-    def cgroup_of(p):
+    cgroups: dict = {}      # cgroup -> its programs, and pid -> its programs (a program
+    pids: dict = {}         # held by no process: under cgroup None, and no pid)
+    for p in progs:
         o = prog_holder(p)
-        return None if o is None else o.cgroup
-
-    def pid_of(p):
-        o = prog_holder(p)
-        return None if o is None else o.pid
-
+        if o is None:
+            cgroups.setdefault(None, []).append(p)
+            continue
+        cgroups.setdefault(o.cgroup, []).append(p)
+        pids.setdefault(o.pid, []).append(p)
     own = [b for b in btfs if not b.kernel_btf]
     return ProgramTotals(
-        node=_sum(None, progs), cgroups=_grouped(progs, cgroup_of),
-        processes=_grouped([p for p in progs if prog_holder(p) is not None], pid_of),
+        node=_sum(None, progs), cgroups=_sums(cgroups), processes=_sums(pids),
         btf_objects=len(own), btf_bytes=sum(b.btf_size for b in own),
         kernel_btf_bytes=sum(b.btf_size for b in btfs if b.kernel_btf))
 
