@@ -860,6 +860,13 @@ def _live_programs(doc: dict[str, Any], v) -> None:
         if p.pins:
             text += f',"pins":[{",".join(map(_q, p.pins))}]'
         table[str(p.id)] = text + "}"
+    btfs = []
+    for b in sorted(s.btfs or (), key=_ID):
+        entry = {"id": b.id, "name": b.name, "btf_size": b.btf_size, "kernel_btf": b.kernel_btf}
+        if b.owners:
+            holders(b.owners)           # (its holders join processes too)
+            entry["owners"] = [_owner_ref(o.pid, o.fds) for o in b.owners]
+        btfs.append(entry)
     doc["programs"] = {k: table[k] for k in sorted(table, key=int)}
     doc["processes"] = {k: procs[k] for k in sorted(procs, key=int)}
     doc["totals"]["programs"] = _prog_sum(t.node)
@@ -867,11 +874,7 @@ def _live_programs(doc: dict[str, Any], v) -> None:
                             "kernel_btf_size": t.kernel_btf_bytes}
     doc["program_cgroups"] = [{"cgroup": g.key, **_prog_sum(g)} for g in t.cgroups]
     doc["program_processes"] = [{"pid": g.key, **_prog_sum(g)} for g in t.processes]
-    doc["btf"] = [{"id": b.id, "name": b.name, "btf_size": b.btf_size,
-                   "kernel_btf": b.kernel_btf,
-                   **({"owners": [_owner_ref(o.pid, o.fds) for o in b.owners]}
-                      if b.owners else {})}
-                  for b in sorted(s.btfs or (), key=_ID)]
+    doc["btf"] = btfs
     j = s.jit
     doc["jit"] = {"bpf_jit_limit": j.limit if j else None, "in_use": j.in_use if j else None,
                   "packs": j.packs if j else None}
