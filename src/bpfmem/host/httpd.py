@@ -239,6 +239,9 @@ def _handler(route: Callable[[str, dict[str, str]], Answer | None]):
     return handle
 
 
+_WAKE = object()     # the selector's mark of the loop's wake-up socket
+
+
 class AnsweredAlready(Exception):
     """The server answered this connection itself (it is stopping): the handler's answer
     is not sent."""
@@ -290,6 +293,13 @@ class BoundedHTTPServer:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bpfmem-http")
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.socket, selectors.EVENT_READ, None)
+        # the loop sleeps until a connection, a byte or a deadline: with nothing open it
+        # does not wake at all (an exporter between scrapes costs no CPU); a deadline set by
+        # a worker (answering) or a stop wakes it through this pair
+        self._wake_r, self._wake_w = socket.socketpair()
+        for end in (self._wake_r, self._wake_w):
+            end.setblocking(False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, _WAKE)
         self._waiting: dict = {}     # socket -> (idle deadline, peer)
         self._busy: dict = {}        # socket -> whole-life deadline
         self._lock = threading.Lock()
@@ -303,11 +313,36 @@ class BoundedHTTPServer:
         finally:
             self._stopped.set()
 
+    TICK = 0.25     # how often the loop looks at deadlines while a connection is open
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:             # full (a wake is pending already) or closed
+            pass
+
+    def _timeout(self) -> float | None:
+        """How long the loop may sleep: for ever with nothing open (or only connections
+        whose answer waits for a scan: their deadline starts when it is ready, and
+        ``answering`` wakes the loop then), else a tick."""
+        if self._waiting:
+            return self.TICK
+        with self._lock:
+            if any(due is not None and due != math.inf for due in self._busy.values()):
+                return self.TICK
+        return None
+
     def _loop(self) -> None:
         import time as _time
         while not self._stop.is_set():
-            for key, _ in self._sel.select(0.25):
-                if key.fileobj is self.socket:
+            for key, _ in self._sel.select(self._timeout()):
+                if key.data is _WAKE:
+                    try:
+                        while self._wake_r.recv(4096):
+                            pass
+                    except OSError:
+                        pass
+                elif key.fileobj is self.socket:
                     self._accept()
                 else:
                     self._read_head(key.fileobj)
@@ -379,6 +414,7 @@ class BoundedHTTPServer:
                 if self._busy[conn] is None:
                     raise AnsweredAlready()
                 self._busy[conn] = _time.monotonic() + allowed
+        self._wake()                # (the loop may sleep with no deadline to keep)
         # the socket's own timeout too: sendall's timeout bounds the whole answer (Python
         # 3.5+), and the idle timeout (5 s) would cut a big page to a busy reader
         conn.settimeout(allowed)
@@ -423,12 +459,14 @@ class BoundedHTTPServer:
     def shutdown(self) -> None:
         """Stop the loop and wait for it (as socketserver's shutdown does)."""
         self._stop.set()
+        self._wake()
         self._stopped.wait(5)
 
     def server_close(self) -> None:
         """Close every connection: those whose answer is not under way yet are answered
         503 (the server is stopping), the others cut."""
         self._stop.set()
+        self._wake()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for conn in list(self._waiting):
             _answer_now(conn, 503, "the exporter is stopping")
@@ -447,6 +485,8 @@ class BoundedHTTPServer:
             self._sel.close()
         except (OSError, ValueError):
             pass
+        self._wake_r.close()
+        self._wake_w.close()
         self.socket.close()
 
 
