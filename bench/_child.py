@@ -4,11 +4,27 @@ long-running one (an exporter) by its pid."""
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
+
+
+def bpfmem_python() -> str:
+    """The interpreter the benches run bpfmem with: the checkout's ``.venv`` where there is
+    one (what the README's install makes; ``BPFMEM_PYTHON`` names another), else the one
+    running the bench. A venv leaves out the base interpreter's site-packages, whose .pth
+    files run at every start: on one machine here they imported certifi, 20 ms, which no
+    bpfmem user pays and bpftool never does."""
+    given = os.environ.get("BPFMEM_PYTHON")
+    if given:
+        return given
+    venv = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
 
 
 def measured(argv: list[str], *, limit_gib: float, timeout: float, env: dict

@@ -65,9 +65,10 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 from mapfarm import MapFarm, uniform_plans  # noqa: E402
 from progfarm import ProgFarm  # noqa: E402
 from scrape import scrape  # noqa: E402 (bench/scrape.py)
-from _child import peak_rss_kib, stop  # noqa: E402 (bench/_child.py)
+from _child import bpfmem_python, peak_rss_kib, stop  # noqa: E402 (bench/_child.py)
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+PY = bpfmem_python()     # the interpreter bpfmem runs with (bench/_child.py)
 DEFAULT_INTERVAL, DEFAULT_RECHECK = 15.0, 300.0     # bpfmem export's defaults, seconds
 
 
@@ -78,7 +79,7 @@ def bytecode_env(src: str, cache_dir: str) -> None:
     import compileall
     ENV.pop("PYTHONDONTWRITEBYTECODE", None)
     ENV.update(PYTHONPATH=src, PYTHONPYCACHEPREFIX=cache_dir)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", src], env=ENV, check=True,
+    subprocess.run([PY, "-m", "compileall", "-q", src], env=ENV, check=True,
                    stdout=subprocess.DEVNULL)
     del compileall
 
@@ -202,7 +203,7 @@ def exporter_cpu(scans: int, interval: float, churn=None, entries: bool = False,
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    argv = [sys.executable, "-m", "bpfmem", "export", "--listen", f"127.0.0.1:{port}",
+    argv = [PY, "-m", "bpfmem", "export", "--listen", f"127.0.0.1:{port}",
             "--interval", f"{interval}s"] + (["--entries"] if entries else []) + (
             ["--recheck", f"{recheck}s"] if recheck else [])
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -241,7 +242,7 @@ def exporter_rss(seconds: float) -> tuple[float, float, int, float, float]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = subprocess.Popen([sys.executable, "-m", "bpfmem", "export", "--listen",
+    p = subprocess.Popen([PY, "-m", "bpfmem", "export", "--listen",
                           f"127.0.0.1:{port}", "--interval", "2s", "--entries"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
@@ -315,9 +316,9 @@ def _measure(args) -> int:
               f"{sum(len(ids) for _pid, ids in pfarm.children):,} programs "
               f"(created in {time.perf_counter() - t0:.1f} s); median of {args.runs} runs; "
               f"load average {os.getloadavg()[0]:.2f}; {_node_maps():,} maps on the node; "
-              f"bpfmem from {ENV['PYTHONPATH']} (byte-compiled)")
+              f"bpfmem from {ENV['PYTHONPATH']} (byte-compiled), run by {PY}")
         bpftool = ["bpftool", "-j", "map", "show"]
-        bpfmem = [sys.executable, "-m", "bpfmem", "snapshot"]
+        bpfmem = [PY, "-m", "bpfmem", "snapshot"]
         run_child(bpftool)  # warm caches for both
         run_child(bpfmem)
         bt, bt_rss = median_of(bpftool, args.runs)
@@ -326,7 +327,7 @@ def _measure(args) -> int:
         bn, bn_rss = median_of(bpfmem + ["--no-owners"], args.runs)
         bi, bi_rss = median_of(bpfmem + ["--owners-from", "iterator"], args.runs)
         bp, bp_rss = median_of(bpfmem + ["--owners-from", "proc"], args.runs)
-        start, _ = median_of([sys.executable, "-m", "bpfmem", "--version"], args.runs)
+        start, _ = median_of([PY, "-m", "bpfmem", "--version"], args.runs)
         with BusyLoops(2):
             bt_busy, bm_busy, bi_busy = interleaved(
                 [bpftool, bpfmem, bpfmem + ["--owners-from", "iterator"]], args.runs)

@@ -54,14 +54,14 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import libbpf_harness  # noqa: E402
-from _child import peak_rss_kib  # noqa: E402 (bench/_child.py)
+from _child import bpfmem_python, peak_rss_kib  # noqa: E402 (bench/_child.py)
 from bpfmem.parse.objspec import parse_object  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "bpf" / "obj"
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PYTHONPATH"] = str(ROOT / "src")
-PY = sys.executable
+PY = bpfmem_python()    # the checkout's venv where there is one (bench/_child.py)
 BPFMEM = [PY, "-m", "bpfmem"]
 
 
@@ -202,7 +202,7 @@ def main() -> int:
     harness = str(libbpf_harness.BINARY)
     compileall.compile_dir(str(ROOT / "src"), quiet=1)
     small, big = str(args.small), str(args.big)
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+    print(f"bpfmem run by {PY}; {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}; medians of {args.runs} interleaved runs\n")
 
     stdlib = stdlib_of(["maps", "--format", "json", small])

@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bpfmem"
 sys.path.insert(0, str(ROOT / "bench"))
-from _child import peak_rss_kib  # noqa: E402 (bench/_child.py)
+from _child import bpfmem_python, peak_rss_kib  # noqa: E402 (bench/_child.py)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PYTHONPATH"] = str(ROOT / "src")
 #: issue 29's goals on dockerd
@@ -137,7 +137,7 @@ def main() -> int:
     nm = Path(subprocess.run([go, "env", "GOTOOLDIR"], capture_output=True,
                              text=True).stdout.strip()) / "nm"
     bins = args.binaries or default_binaries()
-    bpfmem = [sys.executable, "-m", "bpfmem", "size"]
+    bpfmem = [bpfmem_python(), "-m", "bpfmem", "size"]   # (the venv: bench/_child.py)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           "times are median wall (CPU)")
     print(f"{'binary':<24} {'size':>8} {'bpfmem':>15} {'RSS':>7} {'go nm':>15} {'RSS':>7} "

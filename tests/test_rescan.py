@@ -729,7 +729,9 @@ def test_a_round_of_checks_forgets_the_program_side_and_the_pins():
     programs' kept figures, the JIT's, the quick return of the last result that kept a
     module's BTF loaded meanwhile out) and the pins are walked again; the program records
     by id stay, so those that read as before stay the very objects."""
+    from collections import namedtuple
     from bpfmem.host.rescan import SLICES
+    Row = namedtuple("Row", "id")
     now = [0.0]
     memo = ScanMemo(recheck=float(SLICES), clock=lambda: now[0])
     memo.begin()
@@ -740,7 +742,8 @@ def test_a_round_of_checks_forgets_the_program_side_and_the_pins():
         memo.prog_last.update(quick=1, key=2, pins=3, by_id={7: "p"})
         memo.stamps = (("/sys/fs/bpf", 1, 2),)
         memo.fields[SLICES + 1] = memo.counts[SLICES + 2] = 4096
-        memo.maps = {SLICES + 1: "m1", SLICES + 2: "m2"}
+        memo.rows = tuple(Row(i) for i in (SLICES + 1, SLICES + 2))
+        memo.maps = {r.id: r for r in memo.rows}
     fill()
     now[0] = 0.5
     memo.begin()                                   # no turn yet: all kept

@@ -1245,19 +1245,27 @@ def _memlock_moved(memo, fdr: FdinfoReader, ids) -> set[int]:
     what it kept of them (their records are made again). Checking the others costs an open
     by id, a read of fdinfo and a close each: no record is made."""
     moved: set[int] = set()
-    last = memo.maps
-    fd_by_id, close = bpfsys.map_fd_by_id, os.close
+    last_get = memo.maps.get
+    fd_by_id, close, pread, find = bpfsys.map_fd_by_id, os.close, os.pread, bytes.find
+    files = fdr.files
     for mid in ids:
         try:
             fd = fd_by_id(mid)
         except ObjectGone:
             moved.add(mid)
             continue
+        memlock = None
         try:
-            memlock = fdr.memlock(fd)
+            f = files.get(fd)                   # FdinfoReader.memlock, inlined
+            raw = pread(f, 1024, 0) if f is not None else fdr.read(fd)
+            i = find(raw, b"\nmemlock:") if raw else -1
+            if i >= 0:
+                memlock = int(raw[i + 9:find(raw, b"\n", i + 9)])
+        except OSError:
+            pass
         finally:
             close(fd)
-        prev = last.get(mid)
+        prev = last_get(mid)
         if prev is None or prev.memlock != memlock:
             moved.add(mid)
     memo.forget_memlock(moved)

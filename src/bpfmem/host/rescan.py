@@ -90,6 +90,7 @@ class ScanMemo:
     due: frozenset = frozenset()                   # the slices this scan reads again
     due_maps: frozenset = frozenset()              # the map ids of those slices (kept
     #                                                memlock: read again by the scan)
+    sliced: tuple | None = None                    # (rows, {slice: the ids of its maps})
     scans: int = 0
     full_scans: int = 0
     fields: dict = field(default_factory=dict)     # map id -> memlock, of static maps
@@ -183,6 +184,7 @@ class ScanMemo:
             self.owner_delta = None
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
+            self.sliced = None
             self.full_scans += 1
         else:
             self._forget_due(now)
@@ -209,7 +211,16 @@ class ScanMemo:
         due = self.due = self.slices_due(now)
         if not due:
             return
-        self.due_maps = frozenset(mid for mid in self.maps if mid % SLICES in due)
+        rows = self.rows
+        if rows is not None:
+            if self.sliced is None or self.sliced[0] is not rows:
+                groups: dict[int, list[int]] = {}   # made again only when the maps moved
+                for m in rows:
+                    mid = m.id
+                    groups.setdefault(mid % SLICES, []).append(mid)
+                self.sliced = (rows, groups)
+            groups = self.sliced[1]
+            self.due_maps = frozenset(mid for k in due for mid in groups.get(k, ()))
         if 0 in due:        # the program side's figures, the JIT's, BTF objects, pins
             self.prog_infos.clear()
             self.prog_jit.clear()
