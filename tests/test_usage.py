@@ -136,3 +136,18 @@ def test_top_refreshes_are_incremental_scans(monkeypatch, capsys):
     (memo,) = made
     assert memo.scans == 3 and memo.full_scans == 1
     assert memo.iterators == {}
+
+
+@pytest.mark.kernel
+@needs_root
+def test_top_with_one_frame_is_a_single_scan(monkeypatch, capsys):
+    """`top --once` (or -n 1) scans once, as `snapshot` does: no memo, so no kernel
+    iterator stays loaded while it lists the node's programs."""
+    from bpfmem import api
+    from bpfmem.cli import main
+    made = []
+    monkeypatch.setattr(api, "scan_memo", lambda *a, **k: made.append(1))
+    for argv in (["top", "--once", "--no-owners"], ["top", "-n", "1", "--no-owners"]):
+        assert main(argv) == 0
+        assert capsys.readouterr().out.count("bpfmem top ") == 1
+    assert made == []

@@ -88,8 +88,9 @@ class Top(Command):
 
         # refreshes are incremental scans, as the exporter's: what cannot have changed
         # since the last frame is not read again (10,000 maps: a refresh some 10 ms,
-        # where a full scan is some 100)
-        memo = api.scan_memo(prof)
+        # where a full scan is some 100); one frame is a single scan, as `snapshot`'s
+        one_frame = args.once or args.iterations == 1
+        memo = None if one_frame else api.scan_memo(prof)
         try:
             def rescan() -> None:
                 snap = scan(args, memo=memo)
@@ -137,7 +138,8 @@ class Top(Command):
                     n += 1
             return EXIT_OK
         finally:
-            memo.close()    # the kernel iterators the scans kept loaded
+            if memo is not None:
+                memo.close()    # the kernel iterators the scans kept loaded
 
 
 COMMAND = Top()
