@@ -1246,23 +1246,15 @@ def _memlock_moved(memo, fdr: FdinfoReader, ids) -> set[int]:
     by id, a read of fdinfo and a close each: no record is made."""
     moved: set[int] = set()
     last_get = memo.maps.get
-    fd_by_id, close, pread, find = bpfsys.map_fd_by_id, os.close, os.pread, bytes.find
-    files = fdr.files
+    fd_by_id, close, memlock_of = bpfsys.map_fd_by_id, os.close, fdr.memlock
     for mid in ids:
         try:
             fd = fd_by_id(mid)
         except ObjectGone:
             moved.add(mid)
             continue
-        memlock = None
         try:
-            f = files.get(fd)                   # FdinfoReader.memlock, inlined
-            raw = pread(f, 1024, 0) if f is not None else fdr.read(fd)
-            i = find(raw, b"\nmemlock:") if raw else -1
-            if i >= 0:
-                memlock = int(raw[i + 9:find(raw, b"\n", i + 9)])
-        except OSError:
-            pass
+            memlock = memlock_of(fd)
         finally:
             close(fd)
         prev = last_get(mid)
