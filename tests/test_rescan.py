@@ -663,7 +663,7 @@ def test_kept_memlock_is_taken_on_trust_until_its_slice_comes_due(maps):
         assert again[mid] is trusted[mid]
 
 
-def test_maps_checked_again_that_read_as_before_stay_the_same_records(maps):
+def test_maps_checked_again_that_read_as_before_stay_the_same_records(maps, monkeypatch):
     """A whole round of checks (every slice due) reads every map again: those that read as
     before keep their very records, so what is kept by identity downstream stands."""
     from bpfmem.host.rescan import SLICES
@@ -675,14 +675,26 @@ def test_maps_checked_again_that_read_as_before_stay_the_same_records(maps):
     def scan() -> dict:
         return {m.id: m for m in api.scan_node(owners_method="iterator", memo=memo).maps
                 if m.id in ours}
+    from bpfmem.host import live
     scan()
     before = scan()
+    rebuilt: set[int] = set()
+    real_rows = live._rows
+
+    def rows_spy(recs, *a, **kw):
+        recs = list(recs)
+        rebuilt.update(r[0] for r in recs)
+        return real_rows(recs, *a, **kw)
+    monkeypatch.setattr(live, "_rows", rows_spy)
+    checked = ours - memo.again     # (the others' memlock is read at every scan anyway)
+    assert checked
     now[0] = 61.0
     after = scan()
     assert memo.due == frozenset(range(SLICES)) and ours <= memo.due_maps
     assert after.keys() == ours
     for mid in ours:
         assert after[mid] is before[mid]
+    assert not rebuilt & checked    # checked and as before: no record made again
 
 
 def test_a_renamed_cgroup_is_seen_when_its_holders_slice_comes_due(holders, maps):

@@ -21,6 +21,7 @@ from bpfmem.errors import HostError, ObjectGone
 from bpfmem.host import bpfsys, procfs
 from bpfmem.host.cgroup import memory_cgroup_path, namespace_roots
 from bpfmem.host.count_iter import KERNEL_COUNTED
+from bpfmem.host.rescan import same_objects
 from bpfmem.host.walk import MAX_DEPTH, walk_tree
 from bpfmem.records import LiveMap, Owner, ProgRef, Snapshot
 from bpfmem.uapi import MapType as T
@@ -304,37 +305,21 @@ def _recheck_owners(memo, root: str, owner_of: dict) -> dict:
     """``owner_of`` with the processes whose slice is due (:meth:`ScanMemo.owners_due`)
     checked again: their comm comes with the owner iterator's records at every scan, but
     their cgroup path is kept while the cgroup ids are as before, and a cgroup renamed
-    keeps its ids. A process whose /proc/PID/cgroup reads as before keeps its Owner (the
-    same object); one whose path moved gets a new one (its maps are then looked at again);
-    the dict is copied only then."""
-    cache, base = memo.owner_cache, os.path.join(root, "proc")
-    out = owner_of
-    ns_roots = None
-    for pid in memo.owners_due(owner_of):
-        hit = cache.get(pid)
-        if hit is None:
-            continue
-        cg = _read_small(f"{base}/{pid}/cgroup")
-        if cg is None or cg == hit[2]:
-            continue                    # gone (the next scan sees it), or as before
-        if ns_roots is None:
-            try:
-                ns_roots = namespace_roots(root)
-            except (OSError, HostError):
-                ns_roots = {}
-        old = owner_of[pid]
-        owner = Owner(pid, old.comm,
-                      memory_cgroup_path(cg.decode(errors="replace"), ns_roots) if cg
-                      else None)
-        cache[pid] = (hit[0], hit[1], cg, owner)
-        if out is owner_of:
-            out = dict(owner_of)
-        out[pid] = owner
-    return out
+    keeps its ids. :func:`_owner_table` reads them again past their stamps: a process whose
+    /proc/PID/cgroup reads as before keeps its Owner (the same object); one whose path moved
+    gets a new one (its maps are then looked at again); the dict is copied only then."""
+    cache = memo.owner_cache
+    stamps = {p: cache[p][0] for p in memo.owners_due(owner_of) if p in cache}
+    if not stamps:
+        return owner_of
+    fresh, _gone = _owner_table(sorted(stamps), root, memo, stamps, every=False,
+                                again=stamps.keys())
+    moved = {p: o for p, o in fresh.items() if o is not owner_of[p]}
+    return {**owner_of, **moved} if moved else owner_of
 
 
 def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
-                 every: bool = True) -> tuple[dict[int, "Owner"], int]:
+                 every: bool = True, again=()) -> tuple[dict[int, "Owner"], int]:
     """(Owner per pid, processes gone) from each process's comm and cgroup; with a memo, a
     process whose comm and cgroup read as before keeps its Owner (the same object).
 
@@ -342,7 +327,8 @@ def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
     ids of its default and memory cgroups) stand in for reading: the comm is the stamp's,
     and /proc/PID/cgroup is read once for the processes of the same two cgroups (the two
     lines the memory cgroup is taken from are theirs); with a memo, a process whose stamps
-    are as before keeps its Owner unread."""
+    are as before keeps its Owner unread, except the pids in ``again`` (their turn to be
+    checked: a cgroup renamed keeps its ids, so the stamps cannot show it)."""
     base = os.path.join(root, "proc")
     known = memo.owner_cache if memo is not None else None
     ns_roots = None
@@ -354,7 +340,7 @@ def _owner_table(pids, root: str, memo=None, stamps: dict | None = None, *,
     for pid in pids:
         hit = known.get(pid) if known is not None else None
         stamp = stamps.get(pid) if stamps is not None else None
-        if hit is not None and stamp is not None and hit[0] == stamp:
+        if hit is not None and stamp is not None and hit[0] == stamp and pid not in again:
             owner_of[pid] = hit[3]
             continue
         if stamp is not None:
@@ -1086,6 +1072,7 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
             if memo.due_maps:           # their turn to be read again (ScanMemo.recheck)
                 need |= _memlock_moved(memo, fdr, memo.due_maps - need)
             if data == memo.list_raw:
+                data = memo.list_raw    # the same bytes: what was made of them stands
                 ids, moved, gone_ids = None, [], set()
             elif light is not None:
                 from bpfmem.host.count_iter import full_as_light, light_columns
@@ -1124,12 +1111,8 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
                 maps_t = _remember(memo, maps_t, again)
     if memo is not None:
         if light is not None and data is not memo.list_raw:
-            if (memo.list_cols is not None and memo.list_light is not None
-                    and data == memo.list_raw):
-                data = memo.list_raw    # the same bytes: their columns as they were made
-            else:
-                from bpfmem.host.count_iter import light_columns
-                memo.list_cols = light_columns(data)
+            from bpfmem.host.count_iter import light_columns
+            memo.list_cols = light_columns(data)
         memo.list_raw, memo.list_light = data, light
         memo.users, memo.pins_seen = users, pinned
         memo.owner_seen = owner_of
@@ -1149,10 +1132,10 @@ def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set
     from bisect import bisect_left
 
     from bpfmem.host.count_iter import RECORD, light_columns
-    same = ids is None          # the listing as the last scan's: its columns, its records
-    if same:
+    same = ids is None          # the listing is the last scan's (``data is memo.list_raw``):
+    if same:                    # its columns, its records
         cols = memo.list_cols if light and memo.list_light is not None else None
-        ids = (cols if cols is not None and data == memo.list_raw
+        ids = (cols if cols is not None
                else light_columns(data) if light else _columns(data))[0]
     last_get = memo.maps.get
     if same and memo.rows is not None and len(memo.rows) == len(ids):
@@ -1179,10 +1162,8 @@ def _patch(memo, data: bytes, ids: list[int] | None, moved: list[int], need: set
         rows[i] = row
     memo.reused += len(ids) - len(where)            # (the rebuilt ones _rows counted)
     maps_t = tuple(r for r in rows if r is not None) if lost or None in rows else tuple(rows)
-    last = memo.rows
-    if last is not None and len(maps_t) == len(last) and all(
-            a is b for a, b in zip(maps_t, last)):
-        maps_t = last       # all read as before (maps due for a check): the very tuple
+    if same_objects(maps_t, memo.rows):
+        maps_t = memo.rows  # all read as before (maps due for a check): the very tuple
     rebuilt = {ids[i] for i in where}
     maps = memo.maps
     for i, row in zip(where, built):
@@ -1271,8 +1252,7 @@ def _remember(memo, rows: tuple, again: set) -> tuple:
     kept of maps that are gone goes."""
     rows = memo.same_as_before(rows)
     last = memo.maps
-    if memo.rows is not None and len(rows) == len(memo.rows) and all(
-            a is b for a, b in zip(rows, memo.rows)):
+    if same_objects(rows, memo.rows):
         maps = last                     # the very same records
     else:
         maps = {m.id: m for m in rows}

@@ -57,7 +57,7 @@ TYPE_CHECKING = False   # typing's flag without importing typing (start-up)
 if TYPE_CHECKING:
     from typing import Callable
 
-__all__ = ["ScanMemo", "pin_stamps", "settled"]
+__all__ = ["ScanMemo", "pin_stamps", "settled", "same_objects"]
 
 # The slices the maps and processes are spread over for checking again (by id modulo): one
 # slice's turn comes every ``recheck / SLICES`` seconds
@@ -251,9 +251,16 @@ class ScanMemo:
         self.before_full = None
         get = maps.get
         same = tuple(old if (old := get(m.id)) is not None and old == m else m for m in rows)
-        if len(same) == len(last) and all(a is b for a, b in zip(same, last)):
+        if same_objects(same, last):
             return last
         return same
+
+
+def same_objects(rows, last) -> bool:
+    """Whether ``rows`` holds the very objects of ``last`` (a sequence or None), in order:
+    what is kept by identity downstream stands."""
+    return last is not None and len(rows) == len(last) and all(
+        a is b for a, b in zip(rows, last))
 
 
 def pin_stamps(mount_points: list[str]) -> tuple:
