@@ -146,7 +146,7 @@ def main() -> int:
                     break
                 time.sleep(max(0.0, args.scrape_every - took))
             print(f"first (full) scan {first_scan:.3f} s; the exporter reads what it keeps "
-                  f"on trust again at least every --recheck (5m)", flush=True)
+                  f"on trust again at least every --recheck (15m)", flush=True)
         finally:
             for p in (exporter.pid if exporter else None, churner):
                 if p:

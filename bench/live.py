@@ -16,7 +16,7 @@ and the exporter's CPU per scan (user + system of its process over several inter
 scrape per interval, divided by the scans it made: 30 by default, with the slices of maps
 that come due for checking again among them, as in the exporter's own average), on an
 unchanged node (at a scan a second, and with the share of checks a scan carries at the
-default --interval 15s and --recheck 5m: a twentieth of the maps) and on a node where
+default --interval 15s and --recheck 15m: a sixtieth of the maps) and on a node where
 1% of the maps change per interval (half of them closed and made anew by this process, half
 of the farm's hash maps given an entry more or less), against the CPU of one
 `bpftool -j map show` listing, measured in the same run; and `snapshot` against bpftool
@@ -78,7 +78,7 @@ from _child import bpfmem_python, peak_rss_kib, stop  # noqa: E402 (bench/_child
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 PY = bpfmem_python()     # the interpreter bpfmem runs with (bench/_child.py)
-DEFAULT_INTERVAL, DEFAULT_RECHECK = 15.0, 300.0     # bpfmem export's defaults, seconds
+DEFAULT_INTERVAL, DEFAULT_RECHECK = 15.0, 900.0     # bpfmem export's defaults, seconds
 
 
 def bytecode_env(src: str, cache_dir: str) -> None:
@@ -293,8 +293,8 @@ def main() -> int:
     ap.add_argument("--export-seconds", type=float, default=20)
     ap.add_argument("--scans", type=int, default=30,
                     help="exporter scans measured per case (default 30: at a scan a second "
-                         "some six slices of the maps come due for checking in them, the "
-                         "share of --recheck 5m)")
+                         "two of the 64 slices of the maps come due for checking in them, "
+                         "the share of the default --recheck 15m)")
     ap.add_argument("--interval", type=float, default=1.0, help="exporter interval, seconds")
     ap.add_argument("--src", default=str(ROOT / "src"),
                     help="the bpfmem sources to measure (another checkout's src: the one "
@@ -359,7 +359,7 @@ def _measure(args) -> int:
               f"in every bpfmem figure)")
         idle, idle_rss, idle_n = exporter_cpu(args.scans, args.interval)
         # the share of checking a scan carries at the default --interval (15 s) and
-        # --recheck (5 m): a twentieth of the maps; at --interval 1s, --recheck 20s
+        # --recheck (15 m): a sixtieth of the maps; at --interval 1s, --recheck 60s
         share = DEFAULT_RECHECK / DEFAULT_INTERVAL
         idle15, _rss15, idle15_n = exporter_cpu(args.scans, args.interval,
                                                 recheck=share * args.interval)

@@ -120,6 +120,36 @@ def test_pins_are_walked_again_only_when_a_directory_changed(maps):
         assert path not in gone[arr.id].pins
 
 
+def test_the_mount_table_is_read_again_when_the_kernel_flags_a_change(maps):
+    """The exporter keeps /proc/self/mountinfo open and reads it again only when the kernel
+    flags a change: a bpffs mounted between two scans, and a pin in it, are seen by the
+    next scan; unmounted, they are gone from the one after; an unchanged table is not read
+    again (nothing else mounts while the suite runs)."""
+    from bpfmem.host import procfs
+    prof = api.profile()
+    memo = api.scan_memo(prof, full_every=1000)
+    try:
+        api.scan_node(owners_method="iterator", memo=memo)
+        watch = memo.mount_watch
+        reads = watch.reads
+        api.scan_node(owners_method="iterator", memo=memo)
+        assert watch.reads == reads                     # no change: not read again
+        with bpffs() as d:
+            path = os.path.join(d, "pinned")
+            bpfsys.obj_pin(maps["array"], path)
+            snap = api.scan_node(owners_method="iterator", memo=memo)
+            assert watch.reads == reads + 1
+            assert d in snap.bpffs and sorted(snap.bpffs) == sorted(procfs.bpffs_mounts())
+            arr = next(m for m in snap.maps if m.name == PREFIX + "array")
+            assert path in arr.pins
+        after = api.scan_node(owners_method="iterator", memo=memo)
+        assert d not in after.bpffs
+        assert path not in next(m for m in after.maps if m.name == PREFIX + "array").pins
+    finally:
+        memo.close()
+    assert memo.mount_watch is None and watch.fd == -1
+
+
 def test_fresh_stamps_are_not_settled():
     """Stamps are trusted only when every directory changed at least SETTLE_NS before."""
     now = 10 * SETTLE_NS
@@ -636,7 +666,8 @@ def test_kept_memlock_is_taken_on_trust_until_its_slice_comes_due(maps):
     """A memlock the model says cannot move is kept between scans, and a map rebuilt for
     another reason takes it from the memo; when the map's slice comes due, its memlock is
     read from the kernel again (a wrong kept figure is so corrected within ``recheck``
-    seconds), and the maps of the other slices keep their very records."""
+    seconds), and the maps of the other slices keep their very records. A map whose kept
+    memlock a check found moved is not taken on trust again."""
     from bpfmem.host.live import _self_fdinfo
     from bpfmem.host.rescan import SLICES
     now = [0.0]
@@ -658,9 +689,15 @@ def test_kept_memlock_is_taken_on_trust_until_its_slice_comes_due(maps):
     now[0] = aid % SLICES + 1.01         # the turn of the array's slice
     again = scan()
     assert aid % SLICES in memo.due and aid in memo.due_maps
-    assert again[aid].memlock == truth and memo.fields[aid] == truth
+    assert again[aid].memlock == truth
     for mid in ours - memo.due_maps:
         assert again[mid] is trusted[mid]
+    # the model's claim failed for it: from now on its memlock is read at every scan
+    assert aid in memo.untrusted and aid not in memo.fields and aid in memo.again
+    later = scan()
+    assert later[aid].memlock == truth and aid not in memo.fields and aid in memo.again
+    others = ours - {aid}
+    assert others and not others & memo.untrusted
 
 
 def test_maps_checked_again_that_read_as_before_stay_the_same_records(maps, monkeypatch):
@@ -740,7 +777,8 @@ def test_a_round_of_checks_forgets_the_program_side_and_the_pins():
     """At the turn of slice 0 (a round's start) the program side is read again whole (the
     programs' kept figures, the JIT's, the quick return of the last result that kept a
     module's BTF loaded meanwhile out) and the pins are walked again; the program records
-    by id stay, so those that read as before stay the very objects."""
+    by id and their key stay: a key made of the same fds, listing, links, pins and holders
+    proves the records, which are not made again."""
     from collections import namedtuple
     from bpfmem.host.rescan import SLICES
     Row = namedtuple("Row", "id")
@@ -764,7 +802,7 @@ def test_a_round_of_checks_forgets_the_program_side_and_the_pins():
     memo.begin()                                   # slice 0's turn
     assert memo.due == {0}
     assert not memo.prog_infos and not memo.prog_jit and memo.stamps is None
-    assert memo.prog_last == {"by_id": {7: "p"}}
+    assert memo.prog_last == {"key": 2, "by_id": {7: "p"}}
     assert memo.fields and memo.counts and memo.due_maps == frozenset()   # slices 1, 2
     fill()
     now[0] = 3.01

@@ -49,7 +49,7 @@ def scan_node(*, entries: bool = False, time_bound: float = 0.5, pins: bool = Tr
                    skipped=snap.skipped + ps.gone, errors=snap.errors + ps.errors)
 
 
-def scan_memo(profile, *, recheck: float = 300.0, full_every: int = 0) -> ScanMemo:
+def scan_memo(profile, *, recheck: float = 900.0, full_every: int = 0) -> ScanMemo:
     """What repeated :func:`scan_node` calls keep between scans (the exporter's), with the
     model of ``profile``'s kernel saying which maps' memlock cannot change or follows their
     count; what is so taken on trust is read again, a slice at a time, at least every

@@ -789,6 +789,7 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
     last = memo.maps if memo is not None else {}
     fields = memo.fields if memo is not None else {}
     counts = memo.counts if memo is not None else {}
+    untrusted = memo.untrusted if memo is not None else ()
     last_get, fields_get, counts_get = last.get, fields.get, counts.get
     mem_get, frozen_get = memlock_of.get, frozen_of.get
     held_get, users_get, pinned_get = held.get, users.get, pinned.get
@@ -897,7 +898,7 @@ def _rows(recs, need: set | None, *, memo, entries: bool, bound: float, cpus: in
                                  frozen, own, progs, pins_of, n, complete, method))
         rows.append(row)
         if memo is not None:
-            if read_now and memlock is not None:
+            if read_now and memlock is not None and mid not in untrusted:
                 if memo.memlock_static(row):
                     fields[mid] = memlock
                 elif memo.memlock_counts(row) and (kernel_count or (entries and complete)):
@@ -959,7 +960,10 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     start_wall, start = time.time(), time.monotonic()
     if memo is not None:
         memo.begin()
-    cpus = host_possible_cpus(root)
+    if memo is None:
+        cpus = host_possible_cpus(root)
+    else:                       # (the possible CPUs are fixed at boot)
+        cpus = memo.cpus = memo.cpus or host_possible_cpus(root)
     errors: list[str] = []
     collect = None
     forking = parallel and (os.cpu_count() or 1) > 1
@@ -1026,7 +1030,12 @@ def scan_maps(*, entries: bool = False, entry_time_bound: float = 0.5, pins: boo
     if pins:
         say("pins")
         try:
-            bpffs = procfs.bpffs_mounts(root)
+            if memo is None:
+                bpffs = procfs.bpffs_mounts(root)
+            else:               # the mount table read again only when it changed
+                if memo.mount_watch is None:
+                    memo.mount_watch = procfs.MountWatch(root)
+                bpffs = memo.mount_watch.bpffs()
         except OSError as e:
             errors.append(f"mountinfo: {e}")
         pinned = _pins(bpffs, errors, memo)
@@ -1223,10 +1232,12 @@ def _light_records(memo, data: bytes, where: list[int], errors: list[str]
 def _memlock_moved(memo, fdr: FdinfoReader, ids) -> set[int]:
     """The maps among ``ids`` (whose slice is due: ScanMemo.recheck) whose memlock the
     kernel gives now differs from their last record's, or that are gone; the memo forgets
-    what it kept of them (their records are made again). Checking the others costs an open
-    by id, a read of fdinfo and a close each: no record is made."""
+    what it kept of them (their records are made again), and one whose memlock moved is
+    read at every scan from then on (``memo.untrusted``: the model's claim failed for it).
+    Checking the others costs an open by id, a read of fdinfo and a close each: no record
+    is made."""
     moved: set[int] = set()
-    last_get = memo.maps.get
+    last_get, untrusted = memo.maps.get, memo.untrusted
     fd_by_id, close, memlock_of = bpfsys.map_fd_by_id, os.close, fdr.memlock
     for mid in ids:
         try:
@@ -1241,6 +1252,8 @@ def _memlock_moved(memo, fdr: FdinfoReader, ids) -> set[int]:
         prev = last_get(mid)
         if prev is None or prev.memlock != memlock:
             moved.add(mid)
+            if prev is not None and memlock is not None:
+                untrusted.add(mid)  # the model was wrong for it: read at every scan
     memo.forget_memlock(moved)
     return moved
 

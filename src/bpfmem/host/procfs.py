@@ -11,6 +11,7 @@ import os
 from bpfmem.values import dataclass
 
 __all__ = ["Mount", "parse_mountinfo", "read_mountinfo", "mounts_of_type", "bpffs_mounts",
+           "MountWatch",
            "parse_fdinfo", "parse_smaps_rollup", "read_smaps_rollup", "read_comm",
            "list_pids", "MapFd", "scan_map_fds", "PidStat", "parse_pid_stat", "read_pid_stat",
            "parse_btime", "ProcessStats", "read_process_stats"]
@@ -81,6 +82,52 @@ def mounts_of_type(mounts: list[Mount], fs_type: str) -> list[Mount]:
 def bpffs_mounts(root: str | os.PathLike = "/") -> list[str]:
     """Mount points of every bpffs this process sees (pins live there)."""
     return [m.mount_point for m in mounts_of_type(read_mountinfo(root), "bpf")]
+
+
+class MountWatch:
+    """This process's mount table, read again only when it changed: /proc/self/mountinfo is
+    kept open, and the kernel flags the open file (POLLPRI, seen with a poll that does not
+    wait) once the mount namespace's table changed since the file last looked (a mount, an
+    unmount, a move). A scan that runs every few seconds so reads and parses the table once,
+    not at every scan. ``close()`` closes the file."""
+
+    __slots__ = ("path", "fd", "poller", "reads", "_mounts")
+
+    def __init__(self, root: str | os.PathLike = "/", pid: int | str = "self") -> None:
+        self.path = os.path.join(os.fspath(root), "proc", str(pid), "mountinfo")
+        self.fd = -1
+        self.poller = None
+        self.reads = 0                      # times the table was read
+        self._mounts: list[Mount] | None = None
+
+    def mounts(self) -> list[Mount]:
+        """The mount table now (the last one read, while the kernel flags no change)."""
+        if self.fd < 0:
+            import select
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self.poller = select.poll()
+            self.poller.register(self.fd, select.POLLPRI)
+        elif self._mounts is not None and not self.poller.poll(0):
+            return self._mounts
+        # (the flag is taken down by the poll: a change from here on flags the file again)
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(self.fd, 1 << 16):
+            chunks.append(chunk)
+        self._mounts = parse_mountinfo(b"".join(chunks).decode(errors="surrogateescape"))
+        self.reads += 1
+        return self._mounts
+
+    def bpffs(self) -> list[str]:
+        """Mount points of every bpffs (:func:`bpffs_mounts`)."""
+        return [m.mount_point for m in mounts_of_type(self.mounts(), "bpf")]
+
+    def close(self) -> None:
+        fd, self.fd, self.poller, self._mounts = self.fd, -1, None, None
+        if fd >= 0:
+            os.close(fd)
+
+    __del__ = close
 
 
 def parse_fdinfo(text: str) -> dict[str, str]:

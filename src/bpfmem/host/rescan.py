@@ -32,10 +32,11 @@ process's cgroup path while its cgroup ids are as before, the programs' figures,
 the JIT's memory and the pins while their stamps stand) is read again at least every
 ``recheck`` seconds, a slice at a time: the maps and processes are spread over
 :data:`SLICES` slices by id, and each scan reads again the slices whose turn came since
-the last one (a map's whole record is made again; one that reads as before stays the very
-object it was); the program side is read again at the start of every round. The
+the last one (a map's memlock is read from fdinfo, and its record made again only where it
+moved; a map whose memlock moved where the model said it could not is not taken on trust
+again: ``untrusted``); the program side is read again at the start of every round. The
 cost of checking is so spread evenly in time, whatever the scan interval: 10,000 maps
-checked over 5 minutes are some 33 maps a second, where a full rescan every 30th scan read
+checked over 15 minutes are some 11 maps a second, where a full rescan every 30th scan read
 all 10,000 at once (135 ms) and bounded staleness by scans, not time.
 
 A full scan, which forgets all of it and reads everything again, is the first one, and with
@@ -83,7 +84,7 @@ class ScanMemo:
     memlock_static: Callable = _never
     memlock_counts: Callable = _never
     full_every: int = 0                            # 0: only the first scan is a full one
-    recheck: float = 300.0                         # seconds (0: never read again on trust)
+    recheck: float = 900.0                         # seconds (0: never read again on trust)
     clock: Callable = time.monotonic
     round_start: float = 0.0                       # when the checking round began
     checked: int = 0                               # slices whose turn came since then
@@ -119,6 +120,9 @@ class ScanMemo:
     list_cols: tuple | None = None                 # (ids, counts, frozen) of a light one
     again: set = field(default_factory=set)        # map ids whose memlock (or count) is
     #                                                read again every scan
+    untrusted: set = field(default_factory=set)    # map ids whose memlock a check found
+    #   moved where the model said it could not (or not with its count): read at every
+    #   scan from then on
     owner_raw: bytes | None = None                 # the task_file iterator's records
     owner_held: dict | None = None                 # map id -> ((pid, fds), ...), of those
     owner_pids: list = field(default_factory=list)  # the pids in owner_held
@@ -140,6 +144,9 @@ class ScanMemo:
     unchanged: int = 0                             # scans that found nothing moved
     before_full: tuple | None = None               # (maps, rows) of the scan before a full
     #                                                one, until that full one is remembered
+    mount_watch: object = None                     # procfs.MountWatch: the mount table,
+    #                                                read again when the kernel flags a change
+    cpus: int = 0                                  # the possible CPUs (fixed at boot)
     iterators: dict = field(default_factory=dict)  # the kernel iterators' links, kept
     #   (loaded and verified once; closed by close(), or when the memo is collected)
 
@@ -148,9 +155,15 @@ class ScanMemo:
         weakref.finalize(self, close_kept, self.iterators)
 
     def close(self) -> None:
-        """Close the iterator links the scans kept."""
+        """Close the iterator links and the mount table file the scans kept."""
         from .owner_iter import close_kept
         close_kept(self.iterators)
+        self._close_watch()
+
+    def _close_watch(self) -> None:
+        watch, self.mount_watch = self.mount_watch, None
+        if watch is not None:
+            watch.close()
 
     def begin(self) -> bool:
         """Start a scan; True (everything forgotten) when it is a full one. Otherwise the
@@ -174,6 +187,7 @@ class ScanMemo:
             self.maps = {}
             self.list_raw = self.list_light = self.list_cols = None
             self.again = set()
+            self.untrusted = set()
             self.owner_raw = self.owner_held = self.owner_seen = None
             self.owner_held_last = None
             self.owner_others = None
@@ -185,6 +199,8 @@ class ScanMemo:
             self.owner_cache.clear()
             self.users = self.pins_seen = self.rows = None
             self.sliced = None
+            self._close_watch()
+            self.cpus = 0
             self.full_scans += 1
         else:
             self._forget_due(now)
@@ -222,10 +238,12 @@ class ScanMemo:
             groups = self.sliced[1]
             self.due_maps = frozenset(mid for k in due for mid in groups.get(k, ()))
         if 0 in due:        # the program side's figures, the JIT's, BTF objects, pins
+            if self.untrusted:
+                self.untrusted &= self.maps.keys()      # (those gone forgotten)
             self.prog_infos.clear()
             self.prog_jit.clear()
-            for key in ("quick", "key", "pins"):
-                self.prog_last.pop(key, None)
+            for key in ("quick", "pins"):   # (the records' key stays: it is made of what
+                self.prog_last.pop(key, None)   # a scan reads, so equal, it proves them)
             self.stamps = None
 
     def forget_memlock(self, ids) -> None:
