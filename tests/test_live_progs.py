@@ -493,6 +493,67 @@ def test_the_program_iterator_reports_what_bpf_prog_info_and_fdinfo_report():
             os.close(fd)
 
 
+def test_the_light_program_listing_follows_programs_and_their_maps(monkeypatch):
+    """prog_iter's light listing (each program's id and map count) equals what the full
+    listing of the same programs gives (light_of), with BPF_OBJ_GET_INFO_BY_FD's map count;
+    with a memo, a scan whose light listing is as before does not read the full one, and a
+    program loaded meanwhile or a map bound to a program (BPF_PROG_BIND_MAP) is seen by
+    the next scan (both fail when the full listing is never read again)."""
+    from bpfmem import api
+    from bpfmem.host import prog_iter
+    from bpfmem.parse.insn import alu64, exit_insn, ld_imm64
+    kept: dict = {}
+    try:
+        prog_iter.progs_light_raw(kept)
+    except prog_iter.ProgsUnavailable as e:
+        pytest.skip(f"no program iterator here: {e}")
+    finally:
+        from bpfmem.host.owner_iter import close_kept
+        close_kept(kept)
+    maps = [bpfsys.map_create(2, 4, 8, 4, 0, f"pl{i}") for i in range(3)]
+    code = b"".join(ld_imm64(1, fd, src=1) for fd in maps[:2])    # two maps
+    code += alu64("mov", 0, imm=0) + exit_insn()
+    loaded = [bpfsys.prog_load(1, code, name="pl_two")]
+    memo = api.scan_memo(api.profile())
+    fulls = []
+    real = prog_iter.progs_raw
+
+    def spy(kept=None):
+        fulls.append(1)
+        return real(kept)
+    try:
+        prog_iter.progs_light_raw(kept)
+        full, _own = prog_iter.progs_raw(kept)
+        light = prog_iter.progs_light_raw(kept)
+        assert light == prog_iter.light_of(full)
+        pairs = dict(prog_iter.LIGHT.iter_unpack(light))
+        two = bpfsys.prog_info(loaded[0])
+        assert pairs[two.id] == len(two.map_ids) == 2
+        monkeypatch.setattr(prog_iter, "progs_raw", spy)
+
+        def scan():
+            return {p.id: p for p in api.scan_node(programs=True, pins=False,
+                                                   memo=memo).progs}
+        for _ in range(3):          # the iterators' own programs loaded and listed
+            scan()
+        fulls.clear()
+        assert two.id in scan() and not fulls         # as before: no full listing
+        loaded.append(bpfsys.prog_load(1, alu64("mov", 0, imm=0) + exit_insn(),
+                                       name="pl_new"))
+        new = bpfsys.prog_info(loaded[1]).id
+        assert new in scan() and fulls
+        fulls.clear()
+        bpfsys.prog_bind_map(loaded[0], maps[2])
+        bound = scan()
+        assert fulls and bound[two.id].map_ids == tuple(bpfsys.prog_info(loaded[0]).map_ids)
+        assert len(bound[two.id].map_ids) == 3
+    finally:
+        memo.close()
+        close_kept(kept)
+        for fd in loaded + maps:
+            os.close(fd)
+
+
 def test_the_program_layout_of_6_1():
     """6.1's BTF (committed) has every field the program iterator reads."""
     import lzma
@@ -504,4 +565,4 @@ def test_the_program_layout_of_6_1():
     from bpfmem.values import fields
     assert lay.attach_btf_id and min(getattr(lay, f.name) for f in fields(lay)) >= 0
     assert lay.tag > 0
-    assert prog_iter.program(lay)
+    assert prog_iter.program(lay) and prog_iter.light_program(lay)

@@ -27,7 +27,7 @@ __all__ = ["MapInfo", "ProgInfo", "BtfInfo", "LinkInfo", "btf_ids", "link_ids",
            "btf_fd_by_id", "link_fd_by_id", "btf_info", "link_info", "map_ids", "prog_ids", "map_fd_by_id", "prog_fd_by_id",
            "map_info", "prog_info", "obj_get", "map_next_key", "map_lookup_batch",
            "count_entries", "batch_size_for", "BATCH_BUDGET", "map_create", "map_update",
-           "obj_pin", "map_freeze", "close", "prog_load", "link_create", "iter_create",
+           "obj_pin", "map_freeze", "prog_bind_map", "close", "prog_load", "link_create", "iter_create",
            "BPF_F_RDONLY", "BPF_F_WRONLY", "BPF_ANY", "available", "setns_thread",
            "CLONE_NEWNET"]
 
@@ -42,12 +42,13 @@ MAP_LOOKUP_BATCH = 24
 PROG_LOAD, LINK_CREATE, ITER_CREATE = 5, 28, 33
 BTF_LOAD = 18
 MAP_FREEZE = 22
+PROG_BIND_MAP = 35
 
 BPF_F_RDONLY = 1 << 3
 BPF_F_WRONLY = 1 << 4
 BPF_ANY = 0
 
-_CMD_NAMES = {MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELEM",
+_CMD_NAMES = {PROG_BIND_MAP: "BPF_PROG_BIND_MAP", MAP_CREATE: "BPF_MAP_CREATE", MAP_UPDATE_ELEM: "BPF_MAP_UPDATE_ELEM",
               MAP_DELETE_ELEM: "BPF_MAP_DELETE_ELEM",
               MAP_GET_NEXT_KEY: "BPF_MAP_GET_NEXT_KEY", OBJ_PIN: "BPF_OBJ_PIN",
               OBJ_GET: "BPF_OBJ_GET", PROG_GET_NEXT_ID: "BPF_PROG_GET_NEXT_ID",
@@ -597,6 +598,14 @@ def map_freeze(fd: int) -> None:
     attr = ctypes.create_string_buffer(4)
     struct.pack_into("=I", attr, 0, fd)
     _call(MAP_FREEZE, attr, 4, f"fd {fd}")
+
+
+def prog_bind_map(prog_fd: int, map_fd: int) -> None:
+    """BPF_PROG_BIND_MAP (5.10+): the program holds the map too (it joins the program's
+    maps, as bpf_prog_info's map_ids lists them)."""
+    attr = ctypes.create_string_buffer(12)
+    struct.pack_into("=III", attr, 0, prog_fd, map_fd, 0)
+    _call(PROG_BIND_MAP, attr, 12, f"program fd {prog_fd}, map fd {map_fd}")
 
 
 def map_update(fd: int, key: bytes, value: bytes, flags: int = BPF_ANY) -> None:

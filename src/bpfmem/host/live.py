@@ -545,10 +545,22 @@ def _scan_programs(memo=None, found: dict | None = None) -> dict[int, tuple[Prog
     kernel's program iterator lists them in one read (host/prog_iter.py; what it read is
     left in ``found["progs"]`` for :func:`bpfmem.host.progs.scan_programs`), else one by
     one (an fd and BPF_OBJ_GET_INFO_BY_FD each). With a memo, a listing that reads as the
-    last one gives the last scan's dict again (the same object)."""
-    from .prog_iter import ProgsUnavailable, programs, progs_raw
+    last one gives the last scan's dict again (the same object), and the full listing is
+    read only when the light one (each program's id and map count: all that moves of a
+    loaded program) differs from the last full one's (or once a round of checks)."""
+    from .prog_iter import ProgsUnavailable, light_of, programs, progs_light_raw, progs_raw
+    data = own = None
     try:
-        data, own = progs_raw(memo.iterators if memo is not None else None)
+        if memo is not None and memo.prog_raw is not None and memo.prog_light is not None:
+            try:
+                if progs_light_raw(memo.iterators) == memo.prog_light:
+                    data = memo.prog_raw    # the same programs with the same maps
+            except ProgsUnavailable:        # (not tried again: the full listing each scan)
+                memo.prog_light_off = True
+        if data is None:
+            data, own = progs_raw(memo.iterators if memo is not None else None)
+            if memo is not None:
+                memo.prog_light = None if memo.prog_light_off else light_of(data)
     except ProgsUnavailable:
         data = own = None
     if data is not None:

@@ -43,6 +43,10 @@ MAX_MAPS = 64                 # MAX_USED_MAPS: a program uses at most 64 maps
 # unrolled id 0.1 ms)
 INLINE_MAPS = 4
 ITERATOR_NAME = "bpfmem_progs"
+# the light listing: id and map count of every program, all that can move of a loaded
+# program's record (its other figures are set by the load; BPF_PROG_BIND_MAP adds maps)
+LIGHT = struct.Struct("=II")
+LIGHT_NAME = "bpfmem_prog_ids"
 
 
 class ProgsUnavailable(HostError):
@@ -210,6 +214,40 @@ def program(lay: ProgLayout) -> bytes:
     return assemble(body)
 
 
+def light_program(lay: ProgLayout) -> bytes:
+    """For each program: seq_write (id, map count) (:data:`LIGHT`)."""
+    base = -LIGHT.size
+    return assemble([
+        ldx(8, 6, 1, 0),                                # r6 = ctx->meta
+        ldx(8, 7, 1, 8),                                # r7 = ctx->prog
+        Jump("jeq", 7, "out"),
+        ldx(8, 8, 7, lay.aux),                          # r8 = prog->aux
+        Jump("jeq", 8, "out"),
+        ldx(4, 2, 8, lay.aux_id), stx(4, 10, 2, base),
+        ldx(4, 2, 8, lay.used_map_cnt), stx(4, 10, 2, base + 4),
+        ldx(8, 1, 6, 0),
+        alu64("mov", 2, src=10), alu64("add", 2, imm=base),
+        alu64("mov", 3, imm=LIGHT.size),
+        call(HELPER_SEQ_WRITE),
+        Label("out"),
+        alu64("mov", 0, imm=0),
+        exit_insn(),
+    ])
+
+
+def light_of(data: bytes) -> bytes:
+    """The light listing (:data:`LIGHT` records) of the programs of a full listing: what
+    :func:`progs_light_raw` reads while they are the same programs with the same maps."""
+    out = []
+    at, end, size = 0, len(data), HEAD.size
+    unpack, pack = HEAD.unpack_from, LIGHT.pack
+    while at + size <= end:
+        head = unpack(data, at)
+        out.append(pack(head[0], head[9]))
+        at += size + 4 * min(head[9], INLINE_MAPS)
+    return b"".join(out)
+
+
 class ProgRecord(tuple):
     """One program as the iterator wrote it: (id, type, memlock, xlated_prog_len,
     jited_prog_len, btf_id, verified_insns, created_by_uid, load_time, map_ids, tag hex,
@@ -332,3 +370,14 @@ def progs_raw(kept: dict | None = None) -> tuple[bytes, int | None]:
             own.append(bpfsys.prog_info(fd).id)
     data = run_iterator(make, ITERATOR_NAME, ProgsUnavailable, "program", kept, loaded)
     return data, (own[0] if own else None)
+
+
+def progs_light_raw(kept: dict) -> bytes:
+    """The light listing of every program on the host, in id order: (id, map count) each
+    (:data:`LIGHT`). Equal to :func:`light_of` the last full listing, the full listing is
+    what it was: a loaded program's other figures do not move. The program is kept loaded
+    in ``kept`` (as :func:`progs_raw`'s), so it is listed among the node's."""
+    def make():
+        lay = read_prog_layout()
+        return light_program(lay), lay.attach_btf_id
+    return run_iterator(make, LIGHT_NAME, ProgsUnavailable, "program", kept)

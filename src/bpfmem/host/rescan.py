@@ -102,6 +102,8 @@ class ScanMemo:
     prog_infos: dict = field(default_factory=dict)  # prog id -> (ProgInfo, memlock): the
     #                                                 program walk's (host/progs.py)
     prog_raw: bytes | None = None                  # the program iterator's records
+    prog_light: bytes | None = None                # their light listing (prog_iter.light_of)
+    prog_light_off: bool = False                   # the light iterator cannot run here
     prog_recs: list | None = None                  # the ProgRecords made of them
     prog_users: dict | None = None                 # map id -> programs, made of them
     prog_known: dict = field(default_factory=dict)  # a record -> itself completed (JIT
@@ -178,7 +180,7 @@ class ScanMemo:
             self.programs.clear()
             self.prog_infos.clear()
             self.prog_jit.clear()
-            self.prog_raw = self.prog_recs = self.prog_users = None
+            self.prog_raw = self.prog_recs = self.prog_users = self.prog_light = None
             self.prog_known.clear()
             self.prog_last.clear()
             self.stamps, self.pins = None, {}
@@ -242,6 +244,7 @@ class ScanMemo:
                 self.untrusted &= self.maps.keys()      # (those gone forgotten)
             self.prog_infos.clear()
             self.prog_jit.clear()
+            self.prog_light = None          # the full program listing read again
             for key in ("quick", "pins"):   # (the records' key stays: it is made of what
                 self.prog_last.pop(key, None)   # a scan reads, so equal, it proves them)
             self.stamps = None
