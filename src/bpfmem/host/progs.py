@@ -190,12 +190,27 @@ def read_jit_memory(root: str = "/") -> JitMemory:
     except (OSError, ValueError):
         pass
     try:
-        with open(os.path.join(root, "proc/vmallocinfo"), "rb") as f:
-            raw = f.read()
+        raw = _read_whole(os.path.join(root, "proc/vmallocinfo"))
         in_use, packs = parse_vmallocinfo(raw, os.sysconf("SC_PAGE_SIZE"))
     except OSError:
         pass
     return JitMemory(limit=limit, in_use=in_use, packs=packs)
+
+
+def _read_whole(path: str) -> bytes:
+    """A /proc file read in as few system calls as the kernel allows: a seq_file read fills
+    the buffer it is given (vmallocinfo's hundreds of KiB in one or two calls), where a
+    buffered read would take it in growing chunks. Run in a thread beside a scan, each call
+    is one more wait for the interpreter's lock (:func:`jit_memory_soon`), and on a busy
+    machine each such wait is a wait for a CPU as well."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 22):
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def jit_memory_soon(root: str = "/"):
