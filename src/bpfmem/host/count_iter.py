@@ -29,12 +29,12 @@ import struct
 from bpfmem.values import dataclass, fields
 
 from bpfmem.errors import HostError, ParseError
-from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call, call_kfunc, exit_insn, ldx,
+from bpfmem.parse.insn import (Jump, Label, alu64, assemble, call_kfunc, exit_insn, ldx,
                                st, stx)
 from bpfmem.uapi import MapType as T
 
 from . import cache
-from .owner_iter import HOST_BTF, HELPER_SEQ_WRITE, run_iterator
+from .owner_iter import HOST_BTF, run_iterator, seq_write
 
 # id, type, key_size, value_size, max_entries, map_flags, map_extra, btf_id, frozen,
 # count (-1: the kernel has no count), name (NUL padded)
@@ -159,11 +159,7 @@ def program(lay: CountLayout) -> bytes:
     else:
         body += [st(8, 10, base + 40, NO_COUNT)]
     body += [
-        ldx(8, 1, 6, 0),                               # r1 = meta->seq
-        alu64("mov", 2, src=10),                       # r2 = fp - 64
-        alu64("add", 2, imm=base),
-        alu64("mov", 3, imm=RECORD.size),
-        call(HELPER_SEQ_WRITE),
+        *seq_write(base, RECORD.size),
         Label("out"),
         alu64("mov", 0, imm=0),                        # r0 = 0
         exit_insn(),
@@ -208,10 +204,7 @@ def light_program(lay: CountLayout, every_count: bool) -> bytes:
              call_kfunc(lay.kfunc_btf_id),
              stx(8, 10, 0, base + 8),
              Label("emit"),
-             ldx(8, 1, 6, 0),
-             alu64("mov", 2, src=10), alu64("add", 2, imm=base),
-             alu64("mov", 3, imm=LIGHT.size),
-             call(HELPER_SEQ_WRITE),
+             *seq_write(base, LIGHT.size),
              Label("out"),
              alu64("mov", 0, imm=0),
              exit_insn()]

@@ -30,6 +30,17 @@ HOST_BTF = "/sys/kernel/btf/vmlinux"
 PROC_PID_INIT_INO = 0xEFFFFFFC          # the initial pid namespace's inode number
 HELPER_PROBE_READ_KERNEL = 113
 HELPER_SEQ_WRITE = 127
+
+
+def seq_write(at: int, size: int, meta: int = 6) -> list:
+    """The instructions of ``bpf_seq_write(meta->seq, fp + at, size)``, with the iterator's
+    meta in register ``meta`` (r1 to r3 are the call's): how every iterator program here
+    writes a record it built on its stack."""
+    return [ldx(8, 1, meta, 0),                 # r1 = meta->seq
+            alu64("mov", 2, src=10),            # r2 = fp + at
+            alu64("add", 2, imm=at),
+            alu64("mov", 3, imm=size),          # r3 = size
+            call(HELPER_SEQ_WRITE)]
 RECORD = struct.Struct("=16sQQIIII")    # the task's STAMPS; tgid, fd, map id, 0
 
 
@@ -211,11 +222,7 @@ def program(lay: Layout) -> bytes:
         alu64("mov", 2, imm=4),                    # r2 = 4
         call(HELPER_PROBE_READ_KERNEL),
         *_stamps(lay, -RECORD.size),               # the stamps, before the ids
-        ldx(8, 1, 6, 0),                           # r1 = meta->seq
-        alu64("mov", 2, src=10),                   # r2 = fp
-        alu64("add", 2, imm=-RECORD.size),         # r2 -= 48
-        alu64("mov", 3, imm=RECORD.size),          # r3 = 48
-        call(HELPER_SEQ_WRITE),
+        *seq_write(-RECORD.size, RECORD.size),
         Label("out"),
         alu64("mov", 0, imm=0),                    # r0 = 0
         exit_insn(),
@@ -261,11 +268,7 @@ def tasks_program(lay: Layout) -> bytes:
         *([ldx(4, 2, 7, lay.task_on_cpu), stx(4, 10, 2, at + 64)] if lay.task_on_cpu >= 0
           else [st(4, 10, at + 64, 1)]),      # (not known: taken as running)
         st(4, 10, at + 68, 0),
-        ldx(8, 1, 6, 0),                           # r1 = meta->seq
-        alu64("mov", 2, src=10),
-        alu64("add", 2, imm=at),
-        alu64("mov", 3, imm=TASK_RECORD.size),
-        call(HELPER_SEQ_WRITE),
+        *seq_write(at, TASK_RECORD.size),
         Label("out"),
         alu64("mov", 0, imm=0),
         exit_insn(),
@@ -372,11 +375,7 @@ def fds_program(lay: Layout) -> bytes:
         *deref(-72, lay.btf_id), *read(-12, 4),
         Label("emit"),
         *_stamps(lay, -FD_RECORD.size),            # the stamps, before the ids
-        ldx(8, 1, 6, 0),                           # r1 = meta->seq
-        alu64("mov", 2, src=10),
-        alu64("add", 2, imm=-FD_RECORD.size),
-        alu64("mov", 3, imm=FD_RECORD.size),
-        call(HELPER_SEQ_WRITE),
+        *seq_write(-FD_RECORD.size, FD_RECORD.size),
         Label("out"),
         alu64("mov", 0, imm=0),
         exit_insn(),

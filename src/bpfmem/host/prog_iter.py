@@ -32,7 +32,7 @@ from bpfmem.errors import HostError, ParseError
 from bpfmem.parse.insn import Jump, Label, alu64, assemble, call, exit_insn, ldx, st, stx
 
 from . import cache
-from .owner_iter import HELPER_PROBE_READ_KERNEL, HELPER_SEQ_WRITE, HOST_BTF, run_iterator
+from .owner_iter import HELPER_PROBE_READ_KERNEL, HOST_BTF, run_iterator, seq_write
 
 # id, type, memlock pages, instructions, JIT bytes (of the main function), BTF id, verified
 # insns, uid, load time, map ids that follow (u32 each), subprograms, tag, name
@@ -186,10 +186,7 @@ def program(lay: ProgLayout) -> bytes:
         *_read(base + 48, 8, 7, lay.tag),               # the tag, 8 bytes
         *_read(base + 56, 16, 8, lay.name),             # the name, 16 bytes
         ldx(4, 2, 8, lay.func_cnt), stx(4, 10, 2, base + 44),   # subprograms
-        ldx(8, 1, 6, 0),                                # the head
-        alu64("mov", 2, src=10), alu64("add", 2, imm=base),
-        alu64("mov", 3, imm=HEAD.size),
-        call(HELPER_SEQ_WRITE),
+        *seq_write(base, HEAD.size),
         ldx(8, 7, 8, lay.used_maps),                    # r7 = aux->used_maps (the array)
     ]
     for k in range(INLINE_MAPS):                        # the first map ids, one u32 each
@@ -201,10 +198,7 @@ def program(lay: ProgLayout) -> bytes:
             Jump("jeq", 3, f"write{k}"),
             *_read(mid, 4, 3, lay.map_id),              # fp[mid] = used_maps[k]->id
             Label(f"write{k}"),
-            ldx(8, 1, 6, 0),
-            alu64("mov", 2, src=10), alu64("add", 2, imm=mid),
-            alu64("mov", 3, imm=4),
-            call(HELPER_SEQ_WRITE),
+            *seq_write(mid, 4),
         ]
     body += [
         Label("out"),
@@ -225,10 +219,7 @@ def light_program(lay: ProgLayout) -> bytes:
         Jump("jeq", 8, "out"),
         ldx(4, 2, 8, lay.aux_id), stx(4, 10, 2, base),
         ldx(4, 2, 8, lay.used_map_cnt), stx(4, 10, 2, base + 4),
-        ldx(8, 1, 6, 0),
-        alu64("mov", 2, src=10), alu64("add", 2, imm=base),
-        alu64("mov", 3, imm=LIGHT.size),
-        call(HELPER_SEQ_WRITE),
+        *seq_write(base, LIGHT.size),
         Label("out"),
         alu64("mov", 0, imm=0),
         exit_insn(),
