@@ -127,7 +127,11 @@ class MountWatch:
         if fd >= 0:
             os.close(fd)
 
-    __del__ = close
+    def __del__(self) -> None:     # (a memo dropped without close(); at exit, os may be gone)
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def parse_fdinfo(text: str) -> dict[str, str]:
