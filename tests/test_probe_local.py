@@ -127,6 +127,9 @@ def test_header(measured):
     assert header["cgroup"] == "v1" and header["counter"] == "memory.kmem.usage_in_bytes"
     assert header["possible_cpus"] >= 1 and header["page_size"] == PAGE
     assert header["done"] and not header["spec_errors"]
+    # no transparent huge pages for the probe: /proc/self/status says so (khugepaged would
+    # charge a collapsed 2 MiB page of the probe's own to whichever spec's cgroup it is in)
+    assert header["thp_enabled"] is False
     assert set(results) == {s["id"] for s in SPECS}
     assert all(v is not None and v > 0 for v in header["sizes"].values()), header["sizes"]
     # the probe (C, its own BTF walk) and bpfmem's BTF parser (Python)

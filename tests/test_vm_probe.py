@@ -128,6 +128,7 @@ def test_header(booted):
     assert header["possible_cpus"] == 2 and header["page_size"] == PAGE
     assert header["pid1"] is True and header["cgroup"] == "v2"
     assert header["counter"] == "memory.current" and header["done"]
+    assert header["thp_enabled"] is False      # (Debian's kernels: THP "always")
     assert set(results) == {s["id"] for s in SPECS}
     assert all(isinstance(v, int) and v > 0 for v in header["sizes"].values()), header["sizes"]
 

@@ -139,6 +139,7 @@ def test_measure_programs_of_real_objects_under_qemu(series, capsys):
     for name, (header, lines) in zip(REAL[1:], runs):
         assert header["cgroup"] == "v2" and header["page_size"] == page
         assert header["phase_cgroups"] is True       # each load read in a cgroup of its own
+        assert header["thp_enabled"] is False        # (cgcounter.h: no_huge_pages)
         assert parse_release(header["release"])[:2] == release[:2]
         progs = [x for x in lines if x.get("kind") == "prog"]
         assert progs, lines

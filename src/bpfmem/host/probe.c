@@ -23,7 +23,7 @@
  * Output: one JSON object per line.
  *   {"probe":"bpfmem","kernel":REL,"machine":UNAME_M,"nr_cpus":NR_CPUS|-1,"possible_cpus":N,"online_cpus":N,"page_size":N,
  *    "cgroup":"v1"|"v2"|"none","counter":FILE|null,"flush":true|false,"pid1":bool,
- *    "spec_cgroups":bool}
+ *    "spec_cgroups":bool,"thp_enabled":bool|null}
  *   {"sizes":{...}}                                    (for a "sizes" line / --btf-sizes)
  *   {"id":ID,"type":T,"ok":false,"errno":E,"error":"create"}  (rejected create)
  *   {"id":ID,"type":T,"ok":true,"memlock":B|null,"max_entries":M'|null,"charged":B|null,
@@ -60,6 +60,8 @@
  * devmap and devmap_hash (value: ifindex 1, the loopback device; no program);
  * any other type with fills reports "fill_error":"unsupported". An insert failing with ENOMEM
  * is retried up to 20 times, 20 ms apart. RLIMIT_MEMLOCK is raised to infinity first (<= 5.10).
+ * Transparent huge pages are off for the probe and what it runs (PR_SET_THP_DISABLE: see
+ * no_huge_pages() in cgcounter.h); "thp_enabled" in the header is the kernel's word for it.
  *
  * Every counter reading is preceded by a stock flush: the probe moves itself into the flush
  * cgroup, charges a slab object (an open file) and an anon page there on every online CPU,
@@ -160,6 +162,7 @@ static int ncpus_possible = 1;
 static char cg_counter[64];  /* counter file name inside cg_dir */
 static char cg_base[512];    /* the cgroup given (pid 1: bpfmem-probe); cg_dir: the spec's child */
 static int base_fd = -1;     /* its counter (hierarchical: it includes the children's) */
+static int thp_enabled = -1;  /* /proc/self/status THP_enabled after no_huge_pages() */
 static int one_cgroup;       /* --one-cgroup: measure every spec in cg_base itself */
 static int overlap_frees;    /* --overlap-frees: close a map after the next spec's first reading */
 static unsigned spec_seq;
@@ -1223,10 +1226,11 @@ static void emit_header(void)
     emit("{\"probe\":\"bpfmem\",\"kernel\":%s,\"machine\":%s,\"nr_cpus\":%ld,"
          "\"possible_cpus\":%d,\"online_cpus\":%d,"
          "\"page_size\":%ld,\"cgroup\":\"%s\",\"counter\":%s,\"flush\":%s,\"pid1\":%s,"
-         "\"spec_cgroups\":%s}",
+         "\"spec_cgroups\":%s,\"thp_enabled\":%s}",
          rel, mach, nr_cpus, ncpus_possible, ncpus_online, sysconf(_SC_PAGESIZE),
          counter_fd >= 0 ? cg_kind : "none", ctr, flush_dir[0] ? "true" : "false",
-         is_pid1 ? "true" : "false", counter_fd >= 0 && !one_cgroup ? "true" : "false");
+         is_pid1 ? "true" : "false", counter_fd >= 0 && !one_cgroup ? "true" : "false",
+         thp_enabled < 0 ? "null" : thp_enabled ? "true" : "false");
 }
 
 /*
@@ -1333,8 +1337,10 @@ int main(int argc, char **argv)
                 overlap_frees = 1;
         }
         pid1_setup();
+        thp_enabled = no_huge_pages();  /* (after pid1_setup: /proc mounted) */
         specfile = "/specs.txt";
     } else {
+        thp_enabled = no_huge_pages();
         for (int i = 1; i < argc; i++) {
             if (!strcmp(argv[i], "--cgroup-v1") && i + 1 < argc)
                 cg_v1 = argv[++i];

@@ -348,6 +348,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	libbpf_set_print(print_cb);
+	int thp = no_huge_pages();	/* (cgcounter.h: khugepaged's charges are not the object's) */
 	struct rlimit inf = {RLIM_INFINITY, RLIM_INFINITY};
 	setrlimit(RLIMIT_MEMLOCK, &inf);
 	ncpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -384,8 +385,9 @@ int main(int argc, char **argv)
 		json_str(stdout, peak_file);
 	else
 		printf("null");
-	printf(",\"page_size\":%ld,\"cpus_online\":%d,\"phase_cgroups\":%s}\n",
-	       sysconf(_SC_PAGESIZE), ncpus_online, per_phase ? "true" : "false");
+	printf(",\"page_size\":%ld,\"cpus_online\":%d,\"phase_cgroups\":%s,\"thp_enabled\":%s}\n",
+	       sysconf(_SC_PAGESIZE), ncpus_online, per_phase ? "true" : "false",
+	       thp < 0 ? "null" : thp ? "true" : "false");
 
 	int n = 0;
 	/* warm-up: libbpf's own first-use allocations are not the object's */
