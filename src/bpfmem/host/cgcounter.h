@@ -42,6 +42,20 @@ static int write_file(const char *path, const char *s)
     return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
+/* a small file whole, NUL-terminated: its length, -1 on error */
+static int read_file(const char *path, char *buf, size_t sz)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sz - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = 0;
+    return (int)n;
+}
+
 static void pin_cpu(int cpu)
 {
     cpu_set_t set;
@@ -101,14 +115,8 @@ static int no_huge_pages(void)
 {
     prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
     char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
     char *at = strstr(buf, "\nTHP_enabled:");
     return at ? (int)strtol(at + 13, NULL, 10) : -1;
 }

@@ -221,19 +221,6 @@ static long sys_bpf(int cmd, union bpf_attr *attr, unsigned size)
     return syscall(__NR_bpf, cmd, attr, size);
 }
 
-static int read_file(const char *path, char *buf, size_t sz)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sz - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = 0;
-    return (int)n;
-}
-
 /* "0-1,4,6-7" -> 5 */
 static int count_cpu_list(const char *s)
 {

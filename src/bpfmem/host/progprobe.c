@@ -75,14 +75,8 @@ static long long read_number(const char *dir, const char *name)
 {
 	char path[700], buf[64];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_file(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	return strtoll(buf, NULL, 10);
 }
 
